@@ -1,0 +1,323 @@
+/* main.c — the texc command line.
+ *
+ * The driver is a straight line: read, lex+parse, check, (dump), then the
+ * action the options ask for.  Exit status: 0 success, 1 an error in the
+ * user's program (a diagnostic was printed), 2 a usage error.  Output
+ * files are written only after everything that can fail on the program
+ * has succeeded, and removed again if writing one of them fails.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "frontend/frontend.h"
+
+enum {
+    DUMP_TOKENS = 1 << 0,
+    DUMP_AST = 1 << 1,
+    DUMP_GRAPH = 1 << 2,
+    DUMP_SCHEDULE = 1 << 3,
+};
+
+static const struct {
+    const char *name;
+    unsigned bit;
+    const char *help;
+} dumps[] = {
+    { "tokens", DUMP_TOKENS, "the tokens, as the lexer sees them" },
+    { "ast", DUMP_AST, "the syntax tree, as parsed" },
+    { "graph", DUMP_GRAPH, "the checked tensor graph: every stage's shape and dtype" },
+    { "schedule", DUMP_SCHEDULE, "the schedules, with each knob's value" },
+};
+
+typedef struct InputFile {
+    const char *name, *path;
+} InputFile;
+
+typedef struct Options {
+    const char *file;
+    const char *prefix; /* -o */
+    const char *target;
+    const char *arch;
+    unsigned dump;
+    bool eval;
+    uint64_t seed;
+    bool verbose;
+    DimOverride *defines;
+    int ndefines;
+    const char **knobs; /* NAME=VALUE */
+    int nknobs;
+    InputFile *inputs;
+    int ninputs;
+} Options;
+
+static void usage(FILE *out)
+{
+    fprintf(out,
+            "usage: texc [options] FILE.te\n"
+            "\n"
+            "Compiles a tensor-expression program.\n"
+            "\n"
+            "options:\n"
+            "  -o PREFIX           name outputs PREFIX.* (default: FILE's base name)\n"
+            "  -D NAME=VALUE       override the dim NAME\n"
+            "  -K NAME=VALUE       set the schedule knob ?NAME\n"
+            "      --target=T      cpu (default) or cuda\n"
+            "      --arch=sm_XX    CUDA architecture\n"
+            "      --dump=WHAT     print an intermediate form (comma-separated):\n");
+    for (size_t i = 0; i < sizeof dumps / sizeof dumps[0]; i++)
+        fprintf(out, "                        %-9s %s\n", dumps[i].name, dumps[i].help);
+    fprintf(out,
+            "      --eval          run the reference evaluator; write PREFIX.OUTPUT.npy\n"
+            "      --seed=N        seed of the random inputs (default 1)\n"
+            "      --input NAME=FILE.npy\n"
+            "                      read input NAME from a .npy file instead\n"
+            "  -v, --verbose       say more\n"
+            "  -q, --quiet         no warnings\n"
+            "  -h, --help          this text\n"
+            "  -V, --version       texc's version\n"
+            "\n"
+            "Exit status: 0 success, 1 an error in the program, 2 a usage error.\n");
+}
+
+static _Noreturn void usage_error(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+static _Noreturn void usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("texc: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputs("\ntry 'texc --help'\n", stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static int64_t parse_int(const char *text, const char *what)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(text, &end, 10);
+    if (errno || end == text || *end)
+        usage_error("%s: '%s' is not an integer", what, text);
+    return v;
+}
+
+/* Splits NAME=VALUE for -D, -K and --input. */
+static char *split_assign(char *arg, const char *opt)
+{
+    char *eq = strchr(arg, '=');
+    if (!eq || eq == arg || !eq[1])
+        usage_error("%s expects NAME=VALUE, got '%s'", opt, arg);
+    *eq = '\0';
+    return eq + 1;
+}
+
+static unsigned parse_dumps(char *list)
+{
+    unsigned bits = 0;
+    for (char *w = strtok(list, ","); w; w = strtok(NULL, ",")) {
+        size_t i;
+        for (i = 0; i < sizeof dumps / sizeof dumps[0]; i++)
+            if (strcmp(dumps[i].name, w) == 0)
+                break;
+        if (i == sizeof dumps / sizeof dumps[0])
+            usage_error("--dump: unknown form '%s' (see --help)", w);
+        bits |= dumps[i].bit;
+    }
+    return bits;
+}
+
+static void parse_options(int argc, char **argv, Options *o, Arena *a)
+{
+    enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT };
+    static const struct option longopts[] = {
+        { "target", required_argument, NULL, OPT_TARGET },
+        { "arch", required_argument, NULL, OPT_ARCH },
+        { "dump", required_argument, NULL, OPT_DUMP },
+        { "eval", no_argument, NULL, OPT_EVAL },
+        { "seed", required_argument, NULL, OPT_SEED },
+        { "input", required_argument, NULL, OPT_INPUT },
+        { "verbose", no_argument, NULL, 'v' },
+        { "quiet", no_argument, NULL, 'q' },
+        { "help", no_argument, NULL, 'h' },
+        { "version", no_argument, NULL, 'V' },
+        { NULL, 0, NULL, 0 },
+    };
+    o->target = "cpu";
+    o->seed = 1;
+    o->defines = arena_alloc(a, sizeof *o->defines * (size_t)argc);
+    o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
+    o->inputs = arena_alloc(a, sizeof *o->inputs * (size_t)argc);
+    int c;
+    while ((c = getopt_long(argc, argv, "o:D:K:vqhV", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'o':
+            o->prefix = optarg;
+            break;
+        case 'D': {
+            char *val = split_assign(optarg, "-D");
+            o->defines[o->ndefines++] = (DimOverride){ optarg, parse_int(val, "-D"), false };
+            break;
+        }
+        case 'K':
+            o->knobs[o->nknobs++] = optarg;
+            break;
+        case OPT_TARGET:
+            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0)
+                usage_error("--target: expected cpu or cuda, got '%s'", optarg);
+            o->target = optarg;
+            break;
+        case OPT_ARCH:
+            o->arch = optarg;
+            break;
+        case OPT_DUMP:
+            o->dump |= parse_dumps(optarg);
+            break;
+        case OPT_EVAL:
+            o->eval = true;
+            break;
+        case OPT_SEED:
+            o->seed = (uint64_t)parse_int(optarg, "--seed");
+            break;
+        case OPT_INPUT: {
+            char *path = split_assign(optarg, "--input");
+            o->inputs[o->ninputs++] = (InputFile){ optarg, path };
+            break;
+        }
+        case 'v':
+            o->verbose = true;
+            break;
+        case 'q':
+            diag_quiet = true;
+            break;
+        case 'h':
+            usage(stdout);
+            exit(0);
+        case 'V':
+            printf("texc %s\n", TE_VERSION);
+            exit(0);
+        default:
+            fputs("try 'texc --help'\n", stderr);
+            exit(2);
+        }
+    }
+    if (optind >= argc)
+        usage_error("no input file");
+    if (optind + 1 < argc)
+        usage_error("one input file at a time; got '%s' and '%s'", argv[optind],
+                    argv[optind + 1]);
+    o->file = argv[optind];
+}
+
+/* The default output prefix: FILE without its directory and ".te". */
+static const char *default_prefix(Arena *a, const char *file)
+{
+    const char *base = strrchr(file, '/');
+    base = base ? base + 1 : file;
+    size_t n = strlen(base);
+    if (n > 3 && strcmp(base + n - 3, ".te") == 0)
+        n -= 3;
+    return arena_strndup(a, base, n);
+}
+
+static int run_eval(Arena *a, const Options *o, const Graph *g)
+{
+    double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
+    double **out = arena_alloc(a, sizeof *out * (size_t)(g->noutputs + 1));
+    int status = 1;
+    for (int k = 0; k < o->ninputs; k++) {
+        bool found = false;
+        for (int i = 0; i < g->ninputs; i++)
+            found = found || strcmp(g->inputs[i]->name, o->inputs[k].name) == 0;
+        if (!found) {
+            fprintf(stderr, "texc: --input %s: the program has no input '%s'\n",
+                    o->inputs[k].name, o->inputs[k].name);
+            return 2;
+        }
+    }
+    for (int i = 0; i < g->ninputs; i++) {
+        const Tensor *t = g->inputs[i];
+        in[i] = malloc(sizeof(double) * (size_t)tensor_elems(t));
+        if (!in[i]) {
+            fprintf(stderr, "texc: out of memory for input '%s'\n", t->name);
+            goto done;
+        }
+        const char *path = NULL;
+        for (int k = 0; k < o->ninputs; k++)
+            if (strcmp(o->inputs[k].name, t->name) == 0)
+                path = o->inputs[k].path;
+        if (path) {
+            if (npy_read(path, t, in[i]) != 0)
+                goto done;
+        } else {
+            te_random_input(t, o->seed, in[i]);
+        }
+    }
+    if (te_eval(g, in, out) != 0)
+        goto done;
+    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    for (int i = 0; i < g->noutputs; i++) {
+        const char *path = arena_printf(a, "%s.%s.npy", prefix, g->outputs[i]->name);
+        if (npy_write(path, g->outputs[i], out[i]) != 0) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
+            for (int k = 0; k < i; k++)
+                remove(arena_printf(a, "%s.%s.npy", prefix, g->outputs[k]->name));
+            goto done;
+        }
+        if (o->verbose)
+            fprintf(stderr, "texc: wrote %s\n", path);
+    }
+    status = 0;
+done:
+    for (int i = 0; i < g->ninputs; i++)
+        free(in[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        free(out[i]);
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    Arena arena = {0};
+    Options o = {0};
+    parse_options(argc, argv, &o, &arena);
+
+    Source src;
+    if (!src_load(&arena, &src, o.file)) {
+        arena_free(&arena);
+        return 1;
+    }
+    Parser p = { .arena = &arena, .src = &src };
+    if (o.dump & DUMP_TOKENS)
+        p.dump_tokens = stdout;
+    Program prog = {0};
+    int status = 1;
+    if (!fe_parse(&p, &prog))
+        goto out;
+    if (o.dump & DUMP_AST)
+        fe_print_ast(stdout, &prog);
+    Graph *g = fe_sema(&arena, &src, &prog, o.defines, o.ndefines);
+    if (!g)
+        goto out;
+    for (int k = 0; k < o.nknobs; k++) {
+        char *arg = arena_strdup(&arena, o.knobs[k]);
+        char *val = split_assign(arg, "-K");
+        if (!sch_set_knob(g, arg, parse_int(val, "-K"))) {
+            status = 2;
+            goto out;
+        }
+    }
+    if (o.dump & DUMP_GRAPH)
+        te_print_graph(stdout, g);
+    if (o.dump & DUMP_SCHEDULE)
+        for (int i = 0; i < g->nschedules; i++)
+            sch_print(stdout, g->schedules[i]);
+    status = o.eval ? run_eval(&arena, &o, g) : 0;
+out:
+    arena_free(&arena);
+    return status;
+}

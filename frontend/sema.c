@@ -1,0 +1,1127 @@
+/* sema.c — semantic analysis: from the AST to a checked Graph.
+ *
+ * requires: a Program from fe_parse.
+ * guarantees: the invariants listed at the top of lang/texc.h, or exactly
+ * one error diagnostic (the first found) and NULL.
+ *
+ * The work, in order:
+ *   1. one namespace for dims, lets, inputs and stages: redefinitions;
+ *   2. dims, evaluated in order as int64 expressions (with -D overrides);
+ *   3. inputs: dtypes and shapes; element and byte counts must fit int64;
+ *   4. stages, resolved on demand in a depth-first walk from each stage in
+ *      declaration order, which gives the dependency order and finds
+ *      cycles; each body's names are resolved, dtypes inferred, extents of
+ *      index variables inferred from the dimensions they index directly,
+ *      and constant index offsets checked against the bounds;
+ *   5. outputs; unused inputs (a warning); schedules (sched/check.c).
+ *
+ * Constants without a type of their own ("untyped": literals, dims, lets
+ * made of them) take the type their context needs, like Go's untyped
+ * constants: in x[i] * (1/2) with x f32, the division is an f32 division.
+ * An untyped float cannot become i32 or bool.  With no context at all an
+ * untyped constant is f32 if it involves a float, else i32.
+ */
+#include <limits.h>
+#include <math.h>
+#include <string.h>
+
+#include "frontend/frontend.h"
+
+typedef enum SymKind { SYM_DIM, SYM_LET, SYM_INPUT, SYM_STAGE } SymKind;
+static const char *const sym_kind_names[] = { "dim", "let", "input", "stage" };
+
+typedef enum StageState { ST_TODO, ST_ACTIVE, ST_DONE } StageState;
+
+typedef struct Symbol {
+    const char *name;
+    SymKind kind;
+    const Node *node; /* its definition */
+    Dim *dim;         /* SYM_DIM */
+    Tensor *tensor;   /* SYM_INPUT, SYM_STAGE */
+    StageState state; /* SYM_STAGE */
+    /* SYM_LET: the resolved value, cloned at every use */
+    Expr *let_value;
+    bool let_float;
+    bool let_done;
+} Symbol;
+
+/* Whether an expression still lacks a dtype, and if so of which kind. */
+typedef enum Untyped { TYPED, UNTYPED_INT, UNTYPED_FLOAT } Untyped;
+
+typedef struct Value {
+    Expr *e;
+    Untyped u;
+} Value;
+
+/* Index variables in scope: the stage's spatial ones, then the axes of
+ * every enclosing reduction. */
+typedef struct Scope {
+    IterVar **vars;
+    int nvars;
+    const Node **defs; /* where each was introduced */
+    struct Scope *outer;
+} Scope;
+
+typedef struct Sema {
+    Arena *arena;
+    const Source *src;
+    Graph *g;
+    Symbol *syms;
+    int nsyms;
+    PtrVec order;      /* tensors in dependency order */
+    PtrVec active;     /* stages being resolved, for cycle messages */
+    int nvars;
+    bool failed;
+} Sema;
+
+#define FAIL(s, sp, ...)                            \
+    do {                                            \
+        diag_error((s)->src, (sp), __VA_ARGS__);    \
+        (s)->failed = true;                         \
+    } while (0)
+
+static Value convert(Sema *s, const Node *n, Scope *scope);
+static bool resolve_stage(Sema *s, Symbol *sym);
+
+static Symbol *lookup(Sema *s, const char *name)
+{
+    for (int i = 0; i < s->nsyms; i++)
+        if (strcmp(s->syms[i].name, name) == 0)
+            return &s->syms[i];
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Integer constant expressions: dims, shapes, ranges.                 */
+
+static bool eval_int(Sema *s, const Node *n, int64_t *out)
+{
+    int64_t a, b;
+    switch (n->kind) {
+    case N_NUM:
+        if (!n->is_int) {
+            FAIL(s, n->span, "expected an integer, got %g", n->num);
+            return false;
+        }
+        *out = (int64_t)n->num;
+        return true;
+    case N_NAME: {
+        Symbol *sym = lookup(s, n->name);
+        if (!sym) {
+            FAIL(s, n->span, "unknown name '%s'", n->name);
+            return false;
+        }
+        if (sym->kind != SYM_DIM || !sym->dim) {
+            FAIL(s, n->span, "'%s' is %s %s, not a dim%s", n->name,
+                 sym->kind == SYM_INPUT ? "an" : "a", sym_kind_names[sym->kind],
+                 sym->kind == SYM_DIM ? " defined before this one" : "");
+            return false;
+        }
+        *out = sym->dim->value;
+        return true;
+    }
+    case N_UNARY:
+        if (n->op != OP_NEG || !eval_int(s, n->kids[0], &a))
+            break;
+        if (a == INT64_MIN) {
+            FAIL(s, n->span, "integer overflow");
+            return false;
+        }
+        *out = -a;
+        return true;
+    case N_BINARY: {
+        if (!eval_int(s, n->kids[0], &a) || !eval_int(s, n->kids[1], &b))
+            return false;
+        bool overflow = false;
+        switch (n->op) {
+        case OP_ADD: overflow = __builtin_add_overflow(a, b, out); break;
+        case OP_SUB: overflow = __builtin_sub_overflow(a, b, out); break;
+        case OP_MUL: overflow = __builtin_mul_overflow(a, b, out); break;
+        case OP_DIV:
+        case OP_MOD:
+            if (b == 0) {
+                FAIL(s, n->span, "division by zero");
+                return false;
+            }
+            if (a == INT64_MIN && b == -1) {
+                overflow = true;
+                break;
+            }
+            *out = n->op == OP_DIV ? a / b : a % b;
+            break;
+        default:
+            FAIL(s, n->span, "'%s' is not allowed in an integer constant expression",
+                 op_text(n->op));
+            return false;
+        }
+        if (overflow) {
+            FAIL(s, n->span, "integer overflow");
+            return false;
+        }
+        return true;
+    }
+    case N_CALL:
+        if ((strcmp(n->name, "min") == 0 || strcmp(n->name, "max") == 0) &&
+            n->nkids == 2) {
+            if (!eval_int(s, n->kids[0], &a) || !eval_int(s, n->kids[1], &b))
+                return false;
+            *out = (strcmp(n->name, "min") == 0) == (a < b) ? a : b;
+            return true;
+        }
+        break;
+    default:
+        break;
+    }
+    if (!s->failed)
+        FAIL(s, n->span, "expected an integer constant expression of numbers and dims");
+    return false;
+}
+
+/* An extent: a positive integer constant expression. */
+static bool eval_extent(Sema *s, const Node *n, const char *what, int64_t *out)
+{
+    if (!eval_int(s, n, out))
+        return false;
+    if (*out <= 0) {
+        FAIL(s, n->span, "%s must be positive, got %lld", what, (long long)*out);
+        return false;
+    }
+    return true;
+}
+
+/* Checks that a tensor's element count and byte size fit in int64. */
+static bool check_size(Sema *s, Tensor *t, Span sp)
+{
+    int64_t elems = 1, bytes;
+    for (int d = 0; d < t->rank; d++) {
+        if (__builtin_mul_overflow(elems, t->shape[d], &elems)) {
+            FAIL(s, sp, "'%s' has more elements than fit in 64 bits", t->name);
+            return false;
+        }
+    }
+    if (__builtin_mul_overflow(elems, (int64_t)dtype_bytes(t->dtype), &bytes)) {
+        FAIL(s, sp, "'%s' is larger than 2^63 bytes", t->name);
+        return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Dtypes.                                                             */
+
+static Expr *clone(Sema *s, const Expr *e, Span sp)
+{
+    Expr *c = arena_alloc(s->arena, sizeof *c);
+    *c = *e;
+    c->span = sp;
+    c->args = arena_alloc(s->arena, sizeof *c->args * (e->nargs + 1));
+    for (int i = 0; i < e->nargs; i++)
+        c->args[i] = clone(s, e->args[i], sp);
+    return c;
+}
+
+/* Gives an untyped expression the dtype T, all the way down. */
+static void set_dtype(Expr *e, DType t)
+{
+    if (e->dtype != DT_NONE)
+        return;
+    /* Comparisons and logical operators are always typed (bool), so an
+     * untyped node's operands are untyped numbers of the same type. */
+    e->dtype = t;
+    for (int i = 0; i < e->nargs; i++)
+        set_dtype(e->args[i], t);
+}
+
+static DType default_dtype(Untyped u)
+{
+    return u == UNTYPED_FLOAT ? DT_F32 : DT_I32;
+}
+
+/* Gives V the dtype T if it is untyped; checks that it can take it. */
+static bool coerce(Sema *s, Value *v, DType t, Span sp)
+{
+    if (v->u == TYPED)
+        return true;
+    if (v->u == UNTYPED_FLOAT && !dtype_is_float(t)) {
+        FAIL(s, sp, "cannot use a floating-point constant as %s", dtype_name(t));
+        return false;
+    }
+    if (t == DT_BOOL) {
+        FAIL(s, sp, "cannot use a number as bool: compare it, e.g. x != 0");
+        return false;
+    }
+    set_dtype(v->e, t);
+    v->u = TYPED;
+    return true;
+}
+
+/* Makes A and B the same dtype; returns it, or DT_NONE with both untyped. */
+static bool unify(Sema *s, Value *a, Value *b, Span sp, DType *out)
+{
+    if (a->u != TYPED && b->u != TYPED) {
+        *out = DT_NONE;
+        return true;
+    }
+    if (a->u != TYPED && !coerce(s, a, b->e->dtype, a->e->span))
+        return false;
+    if (b->u != TYPED && !coerce(s, b, a->e->dtype, b->e->span))
+        return false;
+    if (a->e->dtype != b->e->dtype) {
+        FAIL(s, sp, "mismatched dtypes %s and %s: convert one with a cast such as %s(...)",
+             dtype_name(a->e->dtype), dtype_name(b->e->dtype),
+             dtype_name(a->e->dtype));
+        return false;
+    }
+    *out = a->e->dtype;
+    return true;
+}
+
+static Untyped join_untyped(Untyped a, Untyped b)
+{
+    return a == UNTYPED_FLOAT || b == UNTYPED_FLOAT ? UNTYPED_FLOAT : UNTYPED_INT;
+}
+
+/* ------------------------------------------------------------------ */
+/* Expressions.                                                        */
+
+static IterVar *find_var(Scope *scope, const char *name)
+{
+    for (; scope; scope = scope->outer)
+        for (int i = 0; i < scope->nvars; i++)
+            if (strcmp(scope->vars[i]->name, name) == 0)
+                return scope->vars[i];
+    return NULL;
+}
+
+static IterVar *new_var(Sema *s, const Node *def, bool reduce)
+{
+    IterVar *v = arena_alloc(s->arena, sizeof *v);
+    v->name = def->name;
+    v->span = def->name_span;
+    v->reduce = reduce;
+    v->id = s->nvars++;
+    return v;
+}
+
+/* An index variable must not hide another name: it would make the program
+ * ambiguous to a reader. */
+static bool check_var_name(Sema *s, const Node *def, Scope *scope)
+{
+    IterVar *other = find_var(scope, def->name);
+    if (other) {
+        FAIL(s, def->name_span, "index variable '%s' is already defined", def->name);
+        diag_note(s->src, other->span, "'%s' was defined here", def->name);
+        return false;
+    }
+    Symbol *sym = lookup(s, def->name);
+    if (sym) {
+        FAIL(s, def->name_span, "index variable '%s' hides the %s of the same name",
+             def->name, sym_kind_names[sym->kind]);
+        return false;
+    }
+    return true;
+}
+
+static Value fail_value(void)
+{
+    return (Value){ NULL, TYPED };
+}
+
+static Value convert_name(Sema *s, const Node *n, Scope *scope)
+{
+    IterVar *v = find_var(scope, n->name);
+    if (v)
+        return (Value){ ex_var(s->arena, n->span, v), TYPED };
+    Symbol *sym = lookup(s, n->name);
+    if (!sym) {
+        FAIL(s, n->span, "unknown name '%s'", n->name);
+        return fail_value();
+    }
+    switch (sym->kind) {
+    case SYM_DIM:
+        if (!sym->dim) {
+            FAIL(s, n->span, "dim '%s' is used before it is defined", n->name);
+            return fail_value();
+        }
+        return (Value){ ex_const(s->arena, n->span, DT_NONE, (double)sym->dim->value),
+                        UNTYPED_INT };
+    case SYM_LET:
+        if (!sym->let_done) {
+            FAIL(s, n->span, "let '%s' is used before it is defined", n->name);
+            return fail_value();
+        }
+        return (Value){ clone(s, sym->let_value, n->span),
+                        sym->let_value->dtype != DT_NONE ? TYPED
+                        : sym->let_float ? UNTYPED_FLOAT : UNTYPED_INT };
+    case SYM_INPUT:
+    case SYM_STAGE:
+        if (sym->kind == SYM_STAGE && !resolve_stage(s, sym))
+            return fail_value();
+        if (sym->tensor->rank != 0) {
+            FAIL(s, n->span, "'%s' has rank %d: index it, as in %s[...]", n->name,
+                 sym->tensor->rank, n->name);
+            return fail_value();
+        }
+        sym->tensor->uses++;
+        return (Value){ ex_load(s->arena, n->span, sym->tensor, NULL, 0), TYPED };
+    }
+    TE_UNREACHABLE();
+}
+
+/* Does E read a tensor?  Indices must not: gathers are not supported. */
+static const Expr *find_load(const Expr *e)
+{
+    if (e->kind == EX_LOAD)
+        return e;
+    for (int i = 0; i < e->nargs; i++) {
+        const Expr *l = find_load(e->args[i]);
+        if (l)
+            return l;
+    }
+    return NULL;
+}
+
+static Value convert_access(Sema *s, const Node *n, Scope *scope)
+{
+    Symbol *sym = lookup(s, n->name);
+    if (!sym && find_var(scope, n->name)) {
+        FAIL(s, n->name_span, "'%s' is an index variable, not a tensor", n->name);
+        return fail_value();
+    }
+    if (!sym) {
+        FAIL(s, n->name_span, "unknown tensor '%s'", n->name);
+        return fail_value();
+    }
+    if (sym->kind == SYM_DIM || sym->kind == SYM_LET) {
+        FAIL(s, n->name_span, "'%s' is a %s, not a tensor", n->name,
+             sym_kind_names[sym->kind]);
+        return fail_value();
+    }
+    if (sym->kind == SYM_STAGE && !resolve_stage(s, sym))
+        return fail_value();
+    Tensor *t = sym->tensor;
+    if (n->nkids != t->rank) {
+        FAIL(s, n->span, "'%s' has rank %d but is indexed with %d %s", n->name,
+             t->rank, n->nkids, n->nkids == 1 ? "index" : "indices");
+        return fail_value();
+    }
+    Expr **idx = arena_alloc(s->arena, sizeof *idx * (n->nkids + 1));
+    for (int d = 0; d < n->nkids; d++) {
+        Value v = convert(s, n->kids[d], scope);
+        if (!v.e || !coerce(s, &v, DT_I32, n->kids[d]->span))
+            return fail_value();
+        if (v.e->dtype != DT_I32) {
+            FAIL(s, n->kids[d]->span, "index %d of '%s' must be i32, got %s",
+                 d, n->name, dtype_name(v.e->dtype));
+            return fail_value();
+        }
+        const Expr *l = find_load(v.e);
+        if (l) {
+            FAIL(s, l->span, "an index cannot read a tensor ('%s'): gathers are not supported",
+                 l->tensor->name);
+            return fail_value();
+        }
+        idx[d] = v.e;
+    }
+    t->uses++;
+    return (Value){ ex_load(s->arena, n->span, t, idx, n->nkids), TYPED };
+}
+
+/* Operand rules per operator. */
+typedef enum OperandRule {
+    RULE_NUMERIC, /* i32 or float */
+    RULE_FLOAT,   /* float only: untyped ints become floats */
+    RULE_INT,     /* i32 only */
+    RULE_BOOL,    /* bool only */
+    RULE_ANY,     /* comparisons: any, same on both sides */
+} OperandRule;
+
+static OperandRule op_rule(Op op)
+{
+    switch (op) {
+    case OP_NOT: case OP_AND: case OP_OR:
+        return RULE_BOOL;
+    case OP_MOD:
+        return RULE_INT;
+    case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH:
+    case OP_ERF: case OP_GELU: case OP_SIGMOID: case OP_POW:
+        return RULE_FLOAT;
+    case OP_EQ: case OP_NE: case OP_LT: case OP_LE: case OP_GT: case OP_GE:
+        return RULE_ANY;
+    default:
+        return RULE_NUMERIC;
+    }
+}
+
+static bool check_rule(Sema *s, Op op, OperandRule rule, Value *v, Span sp)
+{
+    if (v->u != TYPED) {
+        if (rule == RULE_BOOL) {
+            FAIL(s, v->e->span, "'%s' needs a bool operand, got a number", op_text(op));
+            return false;
+        }
+        if (rule == RULE_INT && v->u == UNTYPED_FLOAT) {
+            FAIL(s, v->e->span, "'%s' needs integer operands, got a floating-point constant",
+                 op_text(op));
+            return false;
+        }
+        if (rule == RULE_FLOAT)
+            v->u = UNTYPED_FLOAT;
+        return true;
+    }
+    DType t = v->e->dtype;
+    const char *need = NULL;
+    switch (rule) {
+    case RULE_NUMERIC: if (t == DT_BOOL) need = "numeric"; break;
+    case RULE_FLOAT: if (!dtype_is_float(t)) need = "floating-point"; break;
+    case RULE_INT: if (t != DT_I32) need = "i32"; break;
+    case RULE_BOOL: if (t != DT_BOOL) need = "bool"; break;
+    case RULE_ANY: break;
+    }
+    if (need) {
+        FAIL(s, sp, "'%s' needs %s operands, got %s%s", op_text(op), need,
+             dtype_name(t),
+             rule == RULE_FLOAT && t == DT_I32 ? ": cast it, e.g. f32(...)"
+             : rule == RULE_BOOL ? ": compare it, e.g. x != 0" : "");
+        return false;
+    }
+    return true;
+}
+
+/* Builds OP(ARGS) with dtype inference per op_rule. */
+static Value make_op(Sema *s, Span sp, Op op, Value *args, int n)
+{
+    OperandRule rule = op_rule(op);
+    for (int i = 0; i < n; i++)
+        if (!check_rule(s, op, rule, &args[i], sp))
+            return fail_value();
+    Untyped u = TYPED;
+    DType t = args[0].e->dtype;
+    if (n == 1) {
+        u = args[0].u;
+    } else {
+        if (!unify(s, &args[0], &args[1], sp, &t))
+            return fail_value();
+        if (t == DT_NONE)
+            u = join_untyped(args[0].u, args[1].u);
+    }
+    if (rule == RULE_FLOAT && u != TYPED)
+        u = UNTYPED_FLOAT;
+    Expr *ops[2] = { args[0].e, n > 1 ? args[1].e : NULL };
+    DType result = t;
+    if (rule == RULE_ANY || rule == RULE_BOOL) {
+        if (u != TYPED) {
+            /* 1 < 2: a comparison of untyped constants compares them in
+             * their default type. */
+            for (int i = 0; i < n; i++)
+                set_dtype(ops[i], default_dtype(u));
+        }
+        result = DT_BOOL;
+        u = TYPED;
+    }
+    return (Value){ ex_op(s->arena, sp, op, u == TYPED ? result : DT_NONE, ops, n), u };
+}
+
+static bool check_arity(Sema *s, const Node *n, int want)
+{
+    if (n->nkids == want)
+        return true;
+    FAIL(s, n->span, "%s takes %d argument%s, got %d", n->name, want,
+         want == 1 ? "" : "s", n->nkids);
+    return false;
+}
+
+static bool is_reducer(const char *name, Reducer *out)
+{
+    static const char *const names[] = {
+#define X(e, t) t,
+        TE_REDUCERS(X)
+#undef X
+    };
+    for (int r = 0; r < RED_COUNT; r++)
+        if (strcmp(names[r], name) == 0) {
+            *out = (Reducer)r;
+            return true;
+        }
+    return false;
+}
+
+static Value convert_call(Sema *s, const Node *n, Scope *scope)
+{
+    for (int i = 0; i < n->nkids; i++)
+        if (n->kids[i]->kind == N_AXIS) {
+            FAIL(s, n->kids[i]->span,
+                 "'in' declares a reduction axis, but %s(...) has no body after it",
+                 n->name);
+            return fail_value();
+        }
+    Reducer red;
+    if (is_reducer(n->name, &red) && red != RED_MAX && red != RED_MIN) {
+        FAIL(s, n->span, "%s(...) is a reduction: write %s(AXIS) BODY, as in %s(k) x[i, k]",
+             n->name, n->name, n->name);
+        return fail_value();
+    }
+    DType cast = dtype_lookup(n->name, strlen(n->name));
+    if (cast != DT_NONE) {
+        if (!check_arity(s, n, 1))
+            return fail_value();
+        Value v = convert(s, n->kids[0], scope);
+        if (!v.e)
+            return fail_value();
+        if (v.u != TYPED && !coerce(s, &v, v.u == UNTYPED_FLOAT && !dtype_is_float(cast)
+                                               ? DT_F64 : cast, n->span))
+            return fail_value();
+        return (Value){ ex_op(s->arena, n->span, OP_CAST, cast, &v.e, 1), TYPED };
+    }
+    Op op = OP_COUNT;
+    for (int o = 0; o < OP_COUNT; o++)
+        if (op_is_call((Op)o) && o != OP_CAST && strcmp(op_text((Op)o), n->name) == 0)
+            op = (Op)o;
+    if (op == OP_COUNT) {
+        Symbol *sym = lookup(s, n->name);
+        if (sym && (sym->kind == SYM_INPUT || sym->kind == SYM_STAGE))
+            FAIL(s, n->span, "'%s' is a tensor: index it with [...], not (...)", n->name);
+        else
+            FAIL(s, n->name_span, "unknown function '%s'", n->name);
+        return fail_value();
+    }
+    if (!check_arity(s, n, op_arity(op)))
+        return fail_value();
+    Value args[3];
+    if (op == OP_SELECT) {
+        Value c = convert(s, n->kids[0], scope);
+        if (!c.e)
+            return fail_value();
+        if (c.u != TYPED || c.e->dtype != DT_BOOL) {
+            FAIL(s, n->kids[0]->span, "select's condition must be bool, got %s",
+                 c.u != TYPED ? "a number" : dtype_name(c.e->dtype));
+            return fail_value();
+        }
+        args[0] = convert(s, n->kids[1], scope);
+        args[1] = args[0].e ? convert(s, n->kids[2], scope) : fail_value();
+        DType t;
+        if (!args[1].e || !unify(s, &args[0], &args[1], n->span, &t))
+            return fail_value();
+        Expr *ops[3] = { c.e, args[0].e, args[1].e };
+        Untyped u = t == DT_NONE ? join_untyped(args[0].u, args[1].u) : TYPED;
+        return (Value){ ex_op(s->arena, n->span, OP_SELECT, t, ops, 3), u };
+    }
+    for (int i = 0; i < n->nkids; i++) {
+        args[i] = convert(s, n->kids[i], scope);
+        if (!args[i].e)
+            return fail_value();
+    }
+    return make_op(s, n->span, op, args, n->nkids);
+}
+
+/* Records in EXTENT/SEEN the extent of V implied by every load in E that
+ * indexes a dimension with exactly V; reports a disagreement. */
+static bool infer_extent(Sema *s, const Expr *e, IterVar *v, int64_t *extent,
+                         const Expr **seen, int *seen_dim)
+{
+    if (e->kind == EX_LOAD) {
+        for (int d = 0; d < e->nargs; d++) {
+            const Expr *ix = e->args[d];
+            if (ix->kind != EX_VAR || ix->var != v)
+                continue;
+            int64_t ext = e->tensor->shape[d];
+            if (*seen && ext != *extent) {
+                FAIL(s, ix->span,
+                     "'%s' indexes dimension %d of '%s' (size %lld) here but dimension %d of '%s' (size %lld) elsewhere; give its range explicitly",
+                     v->name, d, e->tensor->name, (long long)ext, *seen_dim,
+                     (*seen)->tensor->name, (long long)*extent);
+                diag_note(s->src, (*seen)->args[*seen_dim]->span, "the other use");
+                return false;
+            }
+            *extent = ext;
+            *seen = e;
+            *seen_dim = d;
+        }
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!infer_extent(s, e->args[i], v, extent, seen, seen_dim))
+            return false;
+    return true;
+}
+
+/* Gives V its range: explicit (DEF has "in"), or inferred from BODY. */
+static bool var_range(Sema *s, IterVar *v, const Node *def, const Expr *body,
+                      bool spatial)
+{
+    if (def->kind == N_AXIS && def->nkids > 0) {
+        int64_t lo = 0, hi;
+        if (def->nkids == 2) {
+            if (spatial) {
+                FAIL(s, def->span, "a stage's index variable starts at 0: write %s in EXTENT",
+                     v->name);
+                return false;
+            }
+            if (!eval_int(s, def->kids[0], &lo) || !eval_int(s, def->kids[1], &hi))
+                return false;
+            if (hi <= lo) {
+                FAIL(s, def->span, "the range %lld..%lld of '%s' is empty",
+                     (long long)lo, (long long)hi, v->name);
+                return false;
+            }
+        } else if (!eval_extent(s, def->kids[0], "an extent", &hi)) {
+            return false;
+        }
+        v->lo = lo;
+        if (__builtin_sub_overflow(hi, lo, &v->extent)) {
+            FAIL(s, def->span, "the range of '%s' is too large", v->name);
+            return false;
+        }
+        return true;
+    }
+    const Expr *seen = NULL;
+    int seen_dim = 0;
+    if (!infer_extent(s, body, v, &v->extent, &seen, &seen_dim))
+        return false;
+    if (!seen) {
+        FAIL(s, def->name_span,
+             "cannot infer the range of '%s': it never indexes a tensor dimension by itself; write %s in EXTENT",
+             v->name, v->name);
+        return false;
+    }
+    v->lo = 0;
+    return true;
+}
+
+/* sum(k, r in 0..3) BODY */
+static Value convert_reduce(Sema *s, const Node *n, Scope *scope)
+{
+    Reducer red;
+    if (!is_reducer(n->name, &red)) {
+        FAIL(s, n->name_span, "'%s' is not a reduction: expected sum, prod, max or min",
+             n->name);
+        return fail_value();
+    }
+    int naxes = n->nkids - 1;
+    if (naxes == 0) {
+        FAIL(s, n->span, "%s() needs at least one axis, as in %s(k)", n->name, n->name);
+        return fail_value();
+    }
+    Scope inner = { arena_alloc(s->arena, sizeof(IterVar *) * naxes), 0,
+                    arena_alloc(s->arena, sizeof(Node *) * naxes), scope };
+    for (int i = 0; i < naxes; i++) {
+        const Node *a = n->kids[i];
+        if (a->kind != N_NAME && a->kind != N_AXIS) {
+            FAIL(s, a->span, "a reduction axis is a name, optionally with a range: k, k in K or k in 0..K");
+            return fail_value();
+        }
+        if (!check_var_name(s, a, &inner))
+            return fail_value();
+        inner.vars[inner.nvars] = new_var(s, a, true);
+        inner.defs[inner.nvars++] = a;
+    }
+    Value body = convert(s, n->kids[naxes], &inner);
+    if (!body.e)
+        return fail_value();
+    for (int i = 0; i < naxes; i++)
+        if (!var_range(s, inner.vars[i], inner.defs[i], body.e, false))
+            return fail_value();
+    if (body.u == TYPED && body.e->dtype == DT_BOOL) {
+        FAIL(s, n->span, "cannot %s bool values: cast them, e.g. i32(...)", n->name);
+        return fail_value();
+    }
+    Expr *e = ex_reduce(s->arena, n->span, red, inner.vars, naxes, body.e);
+    e->dtype = body.u == TYPED ? body.e->dtype : DT_NONE;
+    return (Value){ e, body.u };
+}
+
+static Value convert(Sema *s, const Node *n, Scope *scope)
+{
+    switch (n->kind) {
+    case N_NUM:
+        return (Value){ ex_const(s->arena, n->span, DT_NONE, n->num),
+                        n->is_int ? UNTYPED_INT : UNTYPED_FLOAT };
+    case N_NAME:
+        return convert_name(s, n, scope);
+    case N_ACCESS:
+        return convert_access(s, n, scope);
+    case N_UNARY: {
+        Value v = convert(s, n->kids[0], scope);
+        if (!v.e)
+            return v;
+        return make_op(s, n->span, n->op, &v, 1);
+    }
+    case N_BINARY: {
+        Value v[2];
+        v[0] = convert(s, n->kids[0], scope);
+        if (!v[0].e)
+            return v[0];
+        v[1] = convert(s, n->kids[1], scope);
+        if (!v[1].e)
+            return v[1];
+        return make_op(s, n->span, n->op, v, 2);
+    }
+    case N_CALL:
+        return convert_call(s, n, scope);
+    case N_REDUCE:
+        return convert_reduce(s, n, scope);
+    case N_AXIS:
+        FAIL(s, n->span, "'in' is only allowed in reduction axes and stage indices");
+        return fail_value();
+    default:
+        TE_UNREACHABLE();
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Bounds of constant index offsets.                                   */
+
+typedef struct Interval {
+    double lo, hi;
+    bool known;
+} Interval;
+
+static Interval interval(const Expr *e)
+{
+    Interval r = { 0, 0, false };
+    if (e->kind == EX_CONST)
+        return (Interval){ e->value, e->value, true };
+    if (e->kind == EX_VAR)
+        return (Interval){ (double)e->var->lo,
+                           (double)(e->var->lo + e->var->extent - 1), true };
+    if (e->kind != EX_OP || e->nargs == 0)
+        return r;
+    Interval a = interval(e->args[0]);
+    Interval b = e->nargs > 1 ? interval(e->args[1]) : a;
+    if (!a.known || !b.known)
+        return r;
+    switch (e->op) {
+    case OP_NEG: return (Interval){ -a.hi, -a.lo, true };
+    case OP_ADD: return (Interval){ a.lo + b.lo, a.hi + b.hi, true };
+    case OP_SUB: return (Interval){ a.lo - b.hi, a.hi - b.lo, true };
+    case OP_MUL: {
+        double p[4] = { a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi };
+        r = (Interval){ p[0], p[0], true };
+        for (int i = 1; i < 4; i++) {
+            r.lo = fmin(r.lo, p[i]);
+            r.hi = fmax(r.hi, p[i]);
+        }
+        return r;
+    }
+    case OP_DIV:
+        if (b.lo > 0 && a.lo >= 0)
+            return (Interval){ trunc(a.lo / b.hi), trunc(a.hi / b.lo), true };
+        return r;
+    case OP_MOD:
+        if (b.lo > 0 && a.lo >= 0)
+            return (Interval){ 0, fmin(a.hi, b.hi - 1), true };
+        return r;
+    case OP_MIN: return (Interval){ fmin(a.lo, b.lo), fmin(a.hi, b.hi), true };
+    case OP_MAX: return (Interval){ fmax(a.lo, b.lo), fmax(a.hi, b.hi), true };
+    default:
+        return r;
+    }
+}
+
+/* Checks every load of E outside a select branch against its bounds. */
+static bool check_bounds(Sema *s, const Expr *e, bool guarded)
+{
+    if (e->kind == EX_LOAD && !guarded) {
+        for (int d = 0; d < e->nargs; d++) {
+            Interval iv = interval(e->args[d]);
+            int64_t size = e->tensor->shape[d];
+            if (!iv.known)
+                continue;
+            if (iv.lo < 0) {
+                FAIL(s, e->args[d]->span,
+                     "index %d of '%s' can be %.0f, below 0; guard the read with select(...) to pad",
+                     d, e->tensor->name, iv.lo);
+                return false;
+            }
+            if (iv.hi >= (double)size) {
+                FAIL(s, e->args[d]->span,
+                     "index %d of '%s' can reach %.0f, past its size %lld; guard the read with select(...) to pad",
+                     d, e->tensor->name, iv.hi, (long long)size);
+                return false;
+            }
+        }
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        bool g = guarded ||
+                 (e->kind == EX_OP && e->op == OP_SELECT && i > 0) ||
+                 (e->kind == EX_OP && (e->op == OP_AND || e->op == OP_OR) && i > 0);
+        if (!check_bounds(s, e->args[i], g))
+            return false;
+    }
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Stages.                                                             */
+
+static bool resolve_stage(Sema *s, Symbol *sym)
+{
+    if (sym->state == ST_DONE)
+        return !s->failed;
+    const Node *n = sym->node;
+    if (sym->state == ST_ACTIVE) {
+        /* The cycle is the tail of the active list from SYM on. */
+        char path[512] = "";
+        size_t len = 0;
+        bool on = false;
+        for (int i = 0; i < s->active.len && len < sizeof path; i++) {
+            Symbol *a = s->active.items[i];
+            on = on || a == sym;
+            if (on)
+                len += snprintf(path + len, sizeof path - len, "%s -> ", a->name);
+        }
+        if (len < sizeof path)
+            snprintf(path + len, sizeof path - len, "%s", sym->name);
+        FAIL(s, n->name_span, "stage '%s' depends on itself: %s", sym->name, path);
+        return false;
+    }
+    sym->state = ST_ACTIVE;
+    vec_push(s->arena, &s->active, sym);
+
+    Tensor *t = sym->tensor;
+    int rank = n->nkids - 1;
+    if (rank > TE_MAX_RANK) {
+        FAIL(s, n->span, "'%s' has rank %d; the limit is %d", sym->name, rank, TE_MAX_RANK);
+        return false;
+    }
+    Scope scope = { arena_alloc(s->arena, sizeof(IterVar *) * (rank + 1)), 0,
+                    arena_alloc(s->arena, sizeof(Node *) * (rank + 1)), NULL };
+    for (int d = 0; d < rank; d++) {
+        if (!check_var_name(s, n->kids[d], &scope))
+            return false;
+        scope.vars[d] = new_var(s, n->kids[d], false);
+        scope.defs[scope.nvars++] = n->kids[d];
+    }
+    Value body = convert(s, n->kids[rank], &scope);
+    if (!body.e)
+        return false;
+    if (body.u != TYPED)
+        set_dtype(body.e, default_dtype(body.u));
+    for (int d = 0; d < rank; d++) {
+        if (!var_range(s, scope.vars[d], n->kids[d], body.e, true))
+            return false;
+        t->shape[d] = scope.vars[d]->extent;
+    }
+    t->rank = rank;
+    t->vars = scope.vars;
+    t->body = body.e;
+    t->dtype = body.e->dtype;
+    if (!check_size(s, t, n->name_span) || !check_bounds(s, body.e, false))
+        return false;
+
+    s->active.len--;
+    sym->state = ST_DONE;
+    vec_push(s->arena, &s->order, t);
+    return true;
+}
+
+static bool define_symbols(Sema *s, const Program *prog)
+{
+    s->syms = arena_alloc(s->arena, sizeof *s->syms * (prog->nitems + 1));
+    for (int i = 0; i < prog->nitems; i++) {
+        const Node *n = prog->items[i];
+        SymKind kind;
+        switch (n->kind) {
+        case N_DIM: kind = SYM_DIM; break;
+        case N_LET: kind = SYM_LET; break;
+        case N_INPUT: kind = SYM_INPUT; break;
+        case N_STAGE: kind = SYM_STAGE; break;
+        default: continue;
+        }
+        Symbol *old = lookup(s, n->name);
+        if (old) {
+            FAIL(s, n->name_span, "'%s' is already defined", n->name);
+            diag_note(s->src, old->node->name_span, "the %s '%s' is defined here",
+                      sym_kind_names[old->kind], n->name);
+            return false;
+        }
+        s->syms[s->nsyms++] = (Symbol){ .name = n->name, .kind = kind, .node = n };
+    }
+    return true;
+}
+
+static bool define_dims(Sema *s, DimOverride *ov, int nov)
+{
+    PtrVec dims = {0};
+    for (int i = 0; i < s->nsyms; i++) {
+        Symbol *sym = &s->syms[i];
+        if (sym->kind != SYM_DIM)
+            continue;
+        Dim *d = arena_alloc(s->arena, sizeof *d);
+        d->name = sym->name;
+        d->span = sym->node->name_span;
+        const Node *val = sym->node->kids[0];
+        for (int k = 0; k < nov; k++)
+            if (strcmp(ov[k].name, sym->name) == 0) {
+                d->value = ov[k].value;
+                d->overridden = ov[k].used = true;
+            }
+        if (!d->overridden) {
+            if (!eval_extent(s, val, "a dim", &d->value))
+                return false;
+        } else if (d->value <= 0) {
+            FAIL(s, sym->node->name_span, "-D %s=%lld: a dim must be positive",
+                 sym->name, (long long)d->value);
+            return false;
+        }
+        sym->dim = d;
+        vec_push(s->arena, &dims, d);
+    }
+    s->g->ndims = dims.len;
+    s->g->dims = arena_alloc(s->arena, sizeof(Dim) * (dims.len + 1));
+    for (int i = 0; i < dims.len; i++)
+        s->g->dims[i] = *(Dim *)dims.items[i];
+    for (int k = 0; k < nov; k++)
+        if (!ov[k].used) {
+            fprintf(diag_stream ? diag_stream : stderr,
+                    "%s: error: -D %s: the program has no dim called '%s'\n",
+                    s->src->path, ov[k].name, ov[k].name);
+            diag_errors++;
+            s->failed = true;
+            return false;
+        }
+    return true;
+}
+
+static bool define_lets(Sema *s)
+{
+    for (int i = 0; i < s->nsyms; i++) {
+        Symbol *sym = &s->syms[i];
+        if (sym->kind != SYM_LET)
+            continue;
+        Value v = convert(s, sym->node->kids[0], NULL);
+        if (!v.e)
+            return false;
+        const Expr *l = find_load(v.e);
+        if (l) {
+            FAIL(s, l->span, "a let is a constant: it cannot read the tensor '%s'",
+                 l->tensor->name);
+            return false;
+        }
+        sym->let_value = v.e;
+        sym->let_float = v.u == UNTYPED_FLOAT;
+        sym->let_done = true;
+    }
+    return true;
+}
+
+static bool define_inputs(Sema *s)
+{
+    PtrVec inputs = {0};
+    for (int i = 0; i < s->nsyms; i++) {
+        Symbol *sym = &s->syms[i];
+        const Node *n = sym->node;
+        Tensor *t = arena_alloc(s->arena, sizeof *t);
+        t->name = sym->name;
+        t->span = n->name_span;
+        sym->tensor = t;
+        if (sym->kind == SYM_STAGE) {
+            t->kind = TK_STAGE;
+            continue;
+        }
+        if (sym->kind != SYM_INPUT) {
+            sym->tensor = NULL;
+            continue;
+        }
+        t->kind = TK_INPUT;
+        t->is_const = n->is_const;
+        t->dtype = dtype_lookup(n->dtype_name, strlen(n->dtype_name));
+        if (t->dtype == DT_NONE) {
+            FAIL(s, n->dtype_span, "unknown dtype '%s': expected f32, f64, f16, bf16, i32 or bool",
+                 n->dtype_name);
+            return false;
+        }
+        if (n->nkids > TE_MAX_RANK) {
+            FAIL(s, n->span, "'%s' has rank %d; the limit is %d", t->name, n->nkids,
+                 TE_MAX_RANK);
+            return false;
+        }
+        t->rank = n->nkids;
+        for (int d = 0; d < n->nkids; d++)
+            if (!eval_extent(s, n->kids[d], "a dimension", &t->shape[d]))
+                return false;
+        if (!check_size(s, t, n->name_span))
+            return false;
+        vec_push(s->arena, &inputs, t);
+        vec_push(s->arena, &s->order, t);
+    }
+    s->g->inputs = (Tensor **)inputs.items;
+    s->g->ninputs = inputs.len;
+    return true;
+}
+
+static bool define_outputs(Sema *s, const Program *prog)
+{
+    PtrVec outs = {0};
+    Span last = { (uint32_t)s->src->len, (uint32_t)s->src->len };
+    for (int i = 0; i < prog->nitems; i++) {
+        const Node *n = prog->items[i];
+        if (n->kind != N_OUTPUT)
+            continue;
+        for (int k = 0; k < n->nkids; k++) {
+            const Node *o = n->kids[k];
+            Symbol *sym = lookup(s, o->name);
+            if (!sym) {
+                FAIL(s, o->span, "unknown output '%s'", o->name);
+                return false;
+            }
+            if (sym->kind != SYM_STAGE) {
+                FAIL(s, o->span, "'%s' is %s %s; only stages can be outputs", o->name,
+                     sym->kind == SYM_INPUT ? "an" : "a", sym_kind_names[sym->kind]);
+                return false;
+            }
+            if (sym->tensor->is_output) {
+                FAIL(s, o->span, "'%s' is already an output", o->name);
+                return false;
+            }
+            sym->tensor->is_output = true;
+            vec_push(s->arena, &outs, sym->tensor);
+        }
+    }
+    if (outs.len == 0) {
+        FAIL(s, last, "the program has no output: add a statement such as 'output NAME;'");
+        return false;
+    }
+    s->g->outputs = (Tensor **)outs.items;
+    s->g->noutputs = outs.len;
+    return true;
+}
+
+static void collect_schedules(Sema *s, const Program *prog)
+{
+    PtrVec v = {0};
+    for (int i = 0; i < prog->nitems; i++)
+        if (prog->items[i]->kind == N_SCHEDULE && prog->items[i]->sched)
+            vec_push(s->arena, &v, prog->items[i]->sched);
+    s->g->schedules = (struct Schedule **)v.items;
+    s->g->nschedules = v.len;
+}
+
+Graph *fe_sema(Arena *a, const Source *src, const Program *prog,
+               DimOverride *overrides, int noverrides)
+{
+    Sema s = { .arena = a, .src = src };
+    s.g = arena_alloc(a, sizeof *s.g);
+    s.g->src = src;
+    if (!define_symbols(&s, prog) || !define_dims(&s, overrides, noverrides) ||
+        !define_inputs(&s) || !define_lets(&s))
+        return NULL;
+    for (int i = 0; i < s.nsyms; i++)
+        if (s.syms[i].kind == SYM_STAGE && !resolve_stage(&s, &s.syms[i]))
+            return NULL;
+    if (!define_outputs(&s, prog))
+        return NULL;
+    s.g->tensors = (Tensor **)s.order.items;
+    s.g->ntensors = s.order.len;
+    for (int i = 0; i < s.order.len; i++)
+        s.g->tensors[i]->id = i;
+    s.g->nvars = s.nvars;
+    for (int i = 0; i < s.g->ninputs; i++) {
+        Tensor *t = s.g->inputs[i];
+        if (t->uses == 0)
+            diag_warning(src, t->span, "input '%s' is never used", t->name);
+    }
+    collect_schedules(&s, prog);
+    if (!sch_check(s.g))
+        return NULL;
+    return s.failed ? NULL : s.g;
+}

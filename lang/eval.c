@@ -1,0 +1,468 @@
+/* eval.c — the reference evaluator and the random inputs it is fed.
+ *
+ * te_eval says what a graph means: every stage is computed naively, point
+ * by point in row-major order, entirely in double.  It is the oracle every
+ * generated kernel is checked against, so it is ideal rather than faithful
+ * to a dtype: float stages are not rounded to their dtype (only an explicit
+ * cast rounds), while i32 and bool stages are, since integer results must
+ * match exactly.  Integer division and remainder (an OP_DIV or OP_MOD whose
+ * dtype is i32) truncate toward zero like C, and dividing by zero gives 0
+ * instead of a trap.  &&, || and select evaluate lazily, so a select can
+ * guard a load that would be out of bounds.
+ *
+ * Speed matters (stages of 10^9 operations): the interpreter is a
+ * recursive switch over the Expr tree with no allocation and no strings on
+ * the per-point path.  Index variables live in a slot array indexed by
+ * IterVar.id; each tensor's values in an array indexed by Tensor.id.  An
+ * out-of-bounds load reports one diagnostic, sets a flag and yields 0; the
+ * loops check the flag once per point and stop.
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "texc.h"
+
+/* Random inputs: xoshiro256** seeded through splitmix64. */
+
+typedef struct Rng {
+    uint64_t s[4];
+} Rng;
+
+static uint64_t splitmix64(uint64_t *x)
+{
+    uint64_t z = (*x += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static uint64_t rotl(uint64_t x, int k)
+{
+    return (x << k) | (x >> (64 - k));
+}
+
+static uint64_t rng_next(Rng *r)
+{
+    uint64_t *s = r->s;
+    uint64_t result = rotl(s[1] * 5, 7) * 9;
+    uint64_t t = s[1] << 17;
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl(s[3], 45);
+    return result;
+}
+
+static uint64_t fnv1a(const char *s)
+{
+    uint64_t h = 0xcbf29ce484222325ULL;
+    for (; *s; s++) {
+        h ^= (unsigned char)*s;
+        h *= 0x100000001b3ULL;
+    }
+    return h;
+}
+
+/* A value rounded up to 1.0 by a narrow dtype is drawn again, so every
+ * value stays in [-1, 1). */
+void te_random_input(const Tensor *t, uint64_t seed, double *out)
+{
+    Rng rng;
+    uint64_t x = seed ^ fnv1a(t->name ? t->name : "");
+    for (int i = 0; i < 4; i++)
+        rng.s[i] = splitmix64(&x);
+    int64_t n = tensor_elems(t);
+    for (int64_t i = 0; i < n; i++) {
+        double v;
+        switch (t->dtype) {
+        case DT_BOOL:
+            v = (double)(rng_next(&rng) >> 63);
+            break;
+        case DT_I32:
+            /* Lemire's multiply-shift: uniform in [0, 200). */
+            v = (double)(((rng_next(&rng) >> 32) * 200) >> 32) - 100.0;
+            break;
+        default:
+            do {
+                double u = (double)(rng_next(&rng) >> 11) * 0x1p-53;
+                v = dtype_round(t->dtype, 2.0 * u - 1.0);
+            } while (v >= 1.0);
+            break;
+        }
+        out[i] = v;
+    }
+}
+
+/* The evaluator. */
+
+typedef struct Evaluator {
+    const Graph *g;
+    double **values; /* by Tensor.id; NULL until computed */
+    int64_t *slots;  /* by IterVar.id: the current value of each variable */
+    bool failed;     /* an out-of-bounds load was reported */
+} Evaluator;
+
+static double eval(Evaluator *ev, const Expr *e);
+
+static double eval_load(Evaluator *ev, const Expr *e)
+{
+    const Tensor *t = e->tensor;
+    int64_t offset = 0;
+    for (int d = 0; d < e->nargs; d++) {
+        const Expr *arg = e->args[d];
+        int64_t extent = t->shape[d];
+        int64_t idx;
+        double v = 0.0;
+        if (arg->kind == EX_VAR) {
+            idx = ev->slots[arg->var->id]; /* the common case, kept cheap */
+        } else {
+            v = eval(ev, arg);
+            /* Round half away from zero; the range test also keeps NaN
+             * and huge values away from the conversion. */
+            idx = v > -0x1p62 && v < 0x1p62 ? (int64_t)(v < 0 ? v - 0.5 : v + 0.5)
+                                            : INT64_MIN;
+        }
+        if (idx < 0 || idx >= extent) {
+            if (!ev->failed) {
+                ev->failed = true;
+                diag_error(ev->g->src, e->span,
+                           "index %lld of '%s' is out of bounds [0, %lld) at "
+                           "dimension %d",
+                           idx != INT64_MIN ? (long long)idx
+                           : v > 0          ? (long long)INT64_MAX
+                                            : (long long)INT64_MIN,
+                           t->name, (long long)extent, d);
+            }
+            return 0.0;
+        }
+        offset = offset * extent + idx;
+    }
+    return ev->values[t->id][offset];
+}
+
+/* One switch: each case evaluates exactly the operands it needs, so &&, ||
+ * and select are lazy for free. */
+static double eval_op(Evaluator *ev, const Expr *e)
+{
+    Expr *const *args = e->args;
+#define A eval(ev, args[0])
+#define B eval(ev, args[1])
+    double a, b;
+    switch (e->op) {
+    case OP_NEG:
+        return -A;
+    case OP_NOT:
+        return A == 0.0;
+    case OP_EXP:
+        return exp(A);
+    case OP_LOG:
+        return log(A);
+    case OP_SQRT:
+        return sqrt(A);
+    case OP_RSQRT:
+        return 1.0 / sqrt(A);
+    case OP_TANH:
+        return tanh(A);
+    case OP_ERF:
+        return erf(A);
+    case OP_ABS:
+        return fabs(A);
+    case OP_GELU:
+        a = A;
+        return 0.5 * a * (1.0 + erf(a * 0.70710678118654752440));
+    case OP_SIGMOID:
+        return 1.0 / (1.0 + exp(-A));
+    case OP_RELU:
+        a = A;
+        return a > 0.0 || isnan(a) ? a : 0.0;
+    case OP_CAST:
+        return dtype_round(e->dtype, A);
+    case OP_ADD:
+        a = A;
+        return a + B;
+    case OP_SUB:
+        a = A;
+        return a - B;
+    case OP_MUL:
+        a = A;
+        return a * B;
+    case OP_DIV:
+        a = A;
+        b = B;
+        if (e->dtype == DT_I32)
+            return b == 0.0 ? 0.0 : trunc(a / b);
+        return a / b;
+    case OP_MOD:
+        /* fmod is exact and takes the dividend's sign, like C's %. */
+        a = A;
+        b = B;
+        if (e->dtype == DT_I32 && b == 0.0)
+            return 0.0;
+        return fmod(a, b);
+    case OP_LT:
+        a = A;
+        return a < B;
+    case OP_LE:
+        a = A;
+        return a <= B;
+    case OP_GT:
+        a = A;
+        return a > B;
+    case OP_GE:
+        a = A;
+        return a >= B;
+    case OP_EQ:
+        a = A;
+        return a == B;
+    case OP_NE:
+        a = A;
+        return a != B;
+    case OP_AND:
+        return A != 0.0 && B != 0.0;
+    case OP_OR:
+        return A != 0.0 || B != 0.0;
+    case OP_MIN:
+        a = A;
+        b = B;
+        return isnan(a) || isnan(b) ? a + b : a < b ? a : b;
+    case OP_MAX:
+        a = A;
+        b = B;
+        return isnan(a) || isnan(b) ? a + b : a > b ? a : b;
+    case OP_POW:
+        a = A;
+        return pow(a, B);
+    case OP_SELECT:
+        return A != 0.0 ? B : eval(ev, args[2]);
+    case OP_COUNT:
+        break;
+    }
+#undef A
+#undef B
+    TE_UNREACHABLE();
+}
+
+static double combine(Reducer r, double acc, double v)
+{
+    switch (r) {
+    case RED_SUM:
+        return acc + v;
+    case RED_PROD:
+        return acc * v;
+    case RED_MAX:
+        /* A NaN, once in, stays: NaN > x and x > NaN are both false. */
+        return v > acc || isnan(v) ? v : acc;
+    case RED_MIN:
+        return v < acc || isnan(v) ? v : acc;
+    case RED_COUNT:
+        break;
+    }
+    TE_UNREACHABLE();
+}
+
+/* Combines every point of the axes' box in row-major order (the last axis
+ * fastest), starting from the reducer's identity. */
+static double eval_reduce(Evaluator *ev, const Expr *e)
+{
+    int64_t *slots = ev->slots;
+    IterVar *const *axes = e->axes;
+    int n = e->naxes;
+    const Expr *body = e->args[0];
+    Reducer r = e->reducer;
+    double acc = reducer_identity(r);
+    if (n == 1) {
+        /* The common case, without the odometer. */
+        int64_t *slot = &slots[axes[0]->id];
+        int64_t end = axes[0]->lo + axes[0]->extent;
+        if (r == RED_SUM) {
+            for (*slot = axes[0]->lo; *slot < end; ++*slot)
+                acc += eval(ev, body);
+        } else {
+            for (*slot = axes[0]->lo; *slot < end; ++*slot)
+                acc = combine(r, acc, eval(ev, body));
+        }
+        return ev->failed ? 0.0 : acc;
+    }
+    for (int i = 0; i < n; i++) {
+        if (axes[i]->extent <= 0)
+            return acc;
+        slots[axes[i]->id] = axes[i]->lo;
+    }
+    for (;;) {
+        acc = combine(r, acc, eval(ev, body));
+        if (ev->failed)
+            return 0.0;
+        int i = n - 1;
+        for (; i >= 0; i--) {
+            const IterVar *axis = axes[i];
+            if (++slots[axis->id] < axis->lo + axis->extent)
+                break;
+            slots[axis->id] = axis->lo;
+        }
+        if (i < 0)
+            return acc;
+    }
+}
+
+static double eval(Evaluator *ev, const Expr *e)
+{
+    switch (e->kind) {
+    case EX_CONST:
+        return e->value;
+    case EX_VAR:
+        return (double)ev->slots[e->var->id];
+    case EX_LOAD:
+        return eval_load(ev, e);
+    case EX_OP:
+        return eval_op(ev, e);
+    case EX_REDUCE:
+        return eval_reduce(ev, e);
+    }
+    TE_UNREACHABLE();
+}
+
+/* The slots the graph's variables need: nvars, or more if an id is past
+ * it (a hand-built graph). */
+static int max_var_id(const Expr *e)
+{
+    int m = -1;
+    if (e->kind == EX_VAR)
+        m = e->var->id;
+    for (int i = 0; i < e->naxes; i++)
+        if (e->axes[i]->id > m)
+            m = e->axes[i]->id;
+    for (int i = 0; i < e->nargs; i++) {
+        int k = max_var_id(e->args[i]);
+        if (k > m)
+            m = k;
+    }
+    return m;
+}
+
+static void *xmalloc(size_t size)
+{
+    void *p = malloc(size ? size : 1);
+    if (!p) {
+        fprintf(stderr, "texc: out of memory (allocating %zu bytes)\n", size);
+        exit(1);
+    }
+    return p;
+}
+
+/* Computes stage T into OUT: every point of its iteration space, row-major. */
+static void eval_stage(Evaluator *ev, const Tensor *t, double *out)
+{
+    int64_t *slots = ev->slots;
+    int rank = t->rank;
+    bool round = t->dtype == DT_I32 || t->dtype == DT_BOOL;
+    int64_t n = tensor_elems(t);
+    for (int d = 0; d < rank; d++)
+        slots[t->vars[d]->id] = 0;
+    for (int64_t i = 0; i < n; i++) {
+        double v = eval(ev, t->body);
+        if (ev->failed)
+            return;
+        out[i] = round ? dtype_round(t->dtype, v) : v;
+        for (int d = rank - 1; d >= 0; d--) {
+            int id = t->vars[d]->id;
+            if (++slots[id] < t->shape[d])
+                break;
+            slots[id] = 0;
+        }
+    }
+}
+
+/* Sets LAST[t->id] to STAGE for every tensor E loads. */
+static void note_loads(const Expr *e, int stage, int *last)
+{
+    if (e->kind == EX_LOAD && last[e->tensor->id] < stage)
+        last[e->tensor->id] = stage;
+    for (int i = 0; i < e->nargs; i++)
+        note_loads(e->args[i], stage, last);
+}
+
+/* Stages are computed in graph order.  A stage that is not an output is
+ * freed as soon as the last stage that loads it is done, and an output
+ * stage's array is handed over rather than copied, so the peak memory is
+ * what the graph needs at once, not the sum of every stage. */
+int te_eval(const Graph *g, double *const *inputs, double **outputs)
+{
+    Evaluator ev = { .g = g };
+    int nt = g->ntensors;
+    int nslots = g->nvars;
+    int *last_use = xmalloc((size_t)nt * sizeof *last_use);
+    bool *is_output = xmalloc((size_t)nt * sizeof *is_output);
+    for (int i = 0; i < nt; i++) {
+        const Tensor *t = g->tensors[i];
+        TE_ASSERT(t->id == i);
+        last_use[i] = -1;
+        is_output[i] = false;
+        if (t->kind != TK_STAGE)
+            continue;
+        for (int d = 0; d < t->rank; d++)
+            if (t->vars[d]->id >= nslots)
+                nslots = t->vars[d]->id + 1;
+        int m = max_var_id(t->body);
+        if (m >= nslots)
+            nslots = m + 1;
+        note_loads(t->body, i, last_use);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        is_output[g->outputs[i]->id] = true;
+    ev.slots = xmalloc((size_t)nslots * sizeof *ev.slots);
+    ev.values = xmalloc((size_t)nt * sizeof *ev.values);
+    memset(ev.values, 0, (size_t)nt * sizeof *ev.values);
+    for (int i = 0; i < g->ninputs; i++)
+        ev.values[g->inputs[i]->id] = inputs[i];
+    for (int i = 0; i < nt; i++)
+        TE_ASSERT(g->tensors[i]->kind == TK_STAGE || ev.values[i] != NULL);
+
+    for (int i = 0; i < nt && !ev.failed; i++) {
+        const Tensor *t = g->tensors[i];
+        if (t->kind != TK_STAGE)
+            continue;
+        double *out = xmalloc((size_t)tensor_elems(t) * sizeof *out);
+        ev.values[i] = out;
+        eval_stage(&ev, t, out);
+        for (int j = 0; j < i; j++) {
+            if (last_use[j] == i && !is_output[j] &&
+                g->tensors[j]->kind == TK_STAGE) {
+                free(ev.values[j]);
+                ev.values[j] = NULL;
+            }
+        }
+    }
+
+    if (!ev.failed) {
+        for (int i = 0; i < g->noutputs; i++) {
+            const Tensor *t = g->outputs[i];
+            size_t bytes = (size_t)tensor_elems(t) * sizeof(double);
+            int taken = -1; /* an earlier output slot naming the same tensor */
+            for (int k = 0; k < i; k++)
+                if (g->outputs[k] == t)
+                    taken = k;
+            if (taken >= 0) {
+                outputs[i] = xmalloc(bytes);
+                memcpy(outputs[i], outputs[taken], bytes);
+            } else if (t->kind == TK_STAGE) {
+                outputs[i] = ev.values[t->id];
+                ev.values[t->id] = NULL;
+            } else {
+                outputs[i] = xmalloc(bytes);
+                memcpy(outputs[i], ev.values[t->id], bytes);
+            }
+        }
+    }
+    for (int i = 0; i < nt; i++)
+        if (g->tensors[i]->kind == TK_STAGE)
+            free(ev.values[i]);
+    free(ev.values);
+    free(ev.slots);
+    free(is_output);
+    free(last_use);
+    return ev.failed ? -1 : 0;
+}

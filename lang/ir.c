@@ -1,0 +1,89 @@
+/* ir.c — constructors for the expression IR.
+ *
+ * Every Expr is built here, from an arena, with the span of the text it
+ * stands for.  Argument arrays are copied into the arena, so callers may
+ * pass a stack array or a PtrVec that they go on growing.  A constructor
+ * fills in what follows from its arguments (a variable is i32, a load has
+ * its tensor's dtype, a reduction its body's); everything else, such as an
+ * operator's result type, is the caller's (sema's) decision.
+ */
+#include <string.h>
+
+#include "texc.h"
+
+static Expr *expr_new(Arena *a, ExprKind kind, Span sp, DType t)
+{
+    Expr *e = arena_alloc(a, sizeof *e);
+    e->kind = kind;
+    e->span = sp;
+    e->dtype = t;
+    return e;
+}
+
+static Expr **copy_args(Arena *a, Expr **args, int n)
+{
+    TE_ASSERT(n >= 0);
+    if (n == 0)
+        return NULL;
+    Expr **copy = arena_alloc(a, (size_t)n * sizeof *copy);
+    memcpy(copy, args, (size_t)n * sizeof *copy);
+    return copy;
+}
+
+Expr *ex_const(Arena *a, Span sp, DType t, double v)
+{
+    Expr *e = expr_new(a, EX_CONST, sp, t);
+    e->value = v;
+    return e;
+}
+
+Expr *ex_var(Arena *a, Span sp, IterVar *v)
+{
+    Expr *e = expr_new(a, EX_VAR, sp, DT_I32);
+    e->var = v;
+    return e;
+}
+
+/* The tensor may still be untyped while the parser resolves names; sema
+ * sets the load's dtype again once it knows. */
+Expr *ex_load(Arena *a, Span sp, Tensor *t, Expr **idx, int n)
+{
+    Expr *e = expr_new(a, EX_LOAD, sp, t ? t->dtype : DT_NONE);
+    e->tensor = t;
+    e->args = copy_args(a, idx, n);
+    e->nargs = n;
+    return e;
+}
+
+Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n)
+{
+    TE_ASSERT(n == op_arity(op));
+    Expr *e = expr_new(a, EX_OP, sp, t);
+    e->op = op;
+    e->args = copy_args(a, args, n);
+    e->nargs = n;
+    return e;
+}
+
+Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
+                Expr *body)
+{
+    TE_ASSERT(naxes > 0 && body != NULL);
+    Expr *e = expr_new(a, EX_REDUCE, sp, body->dtype);
+    e->reducer = r;
+    e->axes = arena_alloc(a, (size_t)naxes * sizeof *e->axes);
+    memcpy(e->axes, axes, (size_t)naxes * sizeof *e->axes);
+    e->naxes = naxes;
+    e->args = copy_args(a, &body, 1);
+    e->nargs = 1;
+    return e;
+}
+
+/* Rank 0 is a scalar: one element. */
+int64_t tensor_elems(const Tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= t->shape[d];
+    return n;
+}

@@ -1,0 +1,331 @@
+/* texc.h — the tensor-expression IR and everything that works on it.
+ *
+ * This is the one internal header of lang/: arenas, source text and
+ * diagnostics, dtypes, the expression and tensor-graph IR, the printer and
+ * canonical hash, the reference evaluator and .npy I/O.  Other directories
+ * include it and add their own header beside it (frontend/frontend.h,
+ * sched/sched.h, ...).
+ *
+ * Invariants of a checked Graph (what frontend/sema.c guarantees):
+ *   - every tensor has a dtype, a rank <= TE_MAX_RANK and positive extents
+ *     whose element count fits in int64 and whose byte size fits in int64;
+ *   - graph->tensors is in dependency order: inputs first (declaration
+ *     order), then stages, each after every tensor its body loads;
+ *   - every Expr has a dtype; every IterVar an extent; loads have exactly
+ *     rank(tensor) indices, all of dtype i32;
+ *   - no cycles, no unresolved names.
+ */
+#ifndef TEXC_LANG_H
+#define TEXC_LANG_H
+
+#ifdef HAVE_CONFIG_H
+#include "config.h"
+#endif
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define TE_VERSION PACKAGE_VERSION
+#define TE_MAX_RANK 16 /* deeper tensors are rejected with a diagnostic */
+
+/* ------------------------------------------------------------------ */
+/* arena.c — bump allocation; a compilation frees everything at once.  */
+
+typedef struct ArenaBlock ArenaBlock;
+typedef struct Arena {
+    ArenaBlock *head; /* newest block first */
+} Arena;
+
+void *arena_alloc(Arena *a, size_t size); /* zeroed, 16-byte aligned */
+char *arena_strdup(Arena *a, const char *s);
+char *arena_strndup(Arena *a, const char *s, size_t n);
+char *arena_printf(Arena *a, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void arena_free(Arena *a);
+
+/* A growable array of pointers, allocated from an arena. */
+typedef struct PtrVec {
+    void **items;
+    int len, cap;
+} PtrVec;
+void vec_push(Arena *a, PtrVec *v, void *item);
+
+/* ------------------------------------------------------------------ */
+/* diag.c — source text, spans and diagnostics.                        */
+
+/* A byte range [begin, end) in Source.text; line and column are computed
+ * only when a diagnostic is printed. */
+typedef struct Span {
+    uint32_t begin, end;
+} Span;
+
+typedef struct Source {
+    const char *path; /* as the user named it */
+    char *text;       /* NUL-terminated copy; may contain earlier NULs */
+    size_t len;       /* bytes, not counting the final NUL */
+} Source;
+
+/* Reads PATH into a Source; on failure prints "texc: cannot read PATH: why"
+ * and returns false. */
+bool src_load(Arena *a, Source *src, const char *path);
+void src_from_string(Source *src, const char *path, char *text, size_t len);
+
+/* User diagnostics: "file:line:col: error: msg", the source line, a caret
+ * under the span.  Errors are counted in diag_errors. */
+extern int diag_errors;
+extern int diag_warnings;
+extern bool diag_quiet;          /* -q: warnings are not printed */
+extern FILE *diag_stream;        /* stderr unless a test redirects it */
+void diag_error(const Source *src, Span sp, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_warning(const Source *src, Span sp, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_note(const Source *src, Span sp, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_verror(const Source *src, Span sp, const char *fmt, va_list ap);
+
+/* Internal errors are never the user's fault and never share a path with
+ * user diagnostics. */
+_Noreturn void te_internal_error(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+#define TE_ASSERT(cond)                                                  \
+    do {                                                                 \
+        if (!(cond))                                                     \
+            te_internal_error(__FILE__, __LINE__, "assertion '%s' failed", \
+                              #cond);                                    \
+    } while (0)
+#define TE_UNREACHABLE() te_internal_error(__FILE__, __LINE__, "unreachable")
+
+/* ------------------------------------------------------------------ */
+/* dtype.c — element types.                                            */
+
+/*      enum     name    C type      bytes float npy  */
+#define TE_DTYPES(X)                                   \
+    X(DT_BOOL, "bool", "bool", 1, 0, "|b1")            \
+    X(DT_I32, "i32", "int32_t", 4, 0, "<i4")           \
+    X(DT_F16, "f16", "_Float16", 2, 1, "<f2")          \
+    X(DT_BF16, "bf16", "uint16_t", 2, 1, "<f4")        \
+    X(DT_F32, "f32", "float", 4, 1, "<f4")             \
+    X(DT_F64, "f64", "double", 8, 1, "<f8")
+
+typedef enum DType {
+    DT_NONE = 0, /* not yet inferred; an untyped literal */
+#define X(e, n, c, b, f, npy) e,
+    TE_DTYPES(X)
+#undef X
+    DT_COUNT
+} DType;
+
+const char *dtype_name(DType t);  /* "f32" */
+const char *dtype_ctype(DType t); /* "float" */
+int dtype_bytes(DType t);
+bool dtype_is_float(DType t);
+const char *dtype_npy(DType t); /* bf16 is written to .npy as f32 */
+DType dtype_lookup(const char *name, size_t len); /* DT_NONE if unknown */
+/* Rounds V to the nearest value of T (ties to even for floats; truncation
+ * toward zero, saturating, for i32; != 0 for bool). */
+double dtype_round(DType t, double v);
+/* IEEE binary16 bits of V rounded to f16, and back (.npy '<f2' data). */
+uint16_t dtype_f16_bits(double v);
+double dtype_f16_value(uint16_t bits);
+
+/* ------------------------------------------------------------------ */
+/* Operators.  One table: the name the printer uses, arity, and whether it
+ * is an intrinsic call (printed as name(args)) or an infix operator. */
+
+/*     enum          text        arity call */
+#define TE_OPS(X)                          \
+    X(OP_NEG, "-", 1, 0)                   \
+    X(OP_NOT, "!", 1, 0)                   \
+    X(OP_EXP, "exp", 1, 1)                 \
+    X(OP_LOG, "log", 1, 1)                 \
+    X(OP_SQRT, "sqrt", 1, 1)               \
+    X(OP_RSQRT, "rsqrt", 1, 1)             \
+    X(OP_TANH, "tanh", 1, 1)               \
+    X(OP_ERF, "erf", 1, 1)                 \
+    X(OP_ABS, "abs", 1, 1)                 \
+    X(OP_GELU, "gelu", 1, 1)               \
+    X(OP_SIGMOID, "sigmoid", 1, 1)         \
+    X(OP_RELU, "relu", 1, 1)               \
+    X(OP_CAST, "cast", 1, 1)               \
+    X(OP_ADD, "+", 2, 0)                   \
+    X(OP_SUB, "-", 2, 0)                   \
+    X(OP_MUL, "*", 2, 0)                   \
+    X(OP_DIV, "/", 2, 0)                   \
+    X(OP_MOD, "%", 2, 0)                   \
+    X(OP_LT, "<", 2, 0)                    \
+    X(OP_LE, "<=", 2, 0)                   \
+    X(OP_GT, ">", 2, 0)                    \
+    X(OP_GE, ">=", 2, 0)                   \
+    X(OP_EQ, "==", 2, 0)                   \
+    X(OP_NE, "!=", 2, 0)                   \
+    X(OP_AND, "&&", 2, 0)                  \
+    X(OP_OR, "||", 2, 0)                   \
+    X(OP_MIN, "min", 2, 1)                 \
+    X(OP_MAX, "max", 2, 1)                 \
+    X(OP_POW, "pow", 2, 1)                 \
+    X(OP_SELECT, "select", 3, 1)
+
+typedef enum Op {
+#define X(e, t, a, c) e,
+    TE_OPS(X)
+#undef X
+    OP_COUNT
+} Op;
+
+const char *op_text(Op op);
+int op_arity(Op op);
+bool op_is_call(Op op);
+
+/* Reductions. */
+#define TE_REDUCERS(X)  \
+    X(RED_SUM, "sum")   \
+    X(RED_PROD, "prod") \
+    X(RED_MAX, "max")   \
+    X(RED_MIN, "min")
+
+typedef enum Reducer {
+#define X(e, t) e,
+    TE_REDUCERS(X)
+#undef X
+    RED_COUNT
+} Reducer;
+const char *reducer_name(Reducer r);
+double reducer_identity(Reducer r);
+
+/* ------------------------------------------------------------------ */
+/* ir.c — expressions, tensors, the graph.                             */
+
+/* An index variable: a stage's spatial axis or a reduction axis. */
+typedef struct IterVar {
+    const char *name;
+    Span span;
+    int64_t lo;     /* first value (0 for spatial axes) */
+    int64_t extent; /* number of values: lo .. lo+extent-1 */
+    bool reduce;    /* a reduction axis */
+    int id;         /* unique within the graph: the evaluator's slot */
+} IterVar;
+
+typedef struct Tensor Tensor;
+typedef struct Expr Expr;
+
+#define TE_EXPR_KINDS(X)                                        \
+    X(EX_CONST)  /* value, dtype                            */  \
+    X(EX_VAR)    /* var: an index variable, dtype i32       */  \
+    X(EX_LOAD)   /* tensor[args[0..nargs)]                  */  \
+    X(EX_OP)     /* op(args[0..arity)); OP_CAST casts to dtype */ \
+    X(EX_REDUCE) /* reducer over axes[0..naxes) of args[0]  */
+
+typedef enum ExprKind {
+#define X(e) e,
+    TE_EXPR_KINDS(X)
+#undef X
+} ExprKind;
+
+struct Expr {
+    ExprKind kind;
+    Span span;
+    DType dtype;     /* the result's type */
+    double value;    /* EX_CONST */
+    IterVar *var;    /* EX_VAR */
+    Tensor *tensor;  /* EX_LOAD */
+    Op op;           /* EX_OP */
+    Reducer reducer; /* EX_REDUCE */
+    IterVar **axes;  /* EX_REDUCE */
+    int naxes;       /* EX_REDUCE */
+    Expr **args;     /* EX_LOAD indices, EX_OP operands, EX_REDUCE body */
+    int nargs;
+};
+
+typedef enum TensorKind {
+    TK_INPUT, /* data the caller passes in */
+    TK_STAGE, /* defined by an expression over index variables */
+} TensorKind;
+
+struct Tensor {
+    const char *name;
+    Span span; /* the definition's name */
+    TensorKind kind;
+    DType dtype;
+    int rank;
+    int64_t shape[TE_MAX_RANK];
+    bool is_const;  /* TK_INPUT marked const: a weight, may be prepacked */
+    bool is_output; /* named in an output statement */
+    IterVar **vars; /* TK_STAGE: one spatial variable per dimension */
+    Expr *body;     /* TK_STAGE */
+    int id;         /* position in Graph.tensors */
+    int uses;       /* loads of this tensor in other stages' bodies */
+};
+
+typedef struct Dim {
+    const char *name;
+    Span span;
+    int64_t value;
+    bool overridden; /* set with -D */
+} Dim;
+
+struct Schedule; /* sched/sched.h */
+
+typedef struct Graph {
+    const Source *src;
+    Tensor **tensors; /* dependency order, see the invariants above */
+    int ntensors;
+    Tensor **outputs; /* declaration order */
+    int noutputs;
+    Tensor **inputs;  /* declaration order */
+    int ninputs;
+    Dim *dims;
+    int ndims;
+    int nvars; /* IterVar ids are 0 .. nvars-1 */
+    struct Schedule **schedules;
+    int nschedules;
+} Graph;
+
+Expr *ex_const(Arena *a, Span sp, DType t, double v);
+Expr *ex_var(Arena *a, Span sp, IterVar *v);
+Expr *ex_load(Arena *a, Span sp, Tensor *t, Expr **idx, int n);
+Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n);
+Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
+                Expr *body);
+int64_t tensor_elems(const Tensor *t);
+
+/* print.c — the graph printer (--dump=graph) and the canonical form. */
+void te_print_expr(FILE *out, const Expr *e);
+void te_print_graph(FILE *out, const Graph *g);
+/* The canonical text of a graph: names replaced by their positions, so that
+ * renaming a tensor or a variable does not change it.  From the arena. */
+char *te_canonical(Arena *a, const Graph *g);
+/* 128-bit XXH3 of the canonical text, as 32 hex digits plus NUL. */
+void te_hash(const Graph *g, char out[33]);
+
+/* ------------------------------------------------------------------ */
+/* eval.c — the reference evaluator: every stage, naively, in double.  */
+
+/* A tensor's values in row-major order, as doubles. */
+typedef struct Buffer {
+    const Tensor *tensor;
+    double *data; /* tensor_elems(tensor) values */
+} Buffer;
+
+/* Fills every input with seeded random values: floats uniform in [-1, 1)
+ * rounded to the input's dtype, i32 uniform in [-100, 100), bool 0 or 1.
+ * Each input's stream depends only on SEED and its name. */
+void te_random_input(const Tensor *t, uint64_t seed, double *out);
+
+/* Evaluates G.  INPUTS[i] holds G->inputs[i]'s values; on success OUTPUTS[i]
+ * receives a malloc'ed array for G->outputs[i] and 0 is returned.  A load
+ * out of bounds (only possible where a select guards it wrongly) is a
+ * diagnostic at the load, and -1 is returned. */
+int te_eval(const Graph *g, double *const *inputs, double **outputs);
+
+/* npy.c — NumPy .npy files (format 1.0). */
+/* Writes DATA (tensor_elems(t) doubles) converted to T's dtype.  Returns 0,
+ * or -1 with errno set. */
+int npy_write(const char *path, const Tensor *t, const double *data);
+/* Reads PATH, which must hold exactly T's shape; any numeric dtype is
+ * converted.  On error prints "texc: PATH: why" and returns -1. */
+int npy_read(const char *path, const Tensor *t, double *data);
+
+#endif

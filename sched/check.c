@@ -1,0 +1,492 @@
+/* check.c — names and argument kinds in schedules, before any is applied.
+ *
+ * requires: a Graph from sema (stages resolved), its schedules as parsed.
+ * guarantees: every statement names a known primitive with arguments of
+ * the kinds its signature wants; every stage and loop it names exists at
+ * that point of the schedule; knobs are defined once, used after, and
+ * hold positive values; or one error diagnostic and false.
+ *
+ * Loop names are simulated the way the primitives will rename them: a
+ * stage starts with its index variables, then its reduction axes; split
+ * and tile replace a loop by their outputs, fuse replaces two by one,
+ * cache_read and cache_write add a stage.  Whether a primitive's deeper
+ * preconditions hold (adjacency, reduction axes, ...) is for sched/ to say
+ * when it applies the schedule.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+typedef struct StageLoops {
+    const char *name;
+    const Tensor *tensor; /* NULL for a cache stage */
+    PtrVec loops;         /* const char * */
+} StageLoops;
+
+typedef struct Checker {
+    Arena *arena;
+    const Graph *g;
+    const Schedule *sched;
+    PtrVec stages; /* StageLoops * */
+} Checker;
+
+static const char *const gpu_axes[] = { "block.x", "block.y", "block.z",
+                                        "thread.x", "thread.y", "thread.z" };
+static const char *const scopes[] = { "global", "shared", "local" };
+
+static bool in_list(const char *name, const char *const *list, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcmp(name, list[i]) == 0)
+            return true;
+    return false;
+}
+
+static StageLoops *find_stage(Checker *c, const char *name)
+{
+    for (int i = 0; i < c->stages.len; i++) {
+        StageLoops *s = c->stages.items[i];
+        if (strcmp(s->name, name) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+static int find_loop(const StageLoops *s, const char *name)
+{
+    for (int i = 0; i < s->loops.len; i++)
+        if (strcmp(s->loops.items[i], name) == 0)
+            return i;
+    return -1;
+}
+
+static void collect_axes(Checker *c, const Expr *e, StageLoops *s)
+{
+    if (e->kind == EX_REDUCE)
+        for (int i = 0; i < e->naxes; i++)
+            vec_push(c->arena, &s->loops, (void *)e->axes[i]->name);
+    for (int i = 0; i < e->nargs; i++)
+        collect_axes(c, e->args[i], s);
+}
+
+static StageLoops *add_stage(Checker *c, const char *name, const Tensor *t)
+{
+    StageLoops *s = arena_alloc(c->arena, sizeof *s);
+    s->name = name;
+    s->tensor = t;
+    vec_push(c->arena, &c->stages, s);
+    return s;
+}
+
+static void init_stages(Checker *c)
+{
+    c->stages.len = 0;
+    for (int i = 0; i < c->g->ntensors; i++) {
+        const Tensor *t = c->g->tensors[i];
+        if (t->kind != TK_STAGE)
+            continue;
+        StageLoops *s = add_stage(c, t->name, t);
+        for (int d = 0; d < t->rank; d++)
+            vec_push(c->arena, &s->loops, (void *)t->vars[d]->name);
+        collect_axes(c, t->body, s);
+    }
+}
+
+static const char *loop_list(Checker *c, const StageLoops *s)
+{
+    if (s->loops.len == 0)
+        return "none";
+    const char *out = "";
+    for (int i = 0; i < s->loops.len; i++)
+        out = arena_printf(c->arena, "%s%s%s", out, i ? ", " : "",
+                           (const char *)s->loops.items[i]);
+    return out;
+}
+
+static bool check_loop(Checker *c, const StageLoops *s, const SchedArg *a)
+{
+    if (a->kind != SA_NAME) {
+        diag_error(c->g->src, a->span, "expected a loop of stage '%s'", s->name);
+        return false;
+    }
+    if (find_loop(s, a->name) < 0) {
+        diag_error(c->g->src, a->span, "stage '%s' has no loop '%s'; its loops are %s",
+                   s->name, a->name, loop_list(c, s));
+        return false;
+    }
+    return true;
+}
+
+/* The loop names a statement introduces must be new in the stage. */
+static bool check_new_names(Checker *c, const StageLoops *s, const SchedStmt *st)
+{
+    for (int i = 0; i < st->nouts; i++) {
+        int at = find_loop(s, st->outs[i]);
+        bool repeated = false;
+        for (int k = 0; k < i; k++)
+            repeated = repeated || strcmp(st->outs[k], st->outs[i]) == 0;
+        if (repeated || at >= 0) {
+            diag_error(c->g->src, st->out_spans[i], "stage '%s' already has a loop '%s'",
+                       s->name, st->outs[i]);
+            return false;
+        }
+    }
+    return true;
+}
+
+static bool check_int(Checker *c, const SchedArg *a, const char *prim)
+{
+    if (a->kind == SA_INT) {
+        if (a->ival <= 0) {
+            diag_error(c->g->src, a->span, "%s needs a positive integer, got %lld",
+                       prim, (long long)a->ival);
+            return false;
+        }
+        return true;
+    }
+    if (a->kind == SA_KNOB) {
+        for (int i = 0; i < a->knob->nvalues; i++)
+            if (a->knob->values[i] <= 0) {
+                diag_error(c->g->src, a->knob->span,
+                           "knob ?%s holds %lld; %s needs positive integers",
+                           a->knob->name, (long long)a->knob->values[i], prim);
+                return false;
+            }
+        return true;
+    }
+    diag_error(c->g->src, a->span, "%s needs an integer or a knob here", prim);
+    return false;
+}
+
+/* Does stage tensor T read the tensor called NAME? */
+static bool reads(const Expr *e, const char *name)
+{
+    if (e->kind == EX_LOAD && strcmp(e->tensor->name, name) == 0)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (reads(e->args[i], name))
+            return true;
+    return false;
+}
+
+static const Tensor *find_tensor(const Graph *g, const char *name)
+{
+    for (int i = 0; i < g->ntensors; i++)
+        if (strcmp(g->tensors[i]->name, name) == 0)
+            return g->tensors[i];
+    return NULL;
+}
+
+/* Replaces loop FROM in S by the NEW names, or removes it if n == 0. */
+static void replace_loop(Checker *c, StageLoops *s, int at, const char **names, int n)
+{
+    PtrVec v = {0};
+    for (int i = 0; i < s->loops.len; i++) {
+        if (i == at)
+            for (int k = 0; k < n; k++)
+                vec_push(c->arena, &v, (void *)names[k]);
+        else
+            vec_push(c->arena, &v, s->loops.items[i]);
+    }
+    s->loops = v;
+}
+
+static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
+                       const char *sig, StageLoops *s)
+{
+    const Source *src = c->g->src;
+    int ai = 0;
+    for (const char *p = sig; *p; p++) {
+        if (*p == '*' || *p == '?')
+            continue;
+        bool optional = p[1] == '?';
+        bool repeat = p[1] == '*';
+        do {
+            if (ai >= st->nargs) {
+                if (optional || (repeat && ai > 0))
+                    break;
+                diag_error(src, st->span, "%s takes %s; too few arguments", prim_name(prim),
+                           prim == PR_SPLIT ? "(loop, factor)"
+                           : prim == PR_TILE ? "(loop, loop, factor, factor)"
+                           : prim == PR_FUSE ? "(loop, loop)"
+                           : prim == PR_BIND ? "(loop, gpu axis)"
+                           : prim == PR_COMPUTE_AT ? "(stage, loop)"
+                           : prim == PR_CACHE_READ ? "(scope, consumer stage[, \"layout\"])"
+                           : prim == PR_CACHE_WRITE ? "(scope)"
+                           : prim == PR_PIPELINE ? "(loop, stages)"
+                           : "loops");
+                return false;
+            }
+            const SchedArg *a = &st->args[ai++];
+            switch (*p) {
+            case 'L':
+                if (!check_loop(c, s, a))
+                    return false;
+                break;
+            case 'N':
+                if (!check_int(c, a, prim_name(prim)))
+                    return false;
+                break;
+            case 'S': {
+                StageLoops *t = a->kind == SA_NAME ? find_stage(c, a->name) : NULL;
+                if (!t) {
+                    diag_error(src, a->span, "expected a stage, got '%.*s'",
+                               (int)(a->span.end - a->span.begin), src->text + a->span.begin);
+                    return false;
+                }
+                break;
+            }
+            case 'C':
+                if (a->kind != SA_NAME || !in_list(a->name, scopes, 3)) {
+                    diag_error(src, a->span, "expected a memory scope: global, shared or local");
+                    return false;
+                }
+                if (strcmp(a->name, "shared") == 0 && strcmp(c->sched->target, "cuda") != 0) {
+                    diag_error(src, a->span, "shared memory exists only in a cuda schedule");
+                    return false;
+                }
+                break;
+            case 'A':
+                if (a->kind != SA_NAME || !in_list(a->name, gpu_axes, 6)) {
+                    diag_error(src, a->span,
+                               "expected a GPU axis: block.x, block.y, block.z, thread.x, thread.y or thread.z");
+                    return false;
+                }
+                break;
+            case 'Y':
+                if (a->kind != SA_STRING) {
+                    diag_error(src, a->span, "expected a layout string, such as \"KN16\"");
+                    return false;
+                }
+                break;
+            default:
+                TE_UNREACHABLE();
+            }
+        } while (repeat);
+    }
+    if (ai < st->nargs) {
+        diag_error(src, st->args[ai].span, "too many arguments for %s", prim_name(prim));
+        return false;
+    }
+    return true;
+}
+
+static bool check_stmt(Checker *c, const SchedStmt *st)
+{
+    static const struct {
+        const char *sig;
+        int outs;
+        bool result, at;
+    } info[] = {
+#define X(e, n, s, o, r, a) { s, o, r, a },
+        SCHED_PRIMS(X)
+#undef X
+    };
+    const Source *src = c->g->src;
+    Prim prim = prim_lookup(st->prim);
+    if (prim == PR_COUNT) {
+        diag_error(src, st->prim_span,
+                   "unknown schedule primitive '%s'", st->prim);
+        return false;
+    }
+    if (prim == PR_BIND && strcmp(c->sched->target, "cuda") != 0) {
+        diag_error(src, st->prim_span, "bind needs a cuda schedule: a cpu has no GPU axes");
+        return false;
+    }
+    StageLoops *s = find_stage(c, st->stage);
+    const Tensor *read_tensor = NULL;
+    if (prim == PR_CACHE_READ) {
+        read_tensor = find_tensor(c->g, st->stage);
+        if (!read_tensor && !s) {
+            diag_error(src, st->stage_span, "unknown tensor '%s'", st->stage);
+            return false;
+        }
+    } else if (!s) {
+        const Tensor *t = find_tensor(c->g, st->stage);
+        if (t)
+            diag_error(src, st->stage_span, "'%s' is an input, not a stage", st->stage);
+        else
+            diag_error(src, st->stage_span, "unknown stage '%s'", st->stage);
+        return false;
+    }
+    /* cache_read's loops and "at" belong to the consumer stage */
+    StageLoops *loops = s;
+    if (prim == PR_CACHE_READ) {
+        loops = st->nargs >= 2 && st->args[1].kind == SA_NAME
+                    ? find_stage(c, st->args[1].name) : NULL;
+    }
+    if (prim != PR_CACHE_READ && !check_args(c, st, prim, info[prim].sig, s))
+        return false;
+    if (prim == PR_CACHE_READ) {
+        if (!check_args(c, st, prim, info[prim].sig, s ? s : loops))
+            return false;
+        if (loops->tensor && !reads(loops->tensor->body, st->stage)) {
+            diag_error(src, st->args[1].span, "stage '%s' does not read '%s'",
+                       loops->name, st->stage);
+            return false;
+        }
+    }
+    if (info[prim].outs < 0 && st->nouts > 0) {
+        diag_error(src, st->out_spans[0], "%s names no new loops: remove '-> ...'",
+                   prim_name(prim));
+        return false;
+    }
+    if (info[prim].outs >= 0 && st->nouts != info[prim].outs) {
+        diag_error(src, st->span, "%s names %d new loop%s after '->', got %d",
+                   prim_name(prim), info[prim].outs, info[prim].outs == 1 ? "" : "s",
+                   st->nouts);
+        return false;
+    }
+    if (info[prim].result && !st->result) {
+        diag_error(src, st->span, "%s creates a stage: name it, as in %s_c = %s.%s(...)",
+                   prim_name(prim), st->stage, st->stage, prim_name(prim));
+        return false;
+    }
+    if (!info[prim].result && st->result) {
+        diag_error(src, st->result_span, "%s creates no stage: remove '%s ='",
+                   prim_name(prim), st->result);
+        return false;
+    }
+    if (st->at && !info[prim].at) {
+        diag_error(src, st->at_span, "%s takes no 'at'", prim_name(prim));
+        return false;
+    }
+    if (st->at) {
+        SchedArg at = { .kind = SA_NAME, .span = st->at_span, .name = st->at };
+        if (!check_loop(c, loops, &at))
+            return false;
+    }
+    if (!check_new_names(c, s ? s : loops, st))
+        return false;
+    if (st->result) {
+        bool clash = find_stage(c, st->result) || find_tensor(c->g, st->result);
+        for (int d = 0; d < c->g->ndims && !clash; d++)
+            clash = strcmp(c->g->dims[d].name, st->result) == 0;
+        if (clash) {
+            diag_error(src, st->result_span, "'%s' is already defined", st->result);
+            return false;
+        }
+    }
+
+    /* Rename loops as the primitive will. */
+    switch (prim) {
+    case PR_SPLIT:
+        replace_loop(c, s, find_loop(s, st->args[0].name), st->outs, 2);
+        break;
+    case PR_TILE: {
+        int a = find_loop(s, st->args[0].name), b = find_loop(s, st->args[1].name);
+        if (a == b) {
+            diag_error(src, st->args[1].span, "tile needs two different loops");
+            return false;
+        }
+        replace_loop(c, s, a, st->outs, 4);
+        replace_loop(c, s, find_loop(s, st->args[1].name), NULL, 0);
+        break;
+    }
+    case PR_FUSE: {
+        int a = find_loop(s, st->args[0].name);
+        if (a == find_loop(s, st->args[1].name)) {
+            diag_error(src, st->args[1].span, "fuse needs two different loops");
+            return false;
+        }
+        replace_loop(c, s, a, st->outs, 1);
+        replace_loop(c, s, find_loop(s, st->args[1].name), NULL, 0);
+        break;
+    }
+    case PR_REORDER:
+        for (int i = 0; i < st->nargs; i++)
+            for (int k = 0; k < i; k++)
+                if (strcmp(st->args[i].name, st->args[k].name) == 0) {
+                    diag_error(src, st->args[i].span, "reorder names '%s' twice",
+                               st->args[i].name);
+                    return false;
+                }
+        break;
+    case PR_CACHE_READ: {
+        StageLoops *n = add_stage(c, st->result, NULL);
+        const Tensor *t = read_tensor;
+        int rank = t ? t->rank : 0;
+        for (int d = 0; d < rank; d++)
+            vec_push(c->arena, &n->loops, arena_printf(c->arena, "ax%d", d));
+        break;
+    }
+    case PR_CACHE_WRITE: {
+        StageLoops *n = add_stage(c, st->result, NULL);
+        n->loops = s->loops;
+        break;
+    }
+    case PR_COMPUTE_INLINE:
+        if (s->tensor && s->tensor->is_output) {
+            diag_error(src, st->stage_span, "cannot inline '%s': it is an output", s->name);
+            return false;
+        }
+        break;
+    default:
+        break;
+    }
+    return true;
+}
+
+/* Resolves knob uses (?T) to their definitions in the same schedule. */
+static bool resolve_knobs(Checker *c, Schedule *s)
+{
+    const Source *src = c->g->src;
+    for (int i = 0; i < s->nknobs; i++)
+        for (int k = 0; k < i; k++)
+            if (strcmp(s->knobs[i]->name, s->knobs[k]->name) == 0) {
+                diag_error(src, s->knobs[i]->span, "knob ?%s is already defined",
+                           s->knobs[i]->name);
+                diag_note(src, s->knobs[k]->span, "the first definition");
+                return false;
+            }
+    for (int i = 0; i < s->nstmts; i++) {
+        SchedStmt *st = s->stmts[i];
+        for (int a = 0; a < st->nargs; a++) {
+            SchedArg *arg = &st->args[a];
+            if (arg->kind != SA_KNOB || arg->knob->nvalues > 0)
+                continue;
+            Knob *def = NULL;
+            for (int k = 0; k < s->nknobs; k++)
+                if (strcmp(s->knobs[k]->name, arg->knob->name) == 0)
+                    def = s->knobs[k];
+            if (!def) {
+                diag_error(src, arg->span,
+                           "knob ?%s has no values: define it once as ?%s in [v1, v2, ...]",
+                           arg->knob->name, arg->knob->name);
+                return false;
+            }
+            arg->knob = def;
+        }
+    }
+    return true;
+}
+
+bool sch_check(Graph *g)
+{
+    Arena scratch = {0};
+    Checker c = { .arena = &scratch, .g = g };
+    bool ok = true;
+    for (int i = 0; i < g->nschedules && ok; i++) {
+        Schedule *s = g->schedules[i];
+        c.sched = s;
+        if (strcmp(s->target, "cpu") != 0 && strcmp(s->target, "cuda") != 0) {
+            diag_error(g->src, s->target_span,
+                       "unknown schedule target '%s': expected cpu or cuda", s->target);
+            ok = false;
+            break;
+        }
+        for (int k = 0; k < i; k++)
+            if (strcmp(g->schedules[k]->target, s->target) == 0) {
+                diag_error(g->src, s->target_span, "a second schedule for %s", s->target);
+                diag_note(g->src, g->schedules[k]->target_span, "the first one");
+                ok = false;
+            }
+        if (!ok || !resolve_knobs(&c, s))
+            ok = false;
+        init_stages(&c);
+        for (int k = 0; k < s->nstmts && ok; k++)
+            ok = check_stmt(&c, s->stmts[k]);
+    }
+    arena_free(&scratch);
+    return ok;
+}

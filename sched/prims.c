@@ -1,0 +1,102 @@
+/* prims.c — the primitive table, the schedule printer and knob setting.
+ *
+ * The table itself is the SCHED_PRIMS X-macro in sched.h; this file turns
+ * it into lookups.  The printer writes a schedule back in the syntax it
+ * was parsed from, each knob followed by the value it holds now, so a
+ * tuned schedule can be pasted into a .te file.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static const char *const prim_names[] = {
+#define X(e, n, s, o, r, a) n,
+    SCHED_PRIMS(X)
+#undef X
+};
+
+const char *prim_name(Prim p)
+{
+    return prim_names[p];
+}
+
+Prim prim_lookup(const char *name)
+{
+    for (int p = 0; p < PR_COUNT; p++)
+        if (strcmp(prim_names[p], name) == 0)
+            return (Prim)p;
+    return PR_COUNT;
+}
+
+static void print_arg(FILE *out, const SchedArg *a)
+{
+    switch (a->kind) {
+    case SA_NAME:
+        fputs(a->name, out);
+        break;
+    case SA_INT:
+        fprintf(out, "%lld", (long long)a->ival);
+        break;
+    case SA_STRING:
+        fprintf(out, "\"%s\"", a->name);
+        break;
+    case SA_KNOB:
+        fprintf(out, "?%s=%lld", a->knob->name,
+                a->knob->nvalues ? (long long)a->knob->values[a->knob->chosen] : 0LL);
+        break;
+    }
+}
+
+void sch_print(FILE *out, const Schedule *s)
+{
+    fprintf(out, "schedule %s {\n", s->target);
+    for (int i = 0; i < s->nstmts; i++) {
+        const SchedStmt *st = s->stmts[i];
+        fputs("  ", out);
+        if (st->result)
+            fprintf(out, "%s = ", st->result);
+        fprintf(out, "%s.%s(", st->stage, st->prim);
+        for (int a = 0; a < st->nargs; a++) {
+            if (a)
+                fputs(", ", out);
+            print_arg(out, &st->args[a]);
+        }
+        fputc(')', out);
+        for (int o = 0; o < st->nouts; o++)
+            fprintf(out, "%s%s", o ? ", " : " -> ", st->outs[o]);
+        if (st->at)
+            fprintf(out, " at %s", st->at);
+        fputs(";\n", out);
+    }
+    fputs("}\n", out);
+}
+
+bool sch_set_knob(Graph *g, const char *name, int64_t value)
+{
+    bool found = false;
+    for (int i = 0; i < g->nschedules; i++) {
+        Schedule *s = g->schedules[i];
+        for (int k = 0; k < s->nknobs; k++) {
+            Knob *kn = s->knobs[k];
+            if (strcmp(kn->name, name) != 0)
+                continue;
+            found = true;
+            int at = -1;
+            for (int v = 0; v < kn->nvalues; v++)
+                if (kn->values[v] == value)
+                    at = v;
+            if (at < 0) {
+                fprintf(stderr, "texc: -K %s=%lld: not one of the knob's values (", name,
+                        (long long)value);
+                for (int v = 0; v < kn->nvalues; v++)
+                    fprintf(stderr, "%s%lld", v ? ", " : "", (long long)kn->values[v]);
+                fputs(")\n", stderr);
+                return false;
+            }
+            kn->chosen = at;
+        }
+    }
+    if (!found)
+        fprintf(stderr, "texc: -K %s: the program's schedules have no knob ?%s\n", name, name);
+    return found;
+}

@@ -1,0 +1,77 @@
+#!/bin/sh
+# cli.sh — the command line: exit statuses, usage errors, outputs written
+# only on success, hostile inputs that must give a diagnostic (status 1)
+# and never a crash (a signal gives status >= 128) or a hang.
+. "${srcdir:-.}/tests/lib.sh"
+
+samples=$srcdir/samples
+
+expect_status() {  # expect_status DESC WANT CMD...
+    desc=$1 want=$2
+    shift 2
+    timeout 60 "$@" >"$tmp/out" 2>"$tmp/err"
+    got=$?
+    if [ "$got" -eq "$want" ]; then
+        ok "$desc (exit $want)"
+    else
+        echo "exit $got, wanted $want" >>"$tmp/err"
+        not_ok "$desc" "$tmp/err"
+    fi
+}
+
+expect_status "--version" 0 "$TEXC" --version
+grep -q '^texc [0-9]' "$tmp/out" && ok "--version prints the version" || not_ok "--version output" "$tmp/out"
+expect_status "--help" 0 "$TEXC" --help
+grep -q -- '--dump=WHAT' "$tmp/out" && ok "--help lists --dump" || not_ok "--help output" "$tmp/out"
+expect_status "no file is a usage error" 2 "$TEXC"
+expect_status "two files are a usage error" 2 "$TEXC" "$samples/softmax.te" "$samples/softmax.te"
+expect_status "unknown option" 2 "$TEXC" --frobnicate "$samples/softmax.te"
+expect_status "bad --dump form" 2 "$TEXC" --dump=nothing "$samples/softmax.te"
+expect_status "bad -D" 2 "$TEXC" -D M "$samples/softmax.te"
+expect_status "non-integer -D" 2 "$TEXC" -D M=abc "$samples/softmax.te"
+expect_status "bad --target" 2 "$TEXC" --target=tpu "$samples/softmax.te"
+expect_status "-K with an unknown knob" 2 "$TEXC" -K NOPE=1 "$samples/matmul_gelu.te"
+expect_status "-K with a value not in the knob" 2 "$TEXC" -K TI=7 "$samples/matmul_gelu.te"
+expect_status "-K with a value of the knob" 0 "$TEXC" -K TI=64 --dump=schedule "$samples/matmul_gelu.te"
+grep -q '?TI=64' "$tmp/out" && ok "-K sets the knob" || not_ok "-K sets the knob" "$tmp/out"
+expect_status "missing file" 1 "$TEXC" "$tmp/does-not-exist.te"
+grep -q "cannot read" "$tmp/err" && ok "missing file message" || not_ok "missing file message" "$tmp/err"
+expect_status "-D of an unknown dim" 1 "$TEXC" -D Q=3 "$samples/softmax.te"
+
+# --eval writes one .npy per output, and nothing when the program fails.
+expect_status "--eval" 0 "$TEXC" --eval -D M=4 -D N=5 -o "$tmp/sm" "$samples/softmax.te"
+[ -f "$tmp/sm.p.npy" ] && ok "--eval writes PREFIX.OUTPUT.npy" || not_ok "--eval output file"
+printf 'dim N = 4;\ninput x : f32[N];\ny[i] = x[i + 1];\noutput y;\n' >"$tmp/oob.te"
+expect_status "an out-of-bounds program" 1 "$TEXC" --eval -o "$tmp/oob" "$tmp/oob.te"
+[ ! -e "$tmp/oob.y.npy" ] && ok "no output file after an error" || not_ok "partial output left behind"
+expect_status "--input with an unknown name" 2 "$TEXC" --eval --input q=/dev/null -o "$tmp/x" "$samples/softmax.te"
+expect_status "--input with a wrong shape" 1 "$TEXC" --eval -D M=4 -D N=3 --input "x=$tmp/sm.p.npy" -o "$tmp/x" "$samples/softmax.te"
+expect_status "--input round trip" 0 "$TEXC" --eval -D M=4 -D N=5 --input "x=$tmp/sm.p.npy" -o "$tmp/again" "$samples/softmax.te"
+
+# Hostile inputs: a diagnostic and status 1, never a crash or a hang.
+: >"$tmp/empty.te"
+expect_status "empty file" 1 "$TEXC" "$tmp/empty.te"
+head -c 4096 /dev/urandom >"$tmp/garbage.te" 2>/dev/null || dd if=/dev/urandom of="$tmp/garbage.te" bs=4096 count=1 2>/dev/null
+expect_status "binary garbage" 1 "$TEXC" "$tmp/garbage.te"
+printf 'dim N = 4;\000\ninput x : f32[N];\n' >"$tmp/nul.te"
+expect_status "a NUL byte" 1 "$TEXC" "$tmp/nul.te"
+grep -q "NUL byte" "$tmp/err" && ok "NUL byte message" || not_ok "NUL byte message" "$tmp/err"
+printf 'dim N = 4; /* never closed\n' >"$tmp/comment.te"
+expect_status "unterminated comment" 1 "$TEXC" "$tmp/comment.te"
+printf 'schedule cpu { y.cache_read(local, y, "KN16); }\n' >"$tmp/string.te"
+expect_status "unterminated string" 1 "$TEXC" "$tmp/string.te"
+awk 'BEGIN { printf "dim N = 4;\ninput x : f32[N];\ny[i] = "; for (i = 0; i < 10000; i++) printf "("; printf "x[i]"; for (i = 0; i < 10000; i++) printf ")"; printf ";\noutput y;\n" }' >"$tmp/deep.te"
+expect_status "10,000-deep parentheses" 1 "$TEXC" "$tmp/deep.te"
+awk 'BEGIN { printf "dim N = 4;\ninput x : f32[N];\ny[i] = "; for (i = 0; i < 10000; i++) printf "-"; printf "x[i];\noutput y;\n" }' >"$tmp/unary.te"
+expect_status "10,000 unary minuses" 1 "$TEXC" "$tmp/unary.te"
+awk 'BEGIN { printf "dim "; for (i = 0; i < 1048576; i++) printf "a"; printf " = 4;\n" }' >"$tmp/ident.te"
+expect_status "a 1 MB identifier" 1 "$TEXC" "$tmp/ident.te"
+printf 'dim N = 99999999999999999999999;\n' >"$tmp/bigint.te"
+expect_status "an integer that overflows" 1 "$TEXC" "$tmp/bigint.te"
+printf 'let c = 1e999;\n' >"$tmp/bigfloat.te"
+expect_status "a float that overflows" 1 "$TEXC" "$tmp/bigfloat.te"
+printf 'dim A = 4294967296, B = 4294967296;\ninput x : f32[A, B];\ny[i, j] = x[i, j];\noutput y;\n' >"$tmp/huge.te"
+expect_status "dims whose product overflows 64 bits" 1 "$TEXC" "$tmp/huge.te"
+awk 'BEGIN { printf "input x : f32["; for (i = 0; i < 64; i++) printf "%s1", (i ? ", " : ""); printf "];\n" }' >"$tmp/rank64.te"
+expect_status "a rank-64 tensor" 1 "$TEXC" "$tmp/rank64.te"
+done_testing

@@ -1,0 +1,45 @@
+# lib.sh — TAP helpers shared by the test scripts (sourced, not run).
+#
+# Each script prints "1..N" at the end (plan last is valid TAP), one
+# "ok"/"not ok" line per check, and diagnostics as "# " lines.
+
+: "${TEXC:=$builddir/texc}"
+tap_n=0
+tap_failed=0
+
+ok() {  # ok DESCRIPTION
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n - $1"
+}
+
+not_ok() {  # not_ok DESCRIPTION [DETAILS-FILE]
+    tap_n=$((tap_n + 1))
+    tap_failed=$((tap_failed + 1))
+    echo "not ok $tap_n - $1"
+    if [ -n "${2:-}" ] && [ -f "$2" ]; then
+        sed 's/^/# /' "$2" | head -40
+    fi
+}
+
+skip() {  # skip DESCRIPTION REASON
+    tap_n=$((tap_n + 1))
+    echo "ok $tap_n - $1 # SKIP $2"
+}
+
+check() {  # check DESCRIPTION COMMAND...: ok iff COMMAND succeeds
+    desc=$1
+    shift
+    if "$@" >"$tmp/check.out" 2>&1; then
+        ok "$desc"
+    else
+        not_ok "$desc" "$tmp/check.out"
+    fi
+}
+
+done_testing() {
+    echo "1..$tap_n"
+    [ "$tap_failed" -eq 0 ]
+}
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/texc-test.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
