@@ -21,7 +21,7 @@
     X(N_NAME)     /* name: a dim, let, index variable or tensor          */ \
     X(N_ACCESS)   /* name[kids]: a tensor element                        */ \
     X(N_UNARY)    /* op kids[0]: OP_NEG or OP_NOT                        */ \
-    X(N_BINARY)   /* kids[0] op kids[1]                                  */ \
+    X(N_BINARY)   /* kids[0] op kids[1]; name_span: the operator         */ \
     X(N_CALL)     /* name(kids): intrinsic, select or cast               */ \
     X(N_REDUCE)   /* name(kids[0..n-1]) kids[n-1 is body]; axes N_AXIS   */ \
     X(N_AXIS)     /* name [in kids[0] [.. kids[1]]]: an index variable   */ \
@@ -73,7 +73,10 @@ typedef struct Parser {
     const Source *src;
     const char *cursor;  /* the lexer's position in src->text */
     const char *limit;   /* src->text + src->len */
-    int nesting;         /* open ( and [ */
+    int nesting;         /* open ( [ { */
+    uint32_t open[FE_MAX_NESTING]; /* where each open bracket is */
+    int prev_nesting;    /* nesting before the last token read */
+    uint32_t prev_end;   /* where the token before the last one read ends */
     bool lex_failed;     /* a lexer error was reported: suppress the parser's */
     FILE *dump_tokens;   /* --dump=tokens, or NULL */
     PtrVec items;        /* the Program being built */

@@ -31,11 +31,14 @@ static int lex_error(Parser *p, const char *start, const char *end,
     return YYerror;
 }
 
+/* Open brackets are remembered, so that a syntax error can point at the
+ * one left unclosed. */
 static int open_bracket(Parser *p, const char *start, int tok)
 {
-    if (++p->nesting > FE_MAX_NESTING)
+    if (p->nesting == FE_MAX_NESTING)
         return lex_error(p, start, start + 1,
                          "brackets nested deeper than %d levels", FE_MAX_NESTING);
+    p->open[p->nesting++] = (uint32_t)(start - p->src->text);
     return tok;
 }
 
@@ -102,6 +105,32 @@ static int lex_string(Parser *p, YYSTYPE *val, const char *start)
     val->str = arena_strndup(p->arena, p->cursor, (size_t)(c - p->cursor));
     p->cursor = c + 1;
     return STRING;
+}
+
+/* A character that starts no token: shown whole if it is valid UTF-8. */
+static int bad_char(Parser *p, const char *start)
+{
+    const unsigned char *s = (const unsigned char *)start;
+    if (s[0] >= 0x20 && s[0] < 0x7f)
+        return lex_error(p, start, start + 1, "unexpected character '%c'", s[0]);
+    int len = s[0] >= 0xC2 && s[0] <= 0xDF ? 2
+              : s[0] >= 0xE0 && s[0] <= 0xEF ? 3
+              : s[0] >= 0xF0 && s[0] <= 0xF4 ? 4 : 0;
+    uint32_t cp = len ? s[0] & (0x7F >> len) : 0;
+    for (int i = 1; i < len; i++) {
+        if ((s[i] & 0xC0) != 0x80) { /* also stops at the final NUL */
+            len = 0;
+            break;
+        }
+        cp = cp << 6 | (s[i] & 0x3F);
+    }
+    if (len < 2 || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) ||
+        cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        return lex_error(p, start, start + 1,
+                         "unexpected byte 0x%02x: not a character of UTF-8 text", s[0]);
+    return lex_error(p, start, start + len,
+                     "unexpected character '%.*s' (U+%04X): outside comments and strings a program is ASCII",
+                     len, start, (unsigned)cp);
 }
 
 static int scan(Parser *p, YYSTYPE *val, const char **tok_start)
@@ -177,14 +206,14 @@ static int scan(Parser *p, YYSTYPE *val, const char **tok_start)
         "}" { return close_bracket(p, '}'); }
         [-+*/%<>=!,;:.?] { return (unsigned char)*start; }
 
-        * {
-            unsigned char c = (unsigned char)*start;
-            if (c >= 0x20 && c < 0x7f)
-                return lex_error(p, start, start + 1,
-                                 "unexpected character '%c'", c);
-            return lex_error(p, start, start + 1,
-                             "unexpected byte 0x%02x", c);
+        digit+ "." / [^0-9.] {
+            return lex_error(p, start, p->cursor,
+                             "'%.*s' is not a number: write %.*s0",
+                             (int)(p->cursor - start), start,
+                             (int)(p->cursor - start), start);
         }
+
+        * { return bad_char(p, start); }
         */
     }
 }
@@ -210,6 +239,8 @@ static void dump_token(Parser *p, int tok, const char *start)
 int fe_lex(YYSTYPE *val, Span *loc, Parser *p)
 {
     const char *start;
+    p->prev_end = (uint32_t)(p->cursor - p->src->text);
+    p->prev_nesting = p->nesting;
     int tok = scan(p, val, &start);
     loc->begin = (uint32_t)(start - p->src->text);
     loc->end = (uint32_t)(p->cursor - p->src->text);

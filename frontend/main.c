@@ -11,8 +11,11 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "frontend/frontend.h"
 
 enum {
@@ -20,6 +23,7 @@ enum {
     DUMP_AST = 1 << 1,
     DUMP_GRAPH = 1 << 2,
     DUMP_SCHEDULE = 1 << 3,
+    DUMP_LOOPS = 1 << 4,
 };
 
 static const struct {
@@ -30,7 +34,8 @@ static const struct {
     { "tokens", DUMP_TOKENS, "the tokens, as the lexer sees them" },
     { "ast", DUMP_AST, "the syntax tree, as parsed" },
     { "graph", DUMP_GRAPH, "the checked tensor graph: every stage's shape and dtype" },
-    { "schedule", DUMP_SCHEDULE, "the schedules, with each knob's value" },
+    { "schedule", DUMP_SCHEDULE, "the schedule applied, as a trace with every value" },
+    { "loops", DUMP_LOOPS, "the loop nests after every schedule step and after lowering" },
 };
 
 typedef struct InputFile {
@@ -44,6 +49,10 @@ typedef struct Options {
     const char *arch;
     unsigned dump;
     bool eval;
+    bool check_only; /* --check: no output files */
+    bool compile;    /* -c: also compile NAME.o */
+    bool harness;    /* --harness: also write NAME_harness.c */
+    bool save_inputs; /* --eval --save-inputs: write the inputs too */
     uint64_t seed;
     bool verbose;
     DimOverride *defines;
@@ -71,7 +80,11 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof dumps / sizeof dumps[0]; i++)
         fprintf(out, "                        %-9s %s\n", dumps[i].name, dumps[i].help);
     fprintf(out,
+            "      --check         check the program (and print dumps); write nothing\n"
+            "  -c                  also compile NAME.o with the C compiler texc was built with\n"
+            "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
             "      --eval          run the reference evaluator; write PREFIX.OUTPUT.npy\n"
+            "      --save-inputs   with --eval, also write PREFIX.in.INPUT.npy\n"
             "      --seed=N        seed of the random inputs (default 1)\n"
             "      --input NAME=FILE.npy\n"
             "                      read input NAME from a .npy file instead\n"
@@ -133,12 +146,16 @@ static unsigned parse_dumps(char *list)
 
 static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
-    enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT };
+    enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
+           OPT_HARNESS, OPT_SAVE_INPUTS };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
         { "dump", required_argument, NULL, OPT_DUMP },
         { "eval", no_argument, NULL, OPT_EVAL },
+        { "check", no_argument, NULL, OPT_CHECK },
+        { "harness", no_argument, NULL, OPT_HARNESS },
+        { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
         { "seed", required_argument, NULL, OPT_SEED },
         { "input", required_argument, NULL, OPT_INPUT },
         { "verbose", no_argument, NULL, 'v' },
@@ -153,7 +170,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
     o->inputs = arena_alloc(a, sizeof *o->inputs * (size_t)argc);
     int c;
-    while ((c = getopt_long(argc, argv, "o:D:K:vqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:D:K:cvqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             o->prefix = optarg;
@@ -179,6 +196,18 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_EVAL:
             o->eval = true;
+            break;
+        case OPT_CHECK:
+            o->check_only = true;
+            break;
+        case OPT_HARNESS:
+            o->harness = true;
+            break;
+        case OPT_SAVE_INPUTS:
+            o->save_inputs = true;
+            break;
+        case 'c':
+            o->compile = true;
             break;
         case OPT_SEED:
             o->seed = (uint64_t)parse_int(optarg, "--seed");
@@ -260,6 +289,13 @@ static int run_eval(Arena *a, const Options *o, const Graph *g)
     if (te_eval(g, in, out) != 0)
         goto done;
     const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    for (int i = 0; o->save_inputs && i < g->ninputs; i++) {
+        const char *path = arena_printf(a, "%s.in.%s.npy", prefix, g->inputs[i]->name);
+        if (npy_write(path, g->inputs[i], in[i]) != 0) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
+            goto done;
+        }
+    }
     for (int i = 0; i < g->noutputs; i++) {
         const char *path = arena_printf(a, "%s.%s.npy", prefix, g->outputs[i]->name);
         if (npy_write(path, g->outputs[i], out[i]) != 0) {
@@ -278,6 +314,137 @@ done:
     for (int i = 0; i < g->noutputs; i++)
         free(out[i]);
     return status;
+}
+
+/* Runs ARGV (no shell) and waits; true if it exited 0. */
+static bool run_command(char *const *argv, bool verbose)
+{
+    if (verbose) {
+        fputs("texc:", stderr);
+        for (char *const *a = argv; *a; a++)
+            fprintf(stderr, " %s", *a);
+        fputc('\n', stderr);
+    }
+    pid_t pid;
+    extern char **environ;
+    int rc = posix_spawnp(&pid, argv[0], NULL, NULL, argv, environ);
+    if (rc != 0) {
+        fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(rc));
+        return false;
+    }
+    int wstatus;
+    while (waitpid(pid, &wstatus, 0) < 0)
+        if (errno != EINTR)
+            return false;
+    return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
+}
+
+/* Writes PATH atomically: the text goes to PATH.tmp, renamed by commit. */
+typedef struct OutFile {
+    const char *path, *tmp;
+    FILE *f;
+} OutFile;
+
+static bool out_open(Arena *a, OutFile *o, const char *path)
+{
+    o->path = path;
+    o->tmp = arena_printf(a, "%s.tmp", path);
+    o->f = fopen(o->tmp, "w");
+    if (!o->f)
+        fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
+    return o->f != NULL;
+}
+
+static void out_discard(OutFile *o)
+{
+    if (o->f)
+        fclose(o->f);
+    o->f = NULL;
+    if (o->tmp)
+        remove(o->tmp);
+}
+
+/* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c). */
+static int build(Arena *a, const Options *o, Graph *g)
+{
+    SchedState *st = sch_state_new(a, g, o->target);
+    const Schedule *written = NULL;
+    for (int i = 0; i < g->nschedules; i++)
+        if (strcmp(g->schedules[i]->target, o->target) == 0)
+            written = g->schedules[i];
+    if (!written && o->verbose)
+        fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
+                o->target);
+    FILE *dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL;
+    if (dump_loops) {
+        fputs("# before scheduling\n", dump_loops);
+        sch_print_stages(dump_loops, st);
+    }
+    /* the file's schedule, then the default for the stages it leaves out */
+    if (written && !sch_apply_schedule(st, written, dump_loops))
+        return 1;
+    if (!sch_apply_schedule(st, sch_default(st, written), dump_loops))
+        return 1;
+    LoweredFunc fn = {0};
+    if (!sch_lower(st, &fn))
+        return 1;
+    if (dump_loops) {
+        fputs("# lowered\n", dump_loops);
+        sch_print_stmt(dump_loops, fn.body, 0);
+    }
+    if (o->dump & DUMP_SCHEDULE)
+        sch_print_trace(stdout, st);
+    if (strcmp(o->target, "cuda") == 0) {
+        fprintf(stderr, "texc: the cuda target does not generate code yet; use --target cpu\n");
+        return 1;
+    }
+    if (o->check_only)
+        return 0;
+
+    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    const char *base = strrchr(prefix, '/');
+    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target };
+    OutFile c = {0}, h = {0}, m = {0};
+    const char *c_path = arena_printf(a, "%s.c", prefix);
+    const char *h_path = arena_printf(a, "%s.h", prefix);
+    const char *m_path = arena_printf(a, "%s_harness.c", prefix);
+    bool ok = out_open(a, &c, c_path) && out_open(a, &h, h_path) &&
+              (!o->harness || out_open(a, &m, m_path)) &&
+              cg_emit_c(st, &fn, &co, c.f, h.f) &&
+              (!o->harness || cg_emit_harness(a, g, co.name, m.f));
+    OutFile *files[3] = { &c, &h, &m };
+    for (int i = 0; i < 3; i++) {
+        if (files[i]->f) {
+            ok = fclose(files[i]->f) == 0 && ok;
+            files[i]->f = NULL;
+        }
+    }
+    for (int i = 0; i < 3 && ok; i++) {
+        if (files[i]->tmp && rename(files[i]->tmp, files[i]->path) != 0) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", files[i]->path, strerror(errno));
+            for (int k = 0; k < i; k++)
+                remove(files[k]->path);
+            ok = false;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        out_discard(files[i]);
+    if (!ok)
+        return 1;
+    if (o->verbose)
+        fprintf(stderr, "texc: wrote %s and %s\n", h_path, c_path);
+    if (o->compile) {
+        const char *obj = arena_printf(a, "%s.o", prefix);
+        char *argv[] = { TEXC_CC, "-std=gnu11", "-O3", "-march=native", "-c", (char *)c_path,
+                         "-o", (char *)obj, TEXC_OPENMP_CFLAGS, NULL };
+        if (!argv[8][0])
+            argv[8] = NULL; /* no OpenMP flag: the pragmas are ignored */
+        if (!run_command(argv, o->verbose)) {
+            fprintf(stderr, "texc: %s failed to compile %s\n", TEXC_CC, c_path);
+            return 1;
+        }
+    }
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -313,10 +480,7 @@ int main(int argc, char **argv)
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
-    if (o.dump & DUMP_SCHEDULE)
-        for (int i = 0; i < g->nschedules; i++)
-            sch_print(stdout, g->schedules[i]);
-    status = o.eval ? run_eval(&arena, &o, g) : 0;
+    status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g);
 out:
     arena_free(&arena);
     return status;

@@ -51,10 +51,11 @@ const char *fe_token_name(int tok);
 
 static void yyerror(Span *loc, Parser *p, const char *msg);
 static Node *mk(Parser *p, NodeKind k, Span sp) { return node_new(p, k, sp); }
-static Node *mk_binary(Parser *p, Span sp, Op op, Node *l, Node *r)
+static Node *mk_binary(Parser *p, Span sp, Span op_span, Op op, Node *l, Node *r)
 {
     Node *n = mk(p, N_BINARY, sp);
     n->op = op;
+    n->name_span = op_span;
     node_add(p, n, l);
     node_add(p, n, r);
     return n;
@@ -230,19 +231,19 @@ exprs:
 
 /* expr = expr binop expr | "-" expr | "!" expr | primary */
 expr:
-  expr OROR expr    { $$ = mk_binary(p, @$, OP_OR, $1, $3); }
-| expr ANDAND expr  { $$ = mk_binary(p, @$, OP_AND, $1, $3); }
-| expr EQ expr      { $$ = mk_binary(p, @$, OP_EQ, $1, $3); }
-| expr NE expr      { $$ = mk_binary(p, @$, OP_NE, $1, $3); }
-| expr '<' expr     { $$ = mk_binary(p, @$, OP_LT, $1, $3); }
-| expr LE expr      { $$ = mk_binary(p, @$, OP_LE, $1, $3); }
-| expr '>' expr     { $$ = mk_binary(p, @$, OP_GT, $1, $3); }
-| expr GE expr      { $$ = mk_binary(p, @$, OP_GE, $1, $3); }
-| expr '+' expr     { $$ = mk_binary(p, @$, OP_ADD, $1, $3); }
-| expr '-' expr     { $$ = mk_binary(p, @$, OP_SUB, $1, $3); }
-| expr '*' expr     { $$ = mk_binary(p, @$, OP_MUL, $1, $3); }
-| expr '/' expr     { $$ = mk_binary(p, @$, OP_DIV, $1, $3); }
-| expr '%' expr     { $$ = mk_binary(p, @$, OP_MOD, $1, $3); }
+  expr OROR expr    { $$ = mk_binary(p, @$, @2, OP_OR, $1, $3); }
+| expr ANDAND expr  { $$ = mk_binary(p, @$, @2, OP_AND, $1, $3); }
+| expr EQ expr      { $$ = mk_binary(p, @$, @2, OP_EQ, $1, $3); }
+| expr NE expr      { $$ = mk_binary(p, @$, @2, OP_NE, $1, $3); }
+| expr '<' expr     { $$ = mk_binary(p, @$, @2, OP_LT, $1, $3); }
+| expr LE expr      { $$ = mk_binary(p, @$, @2, OP_LE, $1, $3); }
+| expr '>' expr     { $$ = mk_binary(p, @$, @2, OP_GT, $1, $3); }
+| expr GE expr      { $$ = mk_binary(p, @$, @2, OP_GE, $1, $3); }
+| expr '+' expr     { $$ = mk_binary(p, @$, @2, OP_ADD, $1, $3); }
+| expr '-' expr     { $$ = mk_binary(p, @$, @2, OP_SUB, $1, $3); }
+| expr '*' expr     { $$ = mk_binary(p, @$, @2, OP_MUL, $1, $3); }
+| expr '/' expr     { $$ = mk_binary(p, @$, @2, OP_DIV, $1, $3); }
+| expr '%' expr     { $$ = mk_binary(p, @$, @2, OP_MOD, $1, $3); }
 | '-' expr %prec UNARY  { $$ = mk(p, N_UNARY, @$); $$->op = OP_NEG; node_add(p, $$, $2); }
 | '!' expr %prec UNARY  { $$ = mk(p, N_UNARY, @$); $$->op = OP_NOT; node_add(p, $$, $2); }
 | primary
@@ -465,35 +466,112 @@ static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
     return mk_knob(p, name, sp, &vals);
 }
 
+/* Bison calls yyerror only when its stack is full: with the lexer's limit
+ * on brackets, that takes a long chain of unary operators. */
 static void yyerror(Span *loc, Parser *p, const char *msg)
 {
+    (void)msg; /* "memory exhausted" */
     if (p->lex_failed)
         return;
-    diag_error(p->src, *loc, "%s", msg);
+    diag_error(p->src, *loc, "expression nested too deeply");
 }
 
-/* "unexpected ')', expected expression or 'identifier'": the tokens LAC
- * says could follow, in their quoted names. */
+static unsigned line_of(const Parser *p, uint32_t offset)
+{
+    unsigned line = 1;
+    for (uint32_t i = 0; i < offset; i++)
+        line += p->src->text[i] == '\n';
+    return line;
+}
+
+/* Whether a line break separates the end of the previous token from LOC. */
+static bool on_new_line(const Parser *p, Span loc)
+{
+    for (uint32_t i = p->prev_end; i < loc.begin; i++)
+        if (p->src->text[i] == '\n')
+            return true;
+    return loc.begin == p->src->len;
+}
+
+/* "unexpected ')', expected expression or ']'": the tokens LAC says could
+ * follow, in their quoted names.  The tokens that can start an expression
+ * are said "expression", and the binary operators, which can follow any
+ * expression, are left out, with the '[' and '(' that can follow a name.  A ';' missing at the end of a line is
+ * reported there, and a bracket the parser wants closed gets a note
+ * pointing at it. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 {
     if (p->lex_failed)
         return 0;
-    enum { MAX_EXPECTED = 6 };
-    yysymbol_kind_t expected[MAX_EXPECTED];
-    int n = yypcontext_expected_tokens(ctx, expected, MAX_EXPECTED);
-    yysymbol_kind_t got = yypcontext_token(ctx);
-    char msg[512];
-    size_t len = 0;
-    len += snprintf(msg + len, sizeof msg - len, "unexpected %s",
-                    got == YYSYMBOL_YYEMPTY ? "token" : yysymbol_name(got));
-    if (n > 0) {
-        len += snprintf(msg + len, sizeof msg - len, ", expected ");
-        for (int i = 0; i < n && len < sizeof msg; i++)
-            len += snprintf(msg + len, sizeof msg - len, "%s%s",
-                            i == 0 ? "" : i == n - 1 ? " or " : ", ",
-                            yysymbol_name(expected[i]));
+    enum { MAX_LISTED = 8 };
+    static const int starts[] = { IDENT, INT, FLOAT, '-', '!', '(' };
+    static const int binops[] = { OROR, ANDAND, EQ, NE, '<', LE, '>', GE,
+                                  '+', '-', '*', '/', '%' };
+    yysymbol_kind_t expected[YYNTOKENS];
+    int n = yypcontext_expected_tokens(ctx, expected, YYNTOKENS);
+    if (n < 0)
+        return n;
+    bool want[YYNTOKENS] = { false };
+    for (int i = 0; i < n; i++)
+        want[expected[i]] = true;
+    bool is_expr = true, any_binop = true;
+    for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+        is_expr = is_expr && want[YYTRANSLATE(starts[i])];
+    for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
+        any_binop = any_binop && want[YYTRANSLATE(binops[i])];
+    if (any_binop) {
+        for (size_t i = 0; i < sizeof binops / sizeof binops[0]; i++)
+            want[YYTRANSLATE(binops[i])] = false;
+        /* after a name in an expression: it could be indexed or called */
+        want[YYTRANSLATE('[')] = want[YYTRANSLATE('(')] = false;
     }
-    diag_error(p->src, *yypcontext_location(ctx), "%s", msg);
+    if (is_expr)
+        for (size_t i = 0; i < sizeof starts / sizeof starts[0]; i++)
+            want[YYTRANSLATE(starts[i])] = false;
+
+    const char *listed[YYNTOKENS + 1];
+    int nlisted = 0;
+    if (is_expr)
+        listed[nlisted++] = "expression";
+    for (int k = 0; k < YYNTOKENS; k++)
+        if (want[k] && k != YYSYMBOL_YYEOF)
+            listed[nlisted++] = yysymbol_name((yysymbol_kind_t)k);
+    if (want[YYSYMBOL_YYEOF])
+        listed[nlisted++] = yysymbol_name(YYSYMBOL_YYEOF);
+
+    yysymbol_kind_t got = yypcontext_token(ctx);
+    const char *got_name = got == YYSYMBOL_YYEMPTY ? "token" : yysymbol_name(got);
+    Span loc = *yypcontext_location(ctx);
+    if (want[YYTRANSLATE(';')] && on_new_line(p, loc)) {
+        Span at = { p->prev_end, p->prev_end };
+        if (got == YYSYMBOL_YYEOF)
+            diag_error(p->src, at, "missing ';' at the end of the file");
+        else
+            diag_error(p->src, at, "missing ';' before %s on line %u", got_name,
+                       line_of(p, loc.begin));
+        return 0;
+    }
+    char msg[512];
+    size_t len = (size_t)snprintf(msg, sizeof msg, "unexpected %s", got_name);
+    if (nlisted > 0 && nlisted <= MAX_LISTED) {
+        len += (size_t)snprintf(msg + len, sizeof msg - len, ", expected ");
+        for (int i = 0; i < nlisted && len < sizeof msg; i++)
+            len += (size_t)snprintf(msg + len, sizeof msg - len, "%s%s",
+                                    i == 0 ? "" : i == nlisted - 1 ? " or " : ", ",
+                                    listed[i]);
+    }
+    diag_error(p->src, loc, "%s", msg);
+
+    /* The innermost bracket open before the unexpected token, when closing
+     * it is the fix or it is out of sight. */
+    if (p->prev_nesting > 0) {
+        uint32_t at = p->open[p->prev_nesting - 1];
+        char opener = p->src->text[at];
+        int closer = opener == '(' ? ')' : opener == '[' ? ']' : '}';
+        if (want[YYTRANSLATE(closer)] &&
+            (nlisted == 1 || line_of(p, at) != line_of(p, loc.begin)))
+            diag_note(p->src, (Span){ at, at + 1 }, "to match this '%c'", opener);
+    }
     return 0;
 }
 
@@ -502,10 +580,6 @@ bool fe_parse(Parser *p, Program *prog)
     p->cursor = p->src->text;
     p->limit = p->src->text + p->src->len;
     int rc = yyparse(p);
-    if (rc == 2 && !p->lex_failed && diag_errors == 0)
-        diag_error(p->src, (Span){ (uint32_t)(p->cursor - p->src->text),
-                                   (uint32_t)(p->cursor - p->src->text) },
-                   "expression nested too deeply");
     if (rc != 0 || diag_errors)
         return false;
     prog->items = (Node **)p->items.items;

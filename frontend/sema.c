@@ -81,7 +81,7 @@ typedef struct Sema {
     } while (0)
 
 static Value convert(Sema *s, const Node *n, Scope *scope);
-static bool resolve_stage(Sema *s, Symbol *sym);
+static bool resolve_stage(Sema *s, Symbol *sym, Span use);
 
 static Symbol *lookup(Sema *s, const char *name)
 {
@@ -111,10 +111,15 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
             FAIL(s, n->span, "unknown name '%s'", n->name);
             return false;
         }
-        if (sym->kind != SYM_DIM || !sym->dim) {
-            FAIL(s, n->span, "'%s' is %s %s, not a dim%s", n->name,
-                 sym->kind == SYM_INPUT ? "an" : "a", sym_kind_names[sym->kind],
-                 sym->kind == SYM_DIM ? " defined before this one" : "");
+        if (sym->kind != SYM_DIM) {
+            FAIL(s, n->span, "'%s' is %s %s, not a dim", n->name,
+                 sym->kind == SYM_INPUT ? "an" : "a", sym_kind_names[sym->kind]);
+            return false;
+        }
+        if (!sym->dim) {
+            FAIL(s, n->span, "dim '%s' is used before it is defined: a dim may use only the dims before it",
+                 n->name);
+            diag_note(s->src, sym->node->name_span, "'%s' is defined here", n->name);
             return false;
         }
         *out = sym->dim->value;
@@ -124,7 +129,7 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
         if (n->op != OP_NEG || !eval_int(s, n->kids[0], &a))
             break;
         if (a == INT64_MIN) {
-            FAIL(s, n->span, "integer overflow");
+            FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
         *out = -a;
@@ -140,7 +145,7 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
         case OP_DIV:
         case OP_MOD:
             if (b == 0) {
-                FAIL(s, n->span, "division by zero");
+                FAIL(s, n->kids[1]->span, "division by zero: this divisor is 0");
                 return false;
             }
             if (a == INT64_MIN && b == -1) {
@@ -155,7 +160,7 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
             return false;
         }
         if (overflow) {
-            FAIL(s, n->span, "integer overflow");
+            FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
         return true;
@@ -168,7 +173,9 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
             *out = (strcmp(n->name, "min") == 0) == (a < b) ? a : b;
             return true;
         }
-        break;
+        FAIL(s, n->span, "%s(...) is not allowed in an integer constant expression: only min(a, b) and max(a, b) are",
+             n->name);
+        return false;
     default:
         break;
     }
@@ -355,7 +362,7 @@ static Value convert_name(Sema *s, const Node *n, Scope *scope)
                         : sym->let_float ? UNTYPED_FLOAT : UNTYPED_INT };
     case SYM_INPUT:
     case SYM_STAGE:
-        if (sym->kind == SYM_STAGE && !resolve_stage(s, sym))
+        if (sym->kind == SYM_STAGE && !resolve_stage(s, sym, n->span))
             return fail_value();
         if (sym->tensor->rank != 0) {
             FAIL(s, n->span, "'%s' has rank %d: index it, as in %s[...]", n->name,
@@ -397,7 +404,7 @@ static Value convert_access(Sema *s, const Node *n, Scope *scope)
              sym_kind_names[sym->kind]);
         return fail_value();
     }
-    if (sym->kind == SYM_STAGE && !resolve_stage(s, sym))
+    if (sym->kind == SYM_STAGE && !resolve_stage(s, sym, n->span))
         return fail_value();
     Tensor *t = sym->tensor;
     if (n->nkids != t->rank) {
@@ -453,7 +460,8 @@ static OperandRule op_rule(Op op)
     }
 }
 
-static bool check_rule(Sema *s, Op op, OperandRule rule, Value *v, Span sp)
+/* Checks operand V of OP against RULE; an error points at the operand. */
+static bool check_rule(Sema *s, Op op, OperandRule rule, Value *v)
 {
     if (v->u != TYPED) {
         if (rule == RULE_BOOL) {
@@ -479,28 +487,30 @@ static bool check_rule(Sema *s, Op op, OperandRule rule, Value *v, Span sp)
     case RULE_ANY: break;
     }
     if (need) {
-        FAIL(s, sp, "'%s' needs %s operands, got %s%s", op_text(op), need,
-             dtype_name(t),
-             rule == RULE_FLOAT && t == DT_I32 ? ": cast it, e.g. f32(...)"
+        FAIL(s, v->e->span, "'%s' needs %s %s, got %s%s", op_text(op), need,
+             op_is_call(op) ? "arguments" : "operands", dtype_name(t),
+             (rule == RULE_FLOAT && t == DT_I32) || (rule == RULE_NUMERIC && t == DT_BOOL)
+                 ? ": cast it, e.g. f32(...)"
              : rule == RULE_BOOL ? ": compare it, e.g. x != 0" : "");
         return false;
     }
     return true;
 }
 
-/* Builds OP(ARGS) with dtype inference per op_rule. */
-static Value make_op(Sema *s, Span sp, Op op, Value *args, int n)
+/* Builds OP(ARGS), spanning SP, with dtype inference per op_rule.  A
+ * mismatch between the operands is reported AT: a binary operator. */
+static Value make_op(Sema *s, Span sp, Span at, Op op, Value *args, int n)
 {
     OperandRule rule = op_rule(op);
     for (int i = 0; i < n; i++)
-        if (!check_rule(s, op, rule, &args[i], sp))
+        if (!check_rule(s, op, rule, &args[i]))
             return fail_value();
     Untyped u = TYPED;
     DType t = args[0].e->dtype;
     if (n == 1) {
         u = args[0].u;
     } else {
-        if (!unify(s, &args[0], &args[1], sp, &t))
+        if (!unify(s, &args[0], &args[1], at, &t))
             return fail_value();
         if (t == DT_NONE)
             u = join_untyped(args[0].u, args[1].u);
@@ -593,7 +603,7 @@ static Value convert_call(Sema *s, const Node *n, Scope *scope)
         if (!c.e)
             return fail_value();
         if (c.u != TYPED || c.e->dtype != DT_BOOL) {
-            FAIL(s, n->kids[0]->span, "select's condition must be bool, got %s",
+            FAIL(s, n->kids[0]->span, "select's condition must be bool, got %s: compare it, e.g. x != 0",
                  c.u != TYPED ? "a number" : dtype_name(c.e->dtype));
             return fail_value();
         }
@@ -611,7 +621,7 @@ static Value convert_call(Sema *s, const Node *n, Scope *scope)
         if (!args[i].e)
             return fail_value();
     }
-    return make_op(s, n->span, op, args, n->nkids);
+    return make_op(s, n->span, n->span, op, args, n->nkids);
 }
 
 /* Records in EXTENT/SEEN the extent of V implied by every load in E that
@@ -659,11 +669,13 @@ static bool var_range(Sema *s, IterVar *v, const Node *def, const Expr *body,
             if (!eval_int(s, def->kids[0], &lo) || !eval_int(s, def->kids[1], &hi))
                 return false;
             if (hi <= lo) {
-                FAIL(s, def->span, "the range %lld..%lld of '%s' is empty",
+                FAIL(s, def->span, "the range %lld..%lld of '%s' is empty: LO..HI stops before HI",
                      (long long)lo, (long long)hi, v->name);
                 return false;
             }
-        } else if (!eval_extent(s, def->kids[0], "an extent", &hi)) {
+        } else if (!eval_extent(s, def->kids[0],
+                                arena_printf(s->arena, "the extent of '%s'", v->name),
+                                &hi)) {
             return false;
         }
         v->lo = lo;
@@ -743,7 +755,7 @@ static Value convert(Sema *s, const Node *n, Scope *scope)
         Value v = convert(s, n->kids[0], scope);
         if (!v.e)
             return v;
-        return make_op(s, n->span, n->op, &v, 1);
+        return make_op(s, n->span, n->span, n->op, &v, 1);
     }
     case N_BINARY: {
         Value v[2];
@@ -753,7 +765,7 @@ static Value convert(Sema *s, const Node *n, Scope *scope)
         v[1] = convert(s, n->kids[1], scope);
         if (!v[1].e)
             return v[1];
-        return make_op(s, n->span, n->op, v, 2);
+        return make_op(s, n->span, n->name_span, n->op, v, 2);
     }
     case N_CALL:
         return convert_call(s, n, scope);
@@ -853,7 +865,9 @@ static bool check_bounds(Sema *s, const Expr *e, bool guarded)
 /* ------------------------------------------------------------------ */
 /* Stages.                                                             */
 
-static bool resolve_stage(Sema *s, Symbol *sym)
+/* Resolves the stage SYM, read at USE (its own name when it is resolved in
+ * declaration order): a read of a stage being resolved closes a cycle. */
+static bool resolve_stage(Sema *s, Symbol *sym, Span use)
 {
     if (sym->state == ST_DONE)
         return !s->failed;
@@ -871,7 +885,7 @@ static bool resolve_stage(Sema *s, Symbol *sym)
         }
         if (len < sizeof path)
             snprintf(path + len, sizeof path - len, "%s", sym->name);
-        FAIL(s, n->name_span, "stage '%s' depends on itself: %s", sym->name, path);
+        FAIL(s, use, "stage '%s' depends on itself: %s", sym->name, path);
         return false;
     }
     sym->state = ST_ACTIVE;
@@ -880,7 +894,8 @@ static bool resolve_stage(Sema *s, Symbol *sym)
     Tensor *t = sym->tensor;
     int rank = n->nkids - 1;
     if (rank > TE_MAX_RANK) {
-        FAIL(s, n->span, "'%s' has rank %d; the limit is %d", sym->name, rank, TE_MAX_RANK);
+        FAIL(s, n->kids[TE_MAX_RANK]->span, "'%s' has rank %d; the limit is %d", sym->name,
+             rank, TE_MAX_RANK);
         return false;
     }
     Scope scope = { arena_alloc(s->arena, sizeof(IterVar *) * (rank + 1)), 0,
@@ -956,7 +971,8 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
                 d->overridden = ov[k].used = true;
             }
         if (!d->overridden) {
-            if (!eval_extent(s, val, "a dim", &d->value))
+            if (!eval_extent(s, val, arena_printf(s->arena, "dim '%s'", sym->name),
+                             &d->value))
                 return false;
         } else if (d->value <= 0) {
             FAIL(s, sym->node->name_span, "-D %s=%lld: a dim must be positive",
@@ -972,9 +988,22 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
         s->g->dims[i] = *(Dim *)dims.items[i];
     for (int k = 0; k < nov; k++)
         if (!ov[k].used) {
-            fprintf(diag_stream ? diag_stream : stderr,
-                    "%s: error: -D %s: the program has no dim called '%s'\n",
-                    s->src->path, ov[k].name, ov[k].name);
+            /* The command line has no place in the file: no line, no caret. */
+            Symbol *sym = lookup(s, ov[k].name);
+            const char *why;
+            if (sym) {
+                why = arena_printf(s->arena, "'%s' is %s %s, not a dim", ov[k].name,
+                                   sym->kind == SYM_INPUT ? "an" : "a",
+                                   sym_kind_names[sym->kind]);
+            } else {
+                why = arena_printf(s->arena, "the program has no dim called '%s'",
+                                   ov[k].name);
+                for (int i = 0; i < dims.len; i++)
+                    why = arena_printf(s->arena, "%s%s%s", why, i ? ", " : "; its dims are ",
+                                       ((Dim *)dims.items[i])->name);
+            }
+            fprintf(diag_stream ? diag_stream : stderr, "%s: error: -D %s: %s\n",
+                    s->src->path, ov[k].name, why);
             diag_errors++;
             s->failed = true;
             return false;
@@ -1031,13 +1060,15 @@ static bool define_inputs(Sema *s)
             return false;
         }
         if (n->nkids > TE_MAX_RANK) {
-            FAIL(s, n->span, "'%s' has rank %d; the limit is %d", t->name, n->nkids,
-                 TE_MAX_RANK);
+            FAIL(s, n->kids[TE_MAX_RANK]->span, "'%s' has rank %d; the limit is %d", t->name,
+                 n->nkids, TE_MAX_RANK);
             return false;
         }
         t->rank = n->nkids;
         for (int d = 0; d < n->nkids; d++)
-            if (!eval_extent(s, n->kids[d], "a dimension", &t->shape[d]))
+            if (!eval_extent(s, n->kids[d],
+                             arena_printf(s->arena, "dimension %d of '%s'", d, t->name),
+                             &t->shape[d]))
                 return false;
         if (!check_size(s, t, n->name_span))
             return false;
@@ -1106,7 +1137,7 @@ Graph *fe_sema(Arena *a, const Source *src, const Program *prog,
         !define_inputs(&s) || !define_lets(&s))
         return NULL;
     for (int i = 0; i < s.nsyms; i++)
-        if (s.syms[i].kind == SYM_STAGE && !resolve_stage(&s, &s.syms[i]))
+        if (s.syms[i].kind == SYM_STAGE && !resolve_stage(&s, &s.syms[i], s.syms[i].node->name_span))
             return NULL;
     if (!define_outputs(&s, prog))
         return NULL;

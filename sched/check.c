@@ -106,7 +106,9 @@ static const char *loop_list(Checker *c, const StageLoops *s)
 static bool check_loop(Checker *c, const StageLoops *s, const SchedArg *a)
 {
     if (a->kind != SA_NAME) {
-        diag_error(c->g->src, a->span, "expected a loop of stage '%s'", s->name);
+        diag_error(c->g->src, a->span, "expected a loop of stage '%s', got '%.*s'; its loops are %s",
+                   s->name, (int)(a->span.end - a->span.begin),
+                   c->g->src->text + a->span.begin, loop_list(c, s));
         return false;
     }
     if (find_loop(s, a->name) < 0) {
@@ -154,7 +156,8 @@ static bool check_int(Checker *c, const SchedArg *a, const char *prim)
             }
         return true;
     }
-    diag_error(c->g->src, a->span, "%s needs an integer or a knob here", prim);
+    diag_error(c->g->src, a->span, "%s needs an integer or a knob here, got '%.*s'", prim,
+               (int)(a->span.end - a->span.begin), c->g->src->text + a->span.begin);
     return false;
 }
 
@@ -191,10 +194,29 @@ static void replace_loop(Checker *c, StageLoops *s, int at, const char **names, 
     s->loops = v;
 }
 
+/* PRIM's arguments, in words. */
+static const char *signature(Prim prim)
+{
+    switch (prim) {
+    case PR_SPLIT: return "(loop, factor)";
+    case PR_TILE: return "(loop, loop, factor, factor)";
+    case PR_REORDER: return "(loop, loop, ...)";
+    case PR_FUSE: return "(loop, loop)";
+    case PR_BIND: return "(loop, gpu axis)";
+    case PR_COMPUTE_AT: return "(stage, loop)";
+    case PR_COMPUTE_INLINE: return "()";
+    case PR_CACHE_READ: return "(scope, consumer stage[, \"layout\"])";
+    case PR_CACHE_WRITE: return "(scope)";
+    case PR_PIPELINE: return "(loop, stages)";
+    default: return "(loop)";
+    }
+}
+
 static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                        const char *sig, StageLoops *s)
 {
     const Source *src = c->g->src;
+    StageLoops *loops = s; /* an L after an S is a loop of that stage */
     int ai = 0;
     for (const char *p = sig; *p; p++) {
         if (*p == '*' || *p == '?')
@@ -206,21 +228,13 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                 if (optional || (repeat && ai > 0))
                     break;
                 diag_error(src, st->span, "%s takes %s; too few arguments", prim_name(prim),
-                           prim == PR_SPLIT ? "(loop, factor)"
-                           : prim == PR_TILE ? "(loop, loop, factor, factor)"
-                           : prim == PR_FUSE ? "(loop, loop)"
-                           : prim == PR_BIND ? "(loop, gpu axis)"
-                           : prim == PR_COMPUTE_AT ? "(stage, loop)"
-                           : prim == PR_CACHE_READ ? "(scope, consumer stage[, \"layout\"])"
-                           : prim == PR_CACHE_WRITE ? "(scope)"
-                           : prim == PR_PIPELINE ? "(loop, stages)"
-                           : "loops");
+                           signature(prim));
                 return false;
             }
             const SchedArg *a = &st->args[ai++];
             switch (*p) {
             case 'L':
-                if (!check_loop(c, s, a))
+                if (!check_loop(c, loops, a))
                     return false;
                 break;
             case 'N':
@@ -234,6 +248,7 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                                (int)(a->span.end - a->span.begin), src->text + a->span.begin);
                     return false;
                 }
+                loops = t;
                 break;
             }
             case 'C':
@@ -265,7 +280,8 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
         } while (repeat);
     }
     if (ai < st->nargs) {
-        diag_error(src, st->args[ai].span, "too many arguments for %s", prim_name(prim));
+        diag_error(src, st->args[ai].span, "%s takes %s; too many arguments",
+                   prim_name(prim), signature(prim));
         return false;
     }
     return true;
@@ -285,8 +301,13 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
     const Source *src = c->g->src;
     Prim prim = prim_lookup(st->prim);
     if (prim == PR_COUNT) {
+        const char *known = "";
+        for (int k = 0; k < PR_COUNT; k++)
+            known = arena_printf(c->arena, "%s%s%s", known,
+                                 k == 0 ? "" : k == PR_COUNT - 1 ? " or " : ", ",
+                                 prim_name((Prim)k));
         diag_error(src, st->prim_span,
-                   "unknown schedule primitive '%s'", st->prim);
+                   "unknown schedule primitive '%s': expected %s", st->prim, known);
         return false;
     }
     if (prim == PR_BIND && strcmp(c->sched->target, "cuda") != 0) {
@@ -303,10 +324,16 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         }
     } else if (!s) {
         const Tensor *t = find_tensor(c->g, st->stage);
-        if (t)
+        if (t) {
             diag_error(src, st->stage_span, "'%s' is an input, not a stage", st->stage);
-        else
-            diag_error(src, st->stage_span, "unknown stage '%s'", st->stage);
+        } else {
+            const char *known = "";
+            for (int k = 0; k < c->stages.len; k++)
+                known = arena_printf(c->arena, "%s%s%s", known, k ? ", " : "",
+                                     ((StageLoops *)c->stages.items[k])->name);
+            diag_error(src, st->stage_span, "unknown stage '%s'; the stages are %s",
+                       st->stage, known);
+        }
         return false;
     }
     /* cache_read's loops and "at" belong to the consumer stage */
@@ -332,7 +359,11 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         return false;
     }
     if (info[prim].outs >= 0 && st->nouts != info[prim].outs) {
-        diag_error(src, st->span, "%s names %d new loop%s after '->', got %d",
+        Span outs = st->span;
+        if (st->nouts > 0)
+            outs = (Span){ st->out_spans[0].begin, st->out_spans[st->nouts - 1].end };
+        diag_error(src, outs,
+                   "%s names %d new loop%s after '->', got %d",
                    prim_name(prim), info[prim].outs, info[prim].outs == 1 ? "" : "s",
                    st->nouts);
         return false;
@@ -352,7 +383,9 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         return false;
     }
     if (st->at) {
-        SchedArg at = { .kind = SA_NAME, .span = st->at_span, .name = st->at };
+        /* at_span covers "at LOOP"; the loop's name ends it. */
+        Span name = { st->at_span.end - (uint32_t)strlen(st->at), st->at_span.end };
+        SchedArg at = { .kind = SA_NAME, .span = name, .name = st->at };
         if (!check_loop(c, loops, &at))
             return false;
     }
@@ -455,6 +488,12 @@ static bool resolve_knobs(Checker *c, Schedule *s)
                            arg->knob->name, arg->knob->name);
                 return false;
             }
+            if (def->span.begin > arg->span.begin) {
+                diag_error(src, arg->span, "knob ?%s is used before its definition",
+                           arg->knob->name);
+                diag_note(src, def->span, "move the values here, to the first use");
+                return false;
+            }
             arg->knob = def;
         }
     }
@@ -477,8 +516,11 @@ bool sch_check(Graph *g)
         }
         for (int k = 0; k < i; k++)
             if (strcmp(g->schedules[k]->target, s->target) == 0) {
-                diag_error(g->src, s->target_span, "a second schedule for %s", s->target);
-                diag_note(g->src, g->schedules[k]->target_span, "the first one");
+                diag_error(g->src, s->target_span,
+                           "a second schedule for %s: a program has one schedule per target",
+                           s->target);
+                diag_note(g->src, g->schedules[k]->target_span, "the first schedule for %s",
+                          s->target);
                 ok = false;
             }
         if (!ok || !resolve_knobs(&c, s))

@@ -111,4 +111,149 @@ void sch_print(FILE *out, const Schedule *s);
  * its values. */
 bool sch_set_knob(Graph *g, const char *name, int64_t value);
 
+/* ------------------------------------------------------------------ */
+/* The loop IR.                                                        */
+
+#define SCH_LOOP_KINDS(X)                                             \
+    X(LOOP_SERIAL, "for")           /* a plain loop                  */ \
+    X(LOOP_PARALLEL, "parallel")    /* iterations spread over threads */ \
+    X(LOOP_VECTORIZED, "vectorized") /* SIMD lanes; innermost only    */ \
+    X(LOOP_UNROLLED, "unrolled")    /* the body written once per value */ \
+    X(LOOP_BOUND, "bound")          /* a GPU block or thread index   */
+
+typedef enum LoopKind {
+#define X(e, n) e,
+    SCH_LOOP_KINDS(X)
+#undef X
+} LoopKind;
+
+/* A loop of a scheduled stage. */
+typedef struct Loop {
+    const char *name;
+    IterVar *var;     /* its variable; var->extent is the trip count */
+    LoopKind kind;
+    int gpu_axis;     /* LOOP_BOUND: 0..5 for block.x .. thread.z */
+    bool reduce;      /* iterates (part of) a reduction axis */
+    int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
+    Span kind_span;   /* the statement that set kind, for later errors */
+} Loop;
+
+typedef enum BufScope {
+    SCOPE_GLOBAL, /* a caller's buffer or a whole intermediate */
+    SCOPE_LOCAL,  /* a region, in registers or the thread's stack */
+    SCOPE_SHARED, /* a region in GPU shared memory */
+} BufScope;
+
+/* A stage being scheduled: its computation and its loop nest. */
+typedef struct SStage SStage;
+struct SStage {
+    const char *name;
+    Tensor *tensor;      /* what it computes (a cache stage has its own) */
+    Expr *value;         /* the value at a point (a reduction: its body) */
+    bool is_reduce;      /* value is combined over rvars with reducer */
+    Reducer reducer;
+    IterVar **svars;     /* spatial variables: tensor->vars */
+    int nsvars;
+    IterVar **rvars;     /* reduction axes */
+    int nrvars;
+    PtrVec loops;        /* Loop *, outermost first */
+    Expr **value_of;     /* by IterVar id: each of svars and rvars as an
+                            expression of the loops' variables */
+    PtrVec guards;       /* Expr *: conditions on the loops' variables
+                            (from splits that do not divide) */
+    BufScope scope;
+    bool inlined;        /* compute_inline: no loops, substituted */
+    SStage *attach;      /* compute_at: computed inside this stage ... */
+    Loop *attach_loop;   /* ... at the body of this loop; NULL at root */
+    bool scheduled;      /* some primitive other than compute_* touched it */
+    bool cache_written;  /* cache_write made it a copy of another stage */
+    /* set by lowering */
+    Tensor *storage;     /* where its values are stored: tensor, or a
+                            region-sized local buffer */
+    Expr *region_lo[TE_MAX_RANK]; /* storage index d = index d - region_lo[d] */
+};
+
+/* A schedule being applied: the stages of one graph and the trace of the
+ * primitives applied so far. */
+typedef struct SchedState {
+    Arena *arena;
+    Graph *g;
+    const char *target; /* "cpu" or "cuda" */
+    PtrVec stages;      /* SStage *, in dependency order */
+    PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
+    int next_var;       /* the next free IterVar id */
+} SchedState;
+
+#define SCH_STMT_KINDS(X)                                                 \
+    X(S_FOR)   /* for loop->var in [min, min + extent): body            */ \
+    X(S_SEQ)   /* stmts[0..n) in order                                  */ \
+    X(S_STORE) /* buf[index] = value  (buf: a Tensor; index: one per dim) */ \
+    X(S_IF)    /* if (cond) body                                        */ \
+    X(S_ALLOC) /* buf lives in scope while body runs                    */
+
+typedef enum StmtKind {
+#define X(e) e,
+    SCH_STMT_KINDS(X)
+#undef X
+} StmtKind;
+
+typedef struct Stmt Stmt;
+struct Stmt {
+    StmtKind kind;
+    Loop *loop;     /* S_FOR */
+    Expr *min;      /* S_FOR: first value */
+    Expr *extent;   /* S_FOR: trip count */
+    Stmt *body;     /* S_FOR, S_IF, S_ALLOC */
+    Stmt **stmts;   /* S_SEQ */
+    int n;          /* S_SEQ */
+    Tensor *buf;    /* S_STORE, S_ALLOC */
+    BufScope scope; /* S_ALLOC */
+    Expr **index;   /* S_STORE */
+    Expr *value;    /* S_STORE */
+    Expr *cond;     /* S_IF */
+};
+
+/* The lowered program: one function's body and the buffers it needs. */
+typedef struct LoweredFunc {
+    Stmt *body;
+    PtrVec temps; /* Tensor *: intermediates held in global scope */
+} LoweredFunc;
+
+/* state.c */
+SchedState *sch_state_new(Arena *a, Graph *g, const char *target);
+SStage *sch_find_stage(SchedState *st, const char *name);
+Loop *sch_find_loop(SStage *s, const char *name);
+int sch_loop_index(SStage *s, const Loop *l);
+IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);
+Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues);
+
+/* apply.c: applies one statement; a failed precondition is a diagnostic
+ * at the statement and false. */
+bool sch_apply(SchedState *st, const SchedStmt *stmt);
+/* Applies the file's schedule for the target, or the default one. */
+bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
+
+/* default.c: the default schedule of the stages that WRITTEN (a schedule
+ * from the file, or NULL) does not mention, as statements. */
+Schedule *sch_default(SchedState *st, const Schedule *written);
+
+/* simplify.c */
+Expr *sch_simplify(Arena *a, Expr *e);
+bool sch_const_int(const Expr *e, int64_t *out);
+Expr *sch_int(Arena *a, int64_t v);
+Expr *sch_add(Arena *a, Expr *x, Expr *y);
+Expr *sch_sub(Arena *a, Expr *x, Expr *y);
+Expr *sch_mul(Arena *a, Expr *x, Expr *y);
+Expr *sch_min(Arena *a, Expr *x, Expr *y);
+Expr *sch_max(Arena *a, Expr *x, Expr *y);
+
+/* lower.c: the loop nest of every stage, with bounds and guards. */
+bool sch_lower(SchedState *st, LoweredFunc *out);
+
+/* print_loops.c */
+void sch_print_stmt(FILE *out, const Stmt *s, int indent);
+void sch_print_stages(FILE *out, const SchedState *st);
+void sch_print_trace(FILE *out, const SchedState *st);
+void sch_print_trace_stmt(FILE *out, const SchedStmt *stmt);
+
 #endif

@@ -1,0 +1,648 @@
+/* c.c — the OpenMP C backend.
+ *
+ * requires: a lowered function (sched/lower.c) and its SchedState.
+ * guarantees: NAME.c, a translation unit that includes only standard
+ * headers and NAME.h, defines one function computing every output, and
+ * reads the way the schedule reads: one loop per schedule loop, named
+ * after it; `#pragma omp parallel for` for parallel loops, `#pragma omp
+ * simd` for vectorized ones, one block per value of an unrolled loop.
+ * Buffers are typed views of the caller's pointers (float (*x)[768]), so
+ * indexing reads x[i][k].  Arithmetic follows the reference evaluator:
+ * integer division by zero gives 0, float-to-int casts saturate and send
+ * NaN to 0, min/max/relu propagate NaN.  f16 and bf16 values are computed
+ * in float and rounded when stored.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+typedef struct Emitter {
+    Arena *a;
+    FILE *out;
+    SchedState *st;
+    PtrVec names;      /* const char *: C names in use (for clashes) */
+    PtrVec tensors;    /* Tensor * with a C name ... */
+    PtrVec tnames;     /* ... and that name */
+    const char **var_names; /* by IterVar id */
+    int indent;
+} Emitter;
+
+/* Identifiers a user's name must not become. */
+static const char *const reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool",
+    "_Complex", "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic",
+    "_Noreturn", "_Static_assert", "_Thread_local", "_Float16", "bool", "true",
+    "false", "NULL", "main", "errno", "assert", "abort", "free", "malloc", "calloc",
+    "realloc", "aligned_alloc", "memcpy", "memset", "size_t", "int32_t", "int64_t",
+    "uint16_t", "uint32_t", "uint64_t", "INFINITY", "NAN", "exp", "expf", "log",
+    "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "fabs", "fabsf", "pow",
+    "powf", "isnan", "stdin", "stdout", "stderr", "EOF", "omp_get_thread_num",
+};
+
+static bool name_taken(Emitter *e, const char *name)
+{
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(reserved[i], name) == 0)
+            return true;
+    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0)
+        return true;
+    for (int i = 0; i < e->names.len; i++)
+        if (strcmp(e->names.items[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken. */
+static const char *claim(Emitter *e, const char *name)
+{
+    const char *c = name;
+    for (int k = 2; name_taken(e, c); k++)
+        c = arena_printf(e->a, "%s_%d", name, k);
+    vec_push(e->a, &e->names, (void *)c);
+    return c;
+}
+
+char *cg_c_identifier(Arena *a, const char *name)
+{
+    size_t n = strlen(name);
+    char *id = arena_alloc(a, n + 2);
+    size_t k = 0;
+    if (n == 0 || isdigit((unsigned char)name[0]))
+        id[k++] = '_';
+    for (size_t i = 0; i < n; i++)
+        id[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    return id;
+}
+
+static const char *tensor_name(Emitter *e, const Tensor *t)
+{
+    for (int i = 0; i < e->tensors.len; i++)
+        if (e->tensors.items[i] == t)
+            return e->tnames.items[i];
+    const char *n = claim(e, t->name);
+    vec_push(e->a, &e->tensors, (void *)t);
+    vec_push(e->a, &e->tnames, (void *)n);
+    return n;
+}
+
+static const char *var_name(Emitter *e, const IterVar *v)
+{
+    /* unique in the function: a stage computed inside another's loop must
+     * not shadow the loop variables its bounds are computed from */
+    if (!e->var_names[v->id])
+        e->var_names[v->id] = claim(e, v->name);
+    return e->var_names[v->id];
+}
+
+/* The C type a value of T is computed in, and the one it is stored in. */
+static const char *compute_type(DType t)
+{
+    switch (t) {
+    case DT_BOOL: return "bool";
+    case DT_I32: return "int64_t";
+    case DT_F64: return "double";
+    default: return "float";
+    }
+}
+
+static const char *storage_type(DType t)
+{
+    switch (t) {
+    case DT_BF16: return "uint16_t";
+    case DT_F16: return "_Float16";
+    default: return dtype_ctype(t);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Expressions.                                                        */
+
+static void emit_expr(Emitter *e, const Expr *x, int prec);
+
+static int c_prec(Op op)
+{
+    switch (op) {
+    case OP_OR: return 1;
+    case OP_AND: return 2;
+    case OP_EQ: case OP_NE: return 3;
+    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 4;
+    case OP_ADD: case OP_SUB: return 5;
+    case OP_MUL: case OP_DIV: case OP_MOD: return 6;
+    default: return 7;
+    }
+}
+
+static void emit_const(Emitter *e, DType t, double v)
+{
+    FILE *out = e->out;
+    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
+        if (v < 0)
+            fprintf(out, "(%lld)", (long long)v);
+        else
+            fprintf(out, "%lld", (long long)v);
+        return;
+    }
+    if (isnan(v)) {
+        fputs("NAN", out);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v > 0 ? "INFINITY" : "(-INFINITY)", out);
+        return;
+    }
+    char buf[64];
+    bool dbl = t == DT_F64;
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".en"))
+        strcat(buf, ".0");
+    fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
+}
+
+static void emit_index(Emitter *e, const Tensor *t, Expr *const *idx)
+{
+    fputs(tensor_name(e, t), e->out);
+    if (t->rank == 0) {
+        fputs("[0]", e->out);
+        return;
+    }
+    if (t->rank == 1) {
+        fputc('[', e->out);
+        emit_expr(e, idx[0], 0);
+        fputc(']', e->out);
+        return;
+    }
+    for (int d = 0; d < t->rank; d++) {
+        fputc('[', e->out);
+        emit_expr(e, idx[d], 0);
+        fputc(']', e->out);
+    }
+}
+
+static void emit_call(Emitter *e, const char *fn, const Expr *x)
+{
+    fprintf(e->out, "%s(", fn);
+    for (int i = 0; i < x->nargs; i++) {
+        if (i)
+            fputs(", ", e->out);
+        emit_expr(e, x->args[i], 0);
+    }
+    fputc(')', e->out);
+}
+
+/* The name of a helper or libm function for OP computed in type T. */
+static const char *func_name(Emitter *e, Op op, DType t)
+{
+    bool dbl = t == DT_F64;
+    bool integer = t == DT_I32;
+    switch (op) {
+    case OP_EXP: return dbl ? "exp" : "expf";
+    case OP_LOG: return dbl ? "log" : "logf";
+    case OP_SQRT: return dbl ? "sqrt" : "sqrtf";
+    case OP_RSQRT: return dbl ? "te_rsqrt_f64" : "te_rsqrt_f32";
+    case OP_TANH: return dbl ? "tanh" : "tanhf";
+    case OP_ERF: return dbl ? "erf" : "erff";
+    case OP_ABS: return integer ? "te_abs_i64" : dbl ? "fabs" : "fabsf";
+    case OP_GELU: return dbl ? "te_gelu_f64" : "te_gelu_f32";
+    case OP_SIGMOID: return dbl ? "te_sigmoid_f64" : "te_sigmoid_f32";
+    case OP_RELU: return integer ? "te_relu_i64" : dbl ? "te_relu_f64" : "te_relu_f32";
+    case OP_POW: return dbl ? "pow" : "powf";
+    case OP_MIN: return integer ? "te_min_i64" : dbl ? "te_min_f64" : "te_min_f32";
+    case OP_MAX: return integer ? "te_max_i64" : dbl ? "te_max_f64" : "te_max_f32";
+    default:
+        (void)e;
+        TE_UNREACHABLE();
+    }
+}
+
+static void emit_cast(Emitter *e, const Expr *x)
+{
+    DType to = x->dtype, from = x->args[0]->dtype;
+    const Expr *v = x->args[0];
+    if (to == DT_BOOL) {
+        fputs("(", e->out);
+        emit_expr(e, v, 3);
+        fputs(" != 0)", e->out);
+    } else if (to == DT_I32 && dtype_is_float(from)) {
+        emit_call(e, "te_f2i", x);
+    } else if (to == DT_F16) {
+        fputs("(float)(_Float16)(", e->out);
+        emit_expr(e, v, 0);
+        fputc(')', e->out);
+    } else if (to == DT_BF16) {
+        emit_call(e, "te_round_bf16", x);
+    } else {
+        fprintf(e->out, "(%s)", compute_type(to));
+        emit_expr(e, v, 7);
+    }
+}
+
+static void emit_expr(Emitter *e, const Expr *x, int prec)
+{
+    FILE *out = e->out;
+    switch (x->kind) {
+    case EX_CONST:
+        emit_const(e, x->dtype, x->value);
+        return;
+    case EX_VAR:
+        fputs(var_name(e, x->var), out);
+        return;
+    case EX_LOAD:
+        if (x->tensor->dtype == DT_BF16) {
+            fputs("te_bf16_to_f32(", out);
+            emit_index(e, x->tensor, x->args);
+            fputc(')', out);
+        } else if (x->tensor->dtype == DT_F16) {
+            fputs("(float)", out);
+            emit_index(e, x->tensor, x->args);
+        } else {
+            emit_index(e, x->tensor, x->args);
+        }
+        return;
+    case EX_REDUCE:
+        TE_UNREACHABLE();
+    case EX_OP:
+        break;
+    }
+    DType t = x->nargs ? x->args[0]->dtype : x->dtype;
+    switch (x->op) {
+    case OP_NEG:
+    case OP_NOT:
+        fputs(x->op == OP_NEG ? "-" : "!", out);
+        emit_expr(e, x->args[0], 7);
+        return;
+    case OP_CAST:
+        emit_cast(e, x);
+        return;
+    case OP_SELECT:
+        fputc('(', out);
+        emit_expr(e, x->args[0], 1);
+        fputs(" ? ", out);
+        emit_expr(e, x->args[1], 1);
+        fputs(" : ", out);
+        emit_expr(e, x->args[2], 1);
+        fputc(')', out);
+        return;
+    case OP_DIV:
+    case OP_MOD:
+        if (t == DT_I32) {
+            int64_t c;
+            if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
+                emit_call(e, x->op == OP_DIV ? "te_div_i64" : "te_mod_i64", x);
+                return;
+            }
+        }
+        break;
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
+    case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
+        break;
+    default:
+        emit_call(e, func_name(e, x->op, t), x);
+        return;
+    }
+    int p = c_prec(x->op);
+    if (p < prec)
+        fputc('(', out);
+    emit_expr(e, x->args[0], p);
+    fprintf(out, " %s ", op_text(x->op));
+    emit_expr(e, x->args[1], p + 1);
+    if (p < prec)
+        fputc(')', out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements.                                                         */
+
+static void line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(Emitter *e, const char *fmt, ...)
+{
+    fprintf(e->out, "%*s", e->indent * 4, "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(e->out, fmt, ap);
+    va_end(ap);
+}
+
+static void emit_stmt(Emitter *e, const Stmt *s);
+
+static void emit_store(Emitter *e, const Stmt *s)
+{
+    fprintf(e->out, "%*s", e->indent * 4, "");
+    emit_index(e, s->buf, s->index);
+    fputs(" = ", e->out);
+    switch (s->buf->dtype) {
+    case DT_BF16:
+        fputs("te_f32_to_bf16(", e->out);
+        emit_expr(e, s->value, 0);
+        fputc(')', e->out);
+        break;
+    case DT_F16:
+    case DT_I32:
+        fprintf(e->out, "(%s)(", storage_type(s->buf->dtype));
+        emit_expr(e, s->value, 0);
+        fputc(')', e->out);
+        break;
+    default:
+        emit_expr(e, s->value, 0);
+    }
+    fputs(";\n", e->out);
+}
+
+static void emit_for(Emitter *e, const Stmt *s)
+{
+    Loop *l = s->loop;
+    const char *v = var_name(e, l->var);
+    int64_t min = -1, ext;
+    bool zero_min = sch_const_int(s->min, &min) && min == 0;
+    if (l->kind == LOOP_UNROLLED) {
+        bool constant = sch_const_int(s->extent, &ext);
+        int64_t n = constant ? ext : l->var->extent;
+        line(e, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
+        for (int64_t k = 0; k < n; k++) {
+            if (constant) {
+                line(e, "{\n");
+            } else {
+                line(e, "if (%lld < ", (long long)k);
+                emit_expr(e, s->extent, 4);
+                fputs(") {\n", e->out);
+            }
+            e->indent++;
+            line(e, "const int64_t %s = ", v);
+            if (!zero_min) {
+                emit_expr(e, s->min, 5);
+                fprintf(e->out, " + %lld;\n", (long long)k);
+            } else {
+                fprintf(e->out, "%lld;\n", (long long)k);
+            }
+            emit_stmt(e, s->body);
+            e->indent--;
+            line(e, "}\n");
+        }
+        return;
+    }
+    if (l->kind == LOOP_PARALLEL)
+        line(e, "#pragma omp parallel for schedule(static)\n");
+    else if (l->kind == LOOP_VECTORIZED)
+        line(e, "#pragma omp simd\n");
+    line(e, "for (int64_t %s = ", v);
+    emit_expr(e, s->min, 0);
+    fprintf(e->out, "; %s < ", v);
+    emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
+    fprintf(e->out, "; %s++) {\n", v);
+    e->indent++;
+    emit_stmt(e, s->body);
+    e->indent--;
+    line(e, "}\n");
+}
+
+static void emit_dims(Emitter *e, const Tensor *t, int from)
+{
+    for (int d = from; d < t->rank; d++)
+        fprintf(e->out, "[%lld]", (long long)t->shape[d]);
+}
+
+static void emit_stmt(Emitter *e, const Stmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        emit_for(e, s);
+        break;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            emit_stmt(e, s->stmts[i]);
+        break;
+    case S_STORE:
+        emit_store(e, s);
+        break;
+    case S_IF:
+        line(e, "if (");
+        emit_expr(e, s->cond, 0);
+        fputs(") {\n", e->out);
+        e->indent++;
+        emit_stmt(e, s->body);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    case S_ALLOC:
+        line(e, "{\n");
+        e->indent++;
+        line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
+        if (s->buf->rank == 0)
+            fputs("[1]", e->out);
+        emit_dims(e, s->buf, 0);
+        fputs(" __attribute__((aligned(64)));\n", e->out);
+        emit_stmt(e, s->body);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* The translation unit.                                               */
+
+static const char helpers[] =
+    "static inline float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
+    "static inline double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
+    "static inline float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
+    "static inline double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
+    "static inline float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "static inline double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
+    "static inline float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
+    "static inline float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
+    "static inline double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
+    "static inline double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
+    "static inline float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
+    "static inline double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
+    "static inline int64_t te_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
+    "static inline int64_t te_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
+    "static inline int64_t te_abs_i64(int64_t a) { return a < 0 ? -a : a; }\n"
+    "static inline int64_t te_relu_i64(int64_t a) { return a > 0 ? a : 0; }\n"
+    "/* integer division by zero is 0, as in the reference evaluator */\n"
+    "static inline int64_t te_div_i64(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
+    "static inline int64_t te_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
+    "/* float to i32: NaN is 0, out of range saturates */\n"
+    "static inline int64_t te_f2i(double x)\n"
+    "{\n"
+    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (int64_t)x;\n"
+    "}\n"
+    "static inline float te_bf16_to_f32(uint16_t b)\n"
+    "{\n"
+    "    uint32_t u = (uint32_t)b << 16;\n"
+    "    float f;\n"
+    "    memcpy(&f, &u, sizeof f);\n"
+    "    return f;\n"
+    "}\n"
+    "static inline uint16_t te_f32_to_bf16(float f)\n"
+    "{\n"
+    "    uint32_t u;\n"
+    "    memcpy(&u, &f, sizeof u);\n"
+    "    if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+    "        return (uint16_t)((u >> 16) | 0x40);\n"
+    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "}\n"
+    "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n"
+    "static void *te_alloc(size_t bytes)\n"
+    "{\n"
+    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
+    "    if (!p)\n"
+    "        abort(); /* texc's memory plan will make this the caller's workspace */\n"
+    "    return p;\n"
+    "}\n";
+
+static void emit_param(Emitter *e, FILE *out, const Tensor *t, bool in_header)
+{
+    fprintf(out, "%s%s *%s%s", t->kind == TK_INPUT ? "const " : "", storage_type(t->dtype),
+            in_header ? "" : "restrict ", in_header ? t->name : arena_printf(e->a, "%s_", tensor_name(e, t)));
+}
+
+/* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;" */
+static void emit_view(Emitter *e, const Tensor *t)
+{
+    const char *c = t->kind == TK_INPUT ? "const " : "";
+    const char *ty = storage_type(t->dtype);
+    const char *n = tensor_name(e, t);
+    if (t->rank <= 1) {
+        line(e, "%s%s *restrict %s = %s_;\n", c, ty, n, n);
+        return;
+    }
+    line(e, "%s%s (*restrict %s)", c, ty, n);
+    emit_dims(e, t, 1);
+    fprintf(e->out, " = (%s%s (*)", c, ty);
+    emit_dims(e, t, 1);
+    fprintf(e->out, ")%s_;\n", n);
+}
+
+static void emit_temp(Emitter *e, const Tensor *t)
+{
+    const char *ty = storage_type(t->dtype);
+    const char *n = tensor_name(e, t);
+    int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
+    line(e, "%s (*restrict %s)", ty, n);
+    emit_dims(e, t, 1);
+    fprintf(e->out, " = te_alloc(%lld);\n", (long long)bytes);
+}
+
+static char *upper(Arena *a, const char *s)
+{
+    char *u = arena_strdup(a, s);
+    for (char *c = u; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    return u;
+}
+
+static void emit_header(Emitter *e, const CodegenOptions *o, FILE *h)
+{
+    Graph *g = e->st->g;
+    const char *guard = upper(e->a, arena_printf(e->a, "%s_H", o->name));
+    fprintf(h, "/* %s.h — generated by texc %s from %s (target %s).\n", o->name, TE_VERSION,
+            o->source_path, o->target);
+    fprintf(h, " * Do not edit: regenerate with texc.  Tensors are row-major arrays. */\n");
+    fprintf(h, "#ifndef %s\n#define %s\n\n", guard, guard);
+    fputs("#include <stdbool.h>\n#include <stdint.h>\n\n", h);
+    fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
+    PtrVec macros = {0};
+    for (int d = 0; d < g->ndims; d++) {
+        const char *m = upper(e->a, arena_printf(e->a, "%s_%s", o->name, g->dims[d].name));
+        for (int k = 2;; k++) {
+            bool clash = false;
+            for (int i = 0; i < macros.len; i++)
+                clash = clash || strcmp(macros.items[i], m) == 0;
+            if (!clash)
+                break;
+            m = upper(e->a, arena_printf(e->a, "%s_%s_%d", o->name, g->dims[d].name, k));
+        }
+        vec_push(e->a, &macros, (void *)m);
+        fprintf(h, "#define %s %lld\n", m, (long long)g->dims[d].value);
+    }
+    fputs("\n/*", h);
+    for (int i = 0; i < g->ninputs; i++) {
+        const Tensor *t = g->inputs[i];
+        fprintf(h, "\n * input  %s : %s%s[", t->name, t->is_const ? "const " : "", dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++)
+            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        fputc(']', h);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        const Tensor *t = g->outputs[i];
+        fprintf(h, "\n * output %s : %s[", t->name, dtype_name(t->dtype));
+        for (int d = 0; d < t->rank; d++)
+            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        fputc(']', h);
+    }
+    fprintf(h, "\n */\nvoid %s(", o->name);
+    for (int i = 0; i < g->ninputs; i++) {
+        emit_param(e, h, g->inputs[i], true);
+        fputs(", ", h);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        emit_param(e, h, g->outputs[i], true);
+        fputs(i + 1 < g->noutputs ? ", " : "", h);
+    }
+    fputs(");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+}
+
+bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
+               FILE *out_c, FILE *out_h)
+{
+    Arena *a = st->arena;
+    Emitter e = { .a = a, .out = out_c, .st = st };
+    e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
+    Graph *g = st->g;
+    claim(&e, o->name);
+    /* parameters first, so that they keep their names */
+    for (int i = 0; i < g->ninputs; i++)
+        tensor_name(&e, g->inputs[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        tensor_name(&e, g->outputs[i]);
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        claim(&e, arena_printf(a, "%s_", tensor_name(&e, t)));
+    }
+    for (int i = 0; i < fn->temps.len; i++)
+        tensor_name(&e, fn->temps.items[i]);
+
+    emit_header(&e, o, out_h);
+
+    FILE *c = out_c;
+    fprintf(c, "/* %s.c — generated by texc %s from %s.\n", o->name, TE_VERSION, o->source_path);
+    fprintf(c, " * target: %s (C11 + OpenMP)\n * schedule:\n", o->target);
+    for (int i = 0; i < st->trace.len; i++) {
+        fputs(" *   ", c);
+        sch_print_trace_stmt(c, st->trace.items[i]);
+    }
+    fputs(" * Do not edit: regenerate with texc.\n */\n", c);
+    fprintf(c, "#include \"%s.h\"\n\n", o->name);
+    fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
+          "#include <string.h>\n\n", c);
+    fputs(helpers, c);
+    fprintf(c, "\nvoid %s(", o->name);
+    for (int i = 0; i < g->ninputs; i++) {
+        emit_param(&e, c, g->inputs[i], false);
+        fputs(", ", c);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        emit_param(&e, c, g->outputs[i], false);
+        fputs(i + 1 < g->noutputs ? ", " : "", c);
+    }
+    fputs(")\n{\n", c);
+    e.indent = 1;
+    for (int i = 0; i < g->ninputs; i++)
+        emit_view(&e, g->inputs[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        emit_view(&e, g->outputs[i]);
+    for (int i = 0; i < fn->temps.len; i++)
+        emit_temp(&e, fn->temps.items[i]);
+    emit_stmt(&e, fn->body);
+    for (int i = 0; i < fn->temps.len; i++)
+        line(&e, "free(%s);\n", tensor_name(&e, fn->temps.items[i]));
+    fputs("}\n", c);
+    return !ferror(out_c) && !ferror(out_h);
+}

@@ -1,0 +1,697 @@
+/* apply.c — the schedule primitives, applied one statement at a time.
+ *
+ * requires: a SchedState from sch_state_new; statements that passed
+ * sch_check (names exist when the statement was written), though each
+ * primitive checks again since the default schedule and the tuner build
+ * statements of their own.
+ * guarantees: each primitive either changes the state as documented below
+ * and appends itself to the trace, or reports the precondition that failed
+ * (naming the stage, the loop and the reason) at the statement and
+ * returns false with the state unchanged.
+ *
+ *   split(L, f) -> o, i      L = o*f + i; a guard L < extent(L) when f
+ *                             does not divide it
+ *   tile(a, b, fa, fb) -> ao, bo, ai, bi   two splits and a reorder
+ *   fuse(a, b) -> f          a and b adjacent, a outside: a = f / ext(b),
+ *                             b = f % ext(b)
+ *   reorder(L, ...)          the named loops take each other's places
+ *   vectorize / unroll / parallel / bind(L, axis)   set L's kind
+ *   compute_inline()         the stage is substituted into its readers
+ *   compute_at(C, L)         computed inside C's loop L, for the region
+ *                             the iterations inside L read
+ *   R = T.cache_read(scope, C) [at L]   C reads T through a copy R
+ *   W = S.cache_write(scope)            S's computation moves to W; S
+ *                                       copies W
+ *   pipeline(L, n)           L's staged tiles are fetched n-1 ahead
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static const Span no_span = { 0, 0 };
+
+static const Source *src_of(SchedState *st)
+{
+    return st->g->src;
+}
+
+static int64_t arg_int(const SchedArg *a)
+{
+    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen] : a->ival;
+}
+
+static Loop *need_loop(SchedState *st, SStage *s, const SchedArg *a)
+{
+    Loop *l = a->kind == SA_NAME ? sch_find_loop(s, a->name) : NULL;
+    if (!l)
+        diag_error(src_of(st), a->span, "stage '%s' has no loop '%s'", s->name,
+                   a->kind == SA_NAME ? a->name : "?");
+    return l;
+}
+
+/* Is some other stage computed at loop L? */
+static SStage *attached_at(SchedState *st, const Loop *l)
+{
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (s->attach_loop == l)
+            return s;
+    }
+    return NULL;
+}
+
+/* Loops must stay plain while their structure changes. */
+static bool check_plain(SchedState *st, SStage *s, Loop *l, const SchedStmt *stmt,
+                        const char *prim)
+{
+    if (l->kind != LOOP_SERIAL) {
+        diag_error(src_of(st), stmt->span,
+                   "cannot %s '%s' of '%s': it is already %s; %s before annotating it",
+                   prim, l->name, s->name,
+                   l->kind == LOOP_PARALLEL ? "parallel"
+                   : l->kind == LOOP_VECTORIZED ? "vectorized"
+                   : l->kind == LOOP_UNROLLED ? "unrolled" : "bound to a GPU axis",
+                   prim);
+        return false;
+    }
+    SStage *at = attached_at(st, l);
+    if (at) {
+        diag_error(src_of(st), stmt->span,
+                   "cannot %s '%s' of '%s': stage '%s' is computed at it; %s first, then compute_at",
+                   prim, l->name, s->name, at->name, prim);
+        return false;
+    }
+    if (s->attach) {
+        diag_error(src_of(st), stmt->span,
+                   "cannot %s '%s': stage '%s' is computed at '%s' and iterates the region it needs",
+                   prim, l->name, s->name, s->attach->name);
+        return false;
+    }
+    return true;
+}
+
+static Loop *new_loop(SchedState *st, const char *name, int64_t extent, bool reduce)
+{
+    Loop *l = arena_alloc(st->arena, sizeof *l);
+    l->name = name;
+    l->var = sch_new_var(st, name, extent);
+    l->reduce = reduce;
+    return l;
+}
+
+/* Replaces loop OLD's variable by VALUE in every value_of and guard. */
+static void substitute_loop(SchedState *st, SStage *s, Loop *old, Expr *value)
+{
+    int n = old->var->id + 1;
+    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)n);
+    map[old->var->id] = value;
+    int nvars = s->nsvars + s->nrvars;
+    for (int i = 0; i < nvars; i++) {
+        IterVar *v = i < s->nsvars ? s->svars[i] : s->rvars[i - s->nsvars];
+        s->value_of[v->id] = sch_simplify(st->arena,
+                                          sch_subst(st->arena, s->value_of[v->id], map, n));
+    }
+    for (int i = 0; i < s->guards.len; i++)
+        s->guards.items[i] = sch_subst(st->arena, s->guards.items[i], map, n);
+}
+
+static void replace_loops(SchedState *st, SStage *s, int at, Loop **with, int n, int remove)
+{
+    PtrVec v = {0};
+    for (int i = 0; i < s->loops.len; i++) {
+        if (i == at)
+            for (int k = 0; k < n; k++)
+                vec_push(st->arena, &v, with[k]);
+        if (i < at || i >= at + remove)
+            vec_push(st->arena, &v, s->loops.items[i]);
+    }
+    s->loops = v;
+}
+
+static bool do_split(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *l,
+                     int64_t factor, const char *outer, const char *inner)
+{
+    if (!check_plain(st, s, l, stmt, "split"))
+        return false;
+    int64_t extent = l->var->extent;
+    if (factor > extent)
+        factor = extent;
+    int64_t nouter = (extent + factor - 1) / factor;
+    Loop *lo = new_loop(st, outer, nouter, l->reduce);
+    Loop *li = new_loop(st, inner, factor, l->reduce);
+    Arena *a = st->arena;
+    Expr *value = sch_add(a, sch_mul(a, ex_var(a, no_span, lo->var), sch_int(a, factor)),
+                          ex_var(a, no_span, li->var));
+    if (extent % factor != 0) {
+        Expr *args[2] = { ex_var(a, no_span, l->var), sch_int(a, extent) };
+        vec_push(a, &s->guards, ex_op(a, no_span, OP_LT, DT_BOOL, args, 2));
+    }
+    substitute_loop(st, s, l, value);
+    Loop *both[2] = { lo, li };
+    replace_loops(st, s, sch_loop_index(s, l), both, 2, 1);
+    return true;
+}
+
+static bool do_reorder(SchedState *st, SStage *s, const SchedStmt *stmt, Loop **order, int n)
+{
+    int *pos = arena_alloc(st->arena, sizeof *pos * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        pos[i] = sch_loop_index(s, order[i]);
+        for (int k = 0; k < i; k++)
+            if (order[k] == order[i]) {
+                diag_error(src_of(st), stmt->span, "reorder names '%s' twice", order[i]->name);
+                return false;
+            }
+    }
+    /* the named loops' positions, in increasing order, get them in the
+     * order given */
+    for (int i = 1; i < n; i++)
+        for (int k = i; k > 0 && pos[k - 1] > pos[k]; k--) {
+            int t = pos[k];
+            pos[k] = pos[k - 1];
+            pos[k - 1] = t;
+        }
+    for (int i = 0; i < n; i++)
+        s->loops.items[pos[i]] = order[i];
+    return true;
+}
+
+static bool do_fuse(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *a, Loop *b,
+                    const char *name)
+{
+    int ia = sch_loop_index(s, a), ib = sch_loop_index(s, b);
+    if (ib != ia + 1) {
+        diag_error(src_of(st), stmt->span,
+                   "cannot fuse '%s' and '%s' of '%s': '%s' must be the loop just inside '%s'",
+                   a->name, b->name, s->name, b->name, a->name);
+        return false;
+    }
+    if (a->reduce != b->reduce) {
+        diag_error(src_of(st), stmt->span,
+                   "cannot fuse '%s' and '%s' of '%s': one is a reduction axis, the other is not",
+                   a->name, b->name, s->name);
+        return false;
+    }
+    if (!check_plain(st, s, a, stmt, "fuse") || !check_plain(st, s, b, stmt, "fuse"))
+        return false;
+    int64_t extent;
+    if (__builtin_mul_overflow(a->var->extent, b->var->extent, &extent)) {
+        diag_error(src_of(st), stmt->span, "cannot fuse '%s' and '%s': too many iterations",
+                   a->name, b->name);
+        return false;
+    }
+    Loop *f = new_loop(st, name, extent, a->reduce);
+    Arena *ar = st->arena;
+    Expr *fv = ex_var(ar, no_span, f->var);
+    Expr *eb = sch_int(ar, b->var->extent);
+    Expr *args[2] = { fv, eb };
+    substitute_loop(st, s, a, ex_op(ar, no_span, OP_DIV, DT_I32, args, 2));
+    substitute_loop(st, s, b, ex_op(ar, no_span, OP_MOD, DT_I32, args, 2));
+    replace_loops(st, s, ia, &f, 1, 2);
+    return true;
+}
+
+static const char *const axis_names[] = { "block.x", "block.y", "block.z",
+                                          "thread.x", "thread.y", "thread.z" };
+
+static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim prim, Loop *l)
+{
+    const Source *src = src_of(st);
+    const char *verb = prim == PR_VECTORIZE ? "vectorize"
+                       : prim == PR_UNROLL ? "unroll"
+                       : prim == PR_PARALLEL ? "parallelize" : "bind";
+    if (l->kind != LOOP_SERIAL) {
+        diag_error(src, stmt->span, "cannot %s '%s' of '%s': it is already %s", verb,
+                   l->name, s->name,
+                   l->kind == LOOP_PARALLEL ? "parallel"
+                   : l->kind == LOOP_VECTORIZED ? "vectorized"
+                   : l->kind == LOOP_UNROLLED ? "unrolled" : "bound to a GPU axis");
+        return false;
+    }
+    if (l->reduce && prim != PR_UNROLL) {
+        diag_error(src, stmt->span, "cannot %s '%s' of '%s': it is a reduction axis%s", verb,
+                   l->name, s->name,
+                   prim == PR_PARALLEL ? " (the threads would race on the sum)" : "");
+        return false;
+    }
+    switch (prim) {
+    case PR_UNROLL:
+        if (l->var->extent > 64) {
+            diag_error(src, stmt->span,
+                       "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
+                       l->name, s->name, (long long)l->var->extent);
+            return false;
+        }
+        l->kind = LOOP_UNROLLED;
+        break;
+    case PR_VECTORIZE:
+        l->kind = LOOP_VECTORIZED;
+        break;
+    case PR_PARALLEL:
+        if (strcmp(st->target, "cpu") != 0) {
+            diag_error(src, stmt->span, "parallel is for cpu schedules; bind '%s' to a GPU axis instead",
+                       l->name);
+            return false;
+        }
+        for (int i = 0; i < s->loops.len; i++) {
+            Loop *o = s->loops.items[i];
+            if (o->kind == LOOP_PARALLEL) {
+                diag_error(src, stmt->span,
+                           "cannot parallelize '%s' of '%s': '%s' is already parallel; fuse them instead",
+                           l->name, s->name, o->name);
+                return false;
+            }
+        }
+        l->kind = LOOP_PARALLEL;
+        break;
+    case PR_BIND: {
+        int axis = -1;
+        for (int i = 0; i < 6; i++)
+            if (strcmp(stmt->args[1].name, axis_names[i]) == 0)
+                axis = i;
+        for (int i = 0; i < s->loops.len; i++) {
+            Loop *o = s->loops.items[i];
+            if (o->kind == LOOP_BOUND && o->gpu_axis == axis) {
+                diag_error(src, stmt->span, "cannot bind '%s' of '%s' to %s: '%s' is bound to it",
+                           l->name, s->name, axis_names[axis], o->name);
+                return false;
+            }
+        }
+        l->kind = LOOP_BOUND;
+        l->gpu_axis = axis;
+        break;
+    }
+    default:
+        TE_UNREACHABLE();
+    }
+    l->kind_span = stmt->span;
+    return true;
+}
+
+/* Does stage S's computation read tensor T? */
+static bool expr_reads(const Expr *e, const Tensor *t)
+{
+    if (e->kind == EX_LOAD && e->tensor == t)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_reads(e->args[i], t))
+            return true;
+    return false;
+}
+
+static bool stage_reads(const SStage *s, const Tensor *t)
+{
+    return !s->inlined && expr_reads(s->value, t);
+}
+
+static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
+{
+    const Source *src = src_of(st);
+    if (s->is_reduce) {
+        diag_error(src, stmt->span, "cannot inline '%s': it is a reduction; use compute_at",
+                   s->name);
+        return false;
+    }
+    if (s->tensor->is_output) {
+        diag_error(src, stmt->span, "cannot inline '%s': it is an output", s->name);
+        return false;
+    }
+    if (s->scheduled) {
+        diag_error(src, stmt->span,
+                   "cannot inline '%s': it has a loop schedule of its own, which inlining would drop",
+                   s->name);
+        return false;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *o = st->stages.items[i];
+        if (o->attach == s) {
+            diag_error(src, stmt->span, "cannot inline '%s': stage '%s' is computed at it",
+                       s->name, o->name);
+            return false;
+        }
+    }
+    s->inlined = true;
+    return true;
+}
+
+static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SStage *c, Loop *l)
+{
+    const Source *src = src_of(st);
+    if (c == s) {
+        diag_error(src, stmt->span, "cannot compute '%s' at itself", s->name);
+        return false;
+    }
+    if (s->inlined || c->inlined) {
+        diag_error(src, stmt->span, "cannot compute '%s' at '%s': '%s' is inlined", s->name,
+                   c->name, s->inlined ? s->name : c->name);
+        return false;
+    }
+    if (!stage_reads(c, s->tensor)) {
+        diag_error(src, stmt->args[0].span, "cannot compute '%s' at '%s': '%s' does not read it",
+                   s->name, c->name, c->name);
+        return false;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *o = st->stages.items[i];
+        if (o != c && o != s && stage_reads(o, s->tensor)) {
+            diag_error(src, stmt->span,
+                       "cannot compute '%s' at '%s': '%s' reads it too",
+                       s->name, c->name, o->name);
+            return false;
+        }
+    }
+    for (SStage *p = c; p; p = p->attach)
+        if (p == s) {
+            diag_error(src, stmt->span, "cannot compute '%s' at '%s': '%s' is computed inside '%s'",
+                       s->name, c->name, c->name, s->name);
+            return false;
+        }
+    if (l->kind == LOOP_VECTORIZED) {
+        diag_error(src, stmt->span, "cannot compute '%s' at '%s' of '%s': it is vectorized",
+                   s->name, l->name, c->name);
+        return false;
+    }
+    for (int i = 0; i < s->loops.len; i++) {
+        Loop *own = s->loops.items[i];
+        bool plain = false;
+        int nvars = s->nsvars + s->nrvars;
+        for (int v = 0; v < nvars; v++) {
+            IterVar *iv = v < s->nsvars ? s->svars[v] : s->rvars[v - s->nsvars];
+            Expr *e = s->value_of[iv->id];
+            plain = plain || (e->kind == EX_VAR && e->var == own->var);
+        }
+        if (!plain && !own->reduce) {
+            diag_error(src, stmt->span,
+                       "cannot compute '%s' at '%s': its loop '%s' was split or fused, but a stage computed at another iterates the region it needs; split '%s' instead",
+                       s->name, c->name, own->name, c->name);
+            return false;
+        }
+    }
+    s->attach = c;
+    s->attach_loop = l;
+    return true;
+}
+
+/* A new stage computing T (or S's computation) with fresh variables. */
+static SStage *new_copy_stage(SchedState *st, const char *name, Tensor *src_tensor,
+                              BufScope scope)
+{
+    Tensor *t = arena_alloc(st->arena, sizeof *t);
+    t->name = name;
+    t->kind = TK_STAGE;
+    t->dtype = src_tensor->dtype;
+    t->rank = src_tensor->rank;
+    memcpy(t->shape, src_tensor->shape, sizeof t->shape);
+    t->vars = arena_alloc(st->arena, sizeof *t->vars * (size_t)(t->rank + 1));
+    Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(t->rank + 1));
+    for (int d = 0; d < t->rank; d++) {
+        const char *vn = src_tensor->vars ? src_tensor->vars[d]->name
+                                          : arena_printf(st->arena, "ax%d", d);
+        t->vars[d] = sch_new_var(st, vn, t->shape[d]);
+        idx[d] = ex_var(st->arena, no_span, t->vars[d]);
+    }
+    SStage *s = arena_alloc(st->arena, sizeof *s);
+    s->name = name;
+    s->tensor = t;
+    s->svars = t->vars;
+    s->nsvars = t->rank;
+    s->value = ex_load(st->arena, no_span, src_tensor, idx, t->rank);
+    s->scope = scope;
+    return s;
+}
+
+static void init_loops_of(SchedState *st, SStage *s)
+{
+    s->loops = (PtrVec){0};
+    s->guards = (PtrVec){0};
+    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(st->next_var + 1));
+    for (int pass = 0; pass < 2; pass++) {
+        IterVar **vars = pass == 0 ? s->svars : s->rvars;
+        int n = pass == 0 ? s->nsvars : s->nrvars;
+        for (int i = 0; i < n; i++) {
+            Loop *l = new_loop(st, vars[i]->name, vars[i]->extent, pass == 1);
+            vec_push(st->arena, &s->loops, l);
+            Expr *v = ex_var(st->arena, no_span, l->var);
+            s->value_of[vars[i]->id] =
+                vars[i]->lo ? sch_add(st->arena, v, sch_int(st->arena, vars[i]->lo)) : v;
+        }
+    }
+}
+
+static void insert_before(SchedState *st, SStage *before, SStage *s)
+{
+    PtrVec v = {0};
+    for (int i = 0; i < st->stages.len; i++) {
+        if (st->stages.items[i] == before)
+            vec_push(st->arena, &v, s);
+        vec_push(st->arena, &v, st->stages.items[i]);
+    }
+    st->stages = v;
+}
+
+/* Replaces loads of FROM by loads of TO (same indices) in E. */
+static Expr *redirect(Arena *a, Expr *e, const Tensor *from, Tensor *to)
+{
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *x = redirect(a, e->args[i], from, to);
+        if (x != e->args[i] && !args) {
+            args = arena_alloc(a, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
+        }
+        if (args)
+            args[i] = x;
+    }
+    if (!args && !(e->kind == EX_LOAD && e->tensor == from))
+        return e;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *e;
+    if (args)
+        c->args = args;
+    if (e->kind == EX_LOAD && e->tensor == from)
+        c->tensor = to;
+    return c;
+}
+
+static BufScope scope_of(const char *name)
+{
+    return strcmp(name, "local") == 0 ? SCOPE_LOCAL
+           : strcmp(name, "shared") == 0 ? SCOPE_SHARED : SCOPE_GLOBAL;
+}
+
+static bool do_cache_read(SchedState *st, const SchedStmt *stmt, Tensor *t, SStage *c)
+{
+    const Source *src = src_of(st);
+    if (!stage_reads(c, t)) {
+        diag_error(src, stmt->args[1].span, "stage '%s' does not read '%s'", c->name, t->name);
+        return false;
+    }
+    if (stmt->nargs > 2) {
+        diag_error(src, stmt->args[2].span,
+                   "cache_read layouts are not supported yet: the copy keeps '%s''s layout; remove \"%s\"",
+                   t->name, stmt->args[2].name);
+        return false;
+    }
+    Loop *at = NULL;
+    if (stmt->at) {
+        at = sch_find_loop(c, stmt->at);
+        if (!at) {
+            diag_error(src, stmt->at_span, "stage '%s' has no loop '%s'", c->name, stmt->at);
+            return false;
+        }
+        if (at->kind == LOOP_VECTORIZED) {
+            diag_error(src, stmt->at_span, "cannot stage '%s' at '%s': it is vectorized",
+                       t->name, at->name);
+            return false;
+        }
+    }
+    SStage *r = new_copy_stage(st, stmt->result, t, scope_of(stmt->args[0].name));
+    init_loops_of(st, r);
+    c->value = redirect(st->arena, c->value, t, r->tensor);
+    insert_before(st, c, r);
+    r->attach = at ? c : NULL;
+    r->attach_loop = at;
+    return true;
+}
+
+static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
+{
+    const Source *src = src_of(st);
+    if (s->scheduled || s->attach) {
+        diag_error(src, stmt->span,
+                   "cache_write of '%s' must come before any other primitive on it", s->name);
+        return false;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *o = st->stages.items[i];
+        if (o->attach == s) {
+            diag_error(src, stmt->span,
+                       "cache_write of '%s' must come before '%s' is computed at it", s->name,
+                       o->name);
+            return false;
+        }
+    }
+    /* W takes S's computation, with S's variables renamed. */
+    SStage *w = new_copy_stage(st, stmt->result, s->tensor, scope_of(stmt->args[0].name));
+    int nmap = st->next_var;
+    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)nmap);
+    for (int d = 0; d < s->nsvars; d++)
+        map[s->svars[d]->id] = ex_var(st->arena, no_span, w->svars[d]);
+    w->value = sch_subst(st->arena, s->value, map, nmap);
+    w->is_reduce = s->is_reduce;
+    w->reducer = s->reducer;
+    w->rvars = s->rvars;
+    w->nrvars = s->nrvars;
+    init_loops_of(st, w);
+    /* S copies W. */
+    Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(s->nsvars + 1));
+    for (int d = 0; d < s->nsvars; d++)
+        idx[d] = ex_var(st->arena, no_span, s->svars[d]);
+    s->value = ex_load(st->arena, no_span, w->tensor, idx, s->nsvars);
+    s->is_reduce = false;
+    s->rvars = NULL;
+    s->nrvars = 0;
+    s->cache_written = true;
+    init_loops_of(st, s);
+    insert_before(st, s, w);
+    return true;
+}
+
+/* Copies STMT with every knob replaced by its value, for the trace. */
+static SchedStmt *resolved(SchedState *st, const SchedStmt *stmt)
+{
+    SchedStmt *c = arena_alloc(st->arena, sizeof *c);
+    *c = *stmt;
+    c->args = arena_alloc(st->arena, sizeof *c->args * (size_t)(stmt->nargs + 1));
+    for (int i = 0; i < stmt->nargs; i++) {
+        c->args[i] = stmt->args[i];
+        if (c->args[i].kind == SA_KNOB) {
+            c->args[i].kind = SA_INT;
+            c->args[i].ival = arg_int(&stmt->args[i]);
+        }
+    }
+    return c;
+}
+
+bool sch_apply(SchedState *st, const SchedStmt *stmt)
+{
+    const Source *src = src_of(st);
+    Prim prim = prim_lookup(stmt->prim);
+    SStage *s = sch_find_stage(st, stmt->stage);
+    bool ok = false;
+    if (prim == PR_CACHE_READ) {
+        Tensor *t = s ? s->tensor : NULL;
+        for (int i = 0; !t && i < st->g->ninputs; i++)
+            if (strcmp(st->g->inputs[i]->name, stmt->stage) == 0)
+                t = st->g->inputs[i];
+        SStage *c = sch_find_stage(st, stmt->args[1].name);
+        if (!t || !c) {
+            diag_error(src, t ? stmt->args[1].span : stmt->stage_span, "unknown stage '%s'",
+                       t ? stmt->args[1].name : stmt->stage);
+            return false;
+        }
+        ok = do_cache_read(st, stmt, t, c);
+        if (ok)
+            vec_push(st->arena, &st->trace, resolved(st, stmt));
+        return ok;
+    }
+    if (!s) {
+        diag_error(src, stmt->stage_span, "unknown stage '%s'", stmt->stage);
+        return false;
+    }
+    if (s->inlined) {
+        diag_error(src, stmt->stage_span, "stage '%s' is inlined: it has no loops to schedule",
+                   s->name);
+        return false;
+    }
+    Loop *l = NULL, *l2 = NULL;
+    switch (prim) {
+    case PR_SPLIT:
+        if ((l = need_loop(st, s, &stmt->args[0])))
+            ok = do_split(st, s, stmt, l, arg_int(&stmt->args[1]), stmt->outs[0], stmt->outs[1]);
+        break;
+    case PR_TILE: {
+        if (!(l = need_loop(st, s, &stmt->args[0])) || !(l2 = need_loop(st, s, &stmt->args[1])))
+            break;
+        if (!do_split(st, s, stmt, l, arg_int(&stmt->args[2]), stmt->outs[0], stmt->outs[2]) ||
+            !do_split(st, s, stmt, l2, arg_int(&stmt->args[3]), stmt->outs[1], stmt->outs[3]))
+            break;
+        Loop *order[4];
+        for (int i = 0; i < 4; i++)
+            order[i] = sch_find_loop(s, stmt->outs[i]);
+        ok = do_reorder(st, s, stmt, order, 4);
+        break;
+    }
+    case PR_REORDER: {
+        Loop **order = arena_alloc(st->arena, sizeof *order * (size_t)stmt->nargs);
+        ok = true;
+        for (int i = 0; i < stmt->nargs && ok; i++)
+            ok = (order[i] = need_loop(st, s, &stmt->args[i])) != NULL;
+        ok = ok && do_reorder(st, s, stmt, order, stmt->nargs);
+        break;
+    }
+    case PR_FUSE:
+        if ((l = need_loop(st, s, &stmt->args[0])) && (l2 = need_loop(st, s, &stmt->args[1])))
+            ok = do_fuse(st, s, stmt, l, l2, stmt->outs[0]);
+        break;
+    case PR_VECTORIZE:
+    case PR_UNROLL:
+    case PR_PARALLEL:
+    case PR_BIND:
+        if ((l = need_loop(st, s, &stmt->args[0])))
+            ok = do_annotate(st, s, stmt, prim, l);
+        break;
+    case PR_COMPUTE_INLINE:
+        ok = do_compute_inline(st, s, stmt);
+        break;
+    case PR_COMPUTE_AT: {
+        SStage *c = sch_find_stage(st, stmt->args[0].name);
+        if (!c) {
+            diag_error(src, stmt->args[0].span, "unknown stage '%s'", stmt->args[0].name);
+            break;
+        }
+        if ((l = need_loop(st, c, &stmt->args[1])))
+            ok = do_compute_at(st, s, stmt, c, l);
+        break;
+    }
+    case PR_CACHE_WRITE:
+        ok = do_cache_write(st, s, stmt);
+        break;
+    case PR_PIPELINE:
+        if ((l = need_loop(st, s, &stmt->args[0]))) {
+            int64_t n = arg_int(&stmt->args[1]);
+            if (n < 2 || n > 8) {
+                diag_error(src, stmt->args[1].span,
+                           "pipeline '%s' of '%s' needs 2 to 8 stages, got %lld", l->name,
+                           s->name, (long long)n);
+                break;
+            }
+            l->pipeline = (int)n;
+            ok = true;
+        }
+        break;
+    default:
+        diag_error(src, stmt->prim_span, "unknown schedule primitive '%s'", stmt->prim);
+        break;
+    }
+    if (ok) {
+        if (prim != PR_COMPUTE_AT && prim != PR_COMPUTE_INLINE && prim != PR_CACHE_WRITE)
+            s->scheduled = true;
+        vec_push(st->arena, &st->trace, resolved(st, stmt));
+    }
+    return ok;
+}
+
+bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops)
+{
+    for (int i = 0; i < s->nstmts; i++) {
+        if (!sch_apply(st, s->stmts[i]))
+            return false;
+        if (dump_loops) {
+            fputs("# after ", dump_loops);
+            sch_print_trace_stmt(dump_loops, st->trace.items[st->trace.len - 1]);
+            sch_print_stages(dump_loops, st);
+        }
+    }
+    return true;
+}

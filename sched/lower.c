@@ -1,0 +1,484 @@
+/* lower.c — from scheduled stages to one loop nest per root stage.
+ *
+ * requires: a SchedState whose schedule was applied.
+ * guarantees: a Stmt tree that computes every output exactly as the
+ * reference evaluator does (up to floating-point reassociation where a
+ * schedule reorders a reduction), touching no element outside any tensor:
+ *   - inlined stages are substituted into their readers;
+ *   - a reduction is an init nest and an update nest; the init sits just
+ *     outside the first reduction loop and repeats the spatial loops that
+ *     the schedule placed inside it;
+ *   - a stage computed at a loop of another (compute_at, cache_read ... at)
+ *     is computed at the top of that loop's body for exactly the region the
+ *     iterations inside the loop read (bounds inference by interval
+ *     arithmetic on the index expressions; where that fails, the whole
+ *     tensor), into a buffer of the region's size when that size is a
+ *     constant and the stage is no output;
+ *   - guards from splits that do not divide their extent either shorten
+ *     the innermost loop they involve or become an if around the body.
+ * Errors: a vectorized loop that is not innermost.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static const Span no_span = { 0, 0 };
+
+typedef struct Lower {
+    SchedState *st;
+    Arena *a;
+    Expr **loop_min; /* by loop variable id, while its stage is lowered */
+    Expr **loop_ext;
+    LoweredFunc *out;
+    bool failed;
+} Lower;
+
+static SStage *stage_of(Lower *L, const Tensor *t)
+{
+    for (int i = 0; i < L->st->stages.len; i++) {
+        SStage *s = L->st->stages.items[i];
+        if (s->tensor == t)
+            return s;
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* Inlining.                                                           */
+
+static Expr *inline_expr(Lower *L, Expr *e)
+{
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *x = inline_expr(L, e->args[i]);
+        if (x != e->args[i] && !args) {
+            args = arena_alloc(L->a, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
+        }
+        if (args)
+            args[i] = x;
+    }
+    if (e->kind == EX_LOAD) {
+        SStage *p = stage_of(L, e->tensor);
+        if (p && p->inlined) {
+            /* p->value is already expanded: p comes earlier. */
+            Expr **map = arena_alloc(L->a, sizeof *map * (size_t)L->st->next_var);
+            for (int d = 0; d < p->nsvars; d++)
+                map[p->svars[d]->id] = args ? args[d] : e->args[d];
+            return sch_subst(L->a, p->value, map, L->st->next_var);
+        }
+    }
+    if (!args)
+        return e;
+    Expr *c = arena_alloc(L->a, sizeof *c);
+    *c = *e;
+    c->args = args;
+    return c;
+}
+
+/* Loads of stages stored in region buffers index the region. */
+static Expr *localize(Lower *L, Expr *e)
+{
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *x = localize(L, e->args[i]);
+        if (x != e->args[i] && !args) {
+            args = arena_alloc(L->a, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
+        }
+        if (args)
+            args[i] = x;
+    }
+    SStage *p = e->kind == EX_LOAD ? stage_of(L, e->tensor) : NULL;
+    if (p && p->storage && p->storage != p->tensor) {
+        Expr **idx = arena_alloc(L->a, sizeof *idx * (size_t)(e->nargs + 1));
+        for (int d = 0; d < e->nargs; d++)
+            idx[d] = sch_sub(L->a, args ? args[d] : e->args[d], p->region_lo[d]);
+        return ex_load(L->a, e->span, p->storage, idx, e->nargs);
+    }
+    if (!args)
+        return e;
+    Expr *c = arena_alloc(L->a, sizeof *c);
+    *c = *e;
+    c->args = args;
+    return c;
+}
+
+/* ------------------------------------------------------------------ */
+/* Bounds inference.                                                   */
+
+typedef struct Bounds {
+    Expr *lo, *hi;
+} Bounds;
+
+/* The range of E when the variables of VARYING loops take every value of
+ * their range and all others are fixed.  False if E is beyond interval
+ * arithmetic. */
+static bool bounds(Lower *L, Expr *e, bool *varying, Bounds *out)
+{
+    Arena *a = L->a;
+    int64_t c;
+    Bounds x, y;
+    switch (e->kind) {
+    case EX_CONST:
+        *out = (Bounds){ e, e };
+        return true;
+    case EX_VAR:
+        if (e->var->id < L->st->next_var && varying[e->var->id]) {
+            Expr *min = L->loop_min[e->var->id];
+            Expr *ext = L->loop_ext[e->var->id];
+            *out = (Bounds){ min, sch_sub(a, sch_add(a, min, ext), sch_int(a, 1)) };
+        } else {
+            *out = (Bounds){ e, e };
+        }
+        return true;
+    case EX_OP:
+        if (e->dtype != DT_I32)
+            return false;
+        if (!bounds(L, e->args[0], varying, &x))
+            return false;
+        if (e->nargs > 1 && !bounds(L, e->args[1], varying, &y))
+            return false;
+        switch (e->op) {
+        case OP_NEG:
+            *out = (Bounds){ sch_sub(a, sch_int(a, 0), x.hi), sch_sub(a, sch_int(a, 0), x.lo) };
+            return true;
+        case OP_ADD:
+            *out = (Bounds){ sch_add(a, x.lo, y.lo), sch_add(a, x.hi, y.hi) };
+            return true;
+        case OP_SUB:
+            *out = (Bounds){ sch_sub(a, x.lo, y.hi), sch_sub(a, x.hi, y.lo) };
+            return true;
+        case OP_MUL:
+            if (sch_const_int(e->args[1], &c) || sch_const_int(e->args[0], &c)) {
+                Bounds v = e->args[1]->kind == EX_CONST ? x : y;
+                Expr *k = sch_int(a, c);
+                *out = c >= 0 ? (Bounds){ sch_mul(a, v.lo, k), sch_mul(a, v.hi, k) }
+                              : (Bounds){ sch_mul(a, v.hi, k), sch_mul(a, v.lo, k) };
+                return true;
+            }
+            return false;
+        case OP_DIV:
+            /* truncating division by a positive constant is monotone */
+            if (sch_const_int(e->args[1], &c) && c > 0) {
+                Expr *args_lo[2] = { x.lo, e->args[1] }, *args_hi[2] = { x.hi, e->args[1] };
+                *out = (Bounds){ sch_simplify(a, ex_op(a, no_span, OP_DIV, DT_I32, args_lo, 2)),
+                                 sch_simplify(a, ex_op(a, no_span, OP_DIV, DT_I32, args_hi, 2)) };
+                return true;
+            }
+            return false;
+        case OP_MOD: {
+            int64_t lo;
+            if (sch_const_int(e->args[1], &c) && c > 0 && sch_const_int(x.lo, &lo) && lo >= 0) {
+                *out = (Bounds){ sch_int(a, 0), sch_int(a, c - 1) };
+                return true;
+            }
+            return false;
+        }
+        case OP_MIN:
+            *out = (Bounds){ sch_min(a, x.lo, y.lo), sch_min(a, x.hi, y.hi) };
+            return true;
+        case OP_MAX:
+            *out = (Bounds){ sch_max(a, x.lo, y.lo), sch_max(a, x.hi, y.hi) };
+            return true;
+        default:
+            return false;
+        }
+    default:
+        return false;
+    }
+}
+
+/* Unions into R (one Bounds per dimension of T) the region of T that the
+ * loads in E read. */
+static void region_of_loads(Lower *L, Expr *e, const Tensor *t, bool *varying, Bounds *r,
+                            bool *seen)
+{
+    if (e->kind == EX_LOAD && e->tensor == t) {
+        for (int d = 0; d < t->rank; d++) {
+            Bounds b;
+            if (!bounds(L, e->args[d], varying, &b))
+                b = (Bounds){ sch_int(L->a, 0), sch_int(L->a, t->shape[d] - 1) };
+            if (!seen[d]) {
+                r[d] = b;
+                seen[d] = true;
+            } else {
+                r[d].lo = sch_min(L->a, r[d].lo, b.lo);
+                r[d].hi = sch_max(L->a, r[d].hi, b.hi);
+            }
+        }
+    }
+    for (int i = 0; i < e->nargs; i++)
+        region_of_loads(L, e->args[i], t, varying, r, seen);
+}
+
+/* ------------------------------------------------------------------ */
+/* Nests.                                                              */
+
+static Stmt *stmt_new(Lower *L, StmtKind k)
+{
+    Stmt *s = arena_alloc(L->a, sizeof *s);
+    s->kind = k;
+    return s;
+}
+
+static Stmt *seq2(Lower *L, Stmt *x, Stmt *y)
+{
+    if (!x)
+        return y;
+    if (!y)
+        return x;
+    Stmt *s = stmt_new(L, S_SEQ);
+    s->stmts = arena_alloc(L->a, sizeof *s->stmts * 2);
+    s->stmts[0] = x;
+    s->stmts[1] = y;
+    s->n = 2;
+    return s;
+}
+
+static bool uses_var(const Expr *e, const IterVar *v)
+{
+    if (e->kind == EX_VAR)
+        return e->var == v;
+    for (int i = 0; i < e->nargs; i++)
+        if (uses_var(e->args[i], v))
+            return true;
+    return false;
+}
+
+/* The position of the innermost loop of S (within [0, n)) that guard G
+ * uses, or -1 if it uses a loop outside the nest being built. */
+static int guard_depth(SStage *s, Expr *g, bool *in_nest)
+{
+    int deepest = -1;
+    for (int i = 0; i < s->loops.len; i++) {
+        Loop *l = s->loops.items[i];
+        if (uses_var(g, l->var)) {
+            if (!in_nest[i])
+                return -2;
+            deepest = i;
+        }
+    }
+    return deepest;
+}
+
+static Stmt *lower_stage(Lower *L, SStage *s);
+
+/* Computes the region of child C that stage S reads inside loop AT (at
+ * position POS of S's loops) and lowers C there.  Returns the statement,
+ * already wrapped with C's allocation around REST. */
+static Stmt *attach_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value, Stmt *rest)
+{
+    Arena *a = L->a;
+    bool *varying = arena_alloc(a, sizeof *varying * (size_t)L->st->next_var);
+    for (int i = pos + 1; i < s->loops.len; i++)
+        varying[((Loop *)s->loops.items[i])->var->id] = true;
+    Bounds r[TE_MAX_RANK];
+    bool seen[TE_MAX_RANK] = { false };
+    region_of_loads(L, value, c->tensor, varying, r, seen);
+    const Tensor *t = c->tensor;
+    bool constant = true;
+    int64_t shape[TE_MAX_RANK];
+    for (int d = 0; d < t->rank; d++) {
+        if (!seen[d])
+            r[d] = (Bounds){ sch_int(a, 0), sch_int(a, t->shape[d] - 1) };
+        Expr *size = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
+        constant = constant && sch_const_int(size, &shape[d]) && shape[d] > 0;
+        r[d].lo = sch_max(a, r[d].lo, sch_int(a, 0));
+        r[d].hi = sch_min(a, r[d].hi, sch_int(a, t->shape[d] - 1));
+        c->region_lo[d] = r[d].lo;
+    }
+    /* the region's loops: c's spatial loops iterate it */
+    for (int i = 0; i < c->loops.len; i++) {
+        Loop *l = c->loops.items[i];
+        for (int d = 0; d < c->nsvars; d++) {
+            Expr *v = c->value_of[c->svars[d]->id];
+            if (v->kind == EX_VAR && v->var == l->var) {
+                L->loop_min[l->var->id] = r[d].lo;
+                L->loop_ext[l->var->id] = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
+            }
+        }
+    }
+    /* a constant-sized region of a stage nobody else reads gets a buffer of
+     * its own size, whatever scope was asked for */
+    bool local = constant && !t->is_output;
+    int64_t bytes = dtype_bytes(t->dtype);
+    for (int d = 0; local && d < t->rank; d++)
+        local = !__builtin_mul_overflow(bytes, shape[d], &bytes) && bytes <= (64 << 10); /* stays on the stack */
+    if (local) {
+        Tensor *buf = arena_alloc(a, sizeof *buf);
+        *buf = *t;
+        memcpy(buf->shape, shape, sizeof buf->shape);
+        buf->kind = TK_STAGE;
+        buf->is_output = false;
+        c->storage = buf;
+    } else {
+        c->storage = c->tensor;
+        for (int d = 0; d < t->rank; d++)
+            c->region_lo[d] = sch_int(a, 0);
+        if (!t->is_output)
+            vec_push(a, &L->out->temps, c->tensor);
+    }
+    Stmt *body = seq2(L, lower_stage(L, c), rest);
+    if (!local)
+        return body;
+    Stmt *alloc = stmt_new(L, S_ALLOC);
+    alloc->buf = c->storage;
+    alloc->scope = c->scope == SCOPE_SHARED ? SCOPE_SHARED : SCOPE_LOCAL;
+    alloc->body = body;
+    return alloc;
+}
+
+typedef struct Nest {
+    SStage *s;
+    bool *in_nest;   /* which of s's loops this nest iterates */
+    int first_guard; /* place only guards at positions >= this */
+    Expr *value;     /* s's value in loop variables, for bounds of children */
+    bool children;   /* place the stages computed at these loops */
+} Nest;
+
+/* Wraps BODY in the loops of N at positions >= POS, innermost first. */
+static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
+{
+    SStage *s = n->s;
+    if (pos == s->loops.len)
+        return body;
+    if (!n->in_nest[pos])
+        return build(L, n, pos + 1, body);
+    Loop *l = s->loops.items[pos];
+    Arena *a = L->a;
+    Stmt *inner = build(L, n, pos + 1, body);
+    Expr *extent = L->loop_ext[l->var->id];
+    /* guards whose innermost loop is this one */
+    for (int g = 0; g < s->guards.len; g++) {
+        Expr *guard = s->guards.items[g];
+        if (guard_depth(s, guard, n->in_nest) != pos || pos < n->first_guard)
+            continue;
+        /* lhs < E with lhs = rest + var: shorten the loop instead */
+        Expr *lhs = guard->args[0], *bound = guard->args[1];
+        Expr *rest = sch_sub(a, lhs, ex_var(a, no_span, l->var));
+        int64_t m;
+        if (!uses_var(rest, l->var) && sch_const_int(L->loop_min[l->var->id], &m) && m == 0) {
+            extent = sch_min(a, extent, sch_sub(a, bound, rest));
+        } else {
+            Stmt *i = stmt_new(L, S_IF);
+            i->cond = guard;
+            i->body = inner;
+            inner = i;
+        }
+    }
+    /* stages computed at this loop, in dependency order */
+    for (int i = L->st->stages.len - 1; i >= 0 && n->children; i--) {
+        SStage *c = L->st->stages.items[i];
+        if (c->attach == s && c->attach_loop == l && !c->inlined)
+            inner = attach_child(L, s, pos, c, n->value, inner);
+    }
+    Stmt *f = stmt_new(L, S_FOR);
+    f->loop = l;
+    f->min = L->loop_min[l->var->id];
+    f->extent = extent;
+    f->body = inner;
+    return f;
+}
+
+static Expr *identity(Lower *L, SStage *s)
+{
+    return ex_const(L->a, no_span, s->tensor->dtype, reducer_identity(s->reducer));
+}
+
+static Expr *combine(Lower *L, SStage *s, Expr *acc, Expr *v)
+{
+    Op op = s->reducer == RED_SUM ? OP_ADD
+            : s->reducer == RED_PROD ? OP_MUL
+            : s->reducer == RED_MAX ? OP_MAX : OP_MIN;
+    Expr *args[2] = { acc, v };
+    return ex_op(L->a, no_span, op, s->tensor->dtype, args, 2);
+}
+
+static Stmt *lower_stage(Lower *L, SStage *s)
+{
+    Arena *a = L->a;
+    int n = s->loops.len;
+    for (int i = 0; i < n; i++) {
+        Loop *l = s->loops.items[i];
+        if (!s->attach || l->reduce || !L->loop_min[l->var->id]) {
+            L->loop_min[l->var->id] = sch_int(a, 0);
+            L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
+        }
+        if (l->kind == LOOP_VECTORIZED && i != n - 1) {
+            diag_error(L->st->g->src, l->kind_span,
+                       "cannot vectorize '%s' of '%s': it is not the innermost loop (inside it: '%s'); reorder first",
+                       l->name, s->name, ((Loop *)s->loops.items[i + 1])->name);
+            L->failed = true;
+            return NULL;
+        }
+    }
+    if (!s->storage)
+        s->storage = s->tensor;
+    Expr **idx = arena_alloc(a, sizeof *idx * (size_t)(s->nsvars + 1));
+    for (int d = 0; d < s->nsvars; d++) {
+        idx[d] = s->value_of[s->svars[d]->id];
+        if (s->storage != s->tensor)
+            idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
+    }
+    Expr *value = sch_subst(a, s->value, s->value_of, L->st->next_var);
+    Expr *local_value = localize(L, value);
+    Nest nest = { s, arena_alloc(a, sizeof(bool) * (size_t)(n + 1)), 0, value, true };
+    Stmt *store = stmt_new(L, S_STORE);
+    store->buf = s->storage;
+    store->index = idx;
+    if (!s->is_reduce) {
+        store->value = local_value;
+        for (int i = 0; i < n; i++)
+            nest.in_nest[i] = true;
+        return build(L, &nest, 0, store);
+    }
+    int p = 0;
+    while (p < n && !((Loop *)s->loops.items[p])->reduce)
+        p++;
+    store->value = combine(L, s, ex_load(a, no_span, s->storage, idx, s->nsvars), local_value);
+    Stmt *init = stmt_new(L, S_STORE);
+    init->buf = s->storage;
+    init->index = idx;
+    init->value = identity(L, s);
+    /* init: the spatial loops inside the first reduction loop */
+    for (int i = 0; i < n; i++)
+        nest.in_nest[i] = i < p || !((Loop *)s->loops.items[i])->reduce;
+    nest.first_guard = p;
+    nest.children = false; /* they are read by the update alone */
+    Stmt *init_nest = build(L, &nest, p, init);
+    nest.children = true;
+    for (int i = 0; i < n; i++)
+        nest.in_nest[i] = true;
+    Stmt *update_nest = build(L, &nest, p, store);
+    Stmt *both = seq2(L, init_nest, update_nest);
+    /* the loops outside the first reduction loop hold both */
+    for (int i = p; i < n; i++)
+        nest.in_nest[i] = false;
+    nest.first_guard = 0;
+    return build(L, &nest, 0, both);
+}
+
+bool sch_lower(SchedState *st, LoweredFunc *out)
+{
+    Lower L = { st, st->arena, NULL, NULL, out, false };
+    L.loop_min = arena_alloc(st->arena, sizeof *L.loop_min * (size_t)(st->next_var + 1));
+    L.loop_ext = arena_alloc(st->arena, sizeof *L.loop_ext * (size_t)(st->next_var + 1));
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        s->value = inline_expr(&L, s->value);
+        s->storage = NULL;
+    }
+    Stmt *body = NULL;
+    for (int i = 0; i < st->stages.len && !L.failed; i++) {
+        SStage *s = st->stages.items[i];
+        if (s->inlined || s->attach)
+            continue;
+        s->storage = s->tensor;
+        if (!s->tensor->is_output)
+            vec_push(st->arena, &out->temps, s->tensor);
+        body = seq2(&L, body, lower_stage(&L, s));
+    }
+    out->body = body;
+    return !L.failed;
+}

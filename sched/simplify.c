@@ -1,0 +1,223 @@
+/* simplify.c — simplification of integer index expressions.
+ *
+ * requires: expressions of dtype i32 built from constants, variables and
+ * + - * / % min max (anything else is kept as an opaque atom).
+ * guarantees: an equal expression; sums of multiples of the same atom are
+ * collected (io*32 + 31 - io*32 + 1 becomes 32), constants folded, and
+ * min/max of expressions whose difference is constant decided.
+ *
+ * The core is a linear form: a constant plus coefficient * atom terms,
+ * where an atom is a variable or any expression the form cannot look into.
+ * Division and modulo by a positive constant are folded only when exact
+ * for every value (all coefficients divisible), since C truncates toward
+ * zero and the values are not known to be non-negative.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+#define MAX_TERMS 32
+
+typedef struct Linear {
+    int64_t constant;
+    int n;
+    Expr *atom[MAX_TERMS];
+    int64_t coef[MAX_TERMS];
+    bool overflow; /* too many terms or an overflow: keep the original */
+} Linear;
+
+static const Span no_span = { 0, 0 };
+
+Expr *sch_int(Arena *a, int64_t v)
+{
+    return ex_const(a, no_span, DT_I32, (double)v);
+}
+
+bool sch_const_int(const Expr *e, int64_t *out)
+{
+    if (e->kind != EX_CONST)
+        return false;
+    *out = (int64_t)e->value;
+    return true;
+}
+
+/* Structural equality of two expressions. */
+static bool expr_equal(const Expr *x, const Expr *y)
+{
+    if (x == y)
+        return true;
+    if (x->kind != y->kind || x->nargs != y->nargs || x->dtype != y->dtype)
+        return false;
+    switch (x->kind) {
+    case EX_CONST:
+        return x->value == y->value;
+    case EX_VAR:
+        return x->var == y->var;
+    case EX_LOAD:
+        if (x->tensor != y->tensor)
+            return false;
+        break;
+    case EX_OP:
+        if (x->op != y->op)
+            return false;
+        break;
+    case EX_REDUCE:
+        return false;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (!expr_equal(x->args[i], y->args[i]))
+            return false;
+    return true;
+}
+
+static void add_term(Linear *l, Expr *atom, int64_t coef)
+{
+    for (int i = 0; i < l->n; i++)
+        if (expr_equal(l->atom[i], atom)) {
+            if (__builtin_add_overflow(l->coef[i], coef, &l->coef[i]))
+                l->overflow = true;
+            return;
+        }
+    if (l->n == MAX_TERMS) {
+        l->overflow = true;
+        return;
+    }
+    l->atom[l->n] = atom;
+    l->coef[l->n++] = coef;
+}
+
+static void to_linear(Expr *e, int64_t scale, Linear *l)
+{
+    int64_t c;
+    if (l->overflow)
+        return;
+    if (e->kind == EX_CONST) {
+        int64_t v;
+        if (__builtin_mul_overflow((int64_t)e->value, scale, &v) ||
+            __builtin_add_overflow(l->constant, v, &l->constant))
+            l->overflow = true;
+        return;
+    }
+    if (e->kind == EX_OP && e->dtype == DT_I32) {
+        switch (e->op) {
+        case OP_ADD:
+            to_linear(e->args[0], scale, l);
+            to_linear(e->args[1], scale, l);
+            return;
+        case OP_SUB:
+            to_linear(e->args[0], scale, l);
+            to_linear(e->args[1], -scale, l);
+            return;
+        case OP_NEG:
+            to_linear(e->args[0], -scale, l);
+            return;
+        case OP_MUL:
+            if (sch_const_int(e->args[1], &c) || sch_const_int(e->args[0], &c)) {
+                Expr *other = e->args[1]->kind == EX_CONST ? e->args[0] : e->args[1];
+                int64_t s;
+                if (__builtin_mul_overflow(scale, c, &s)) {
+                    l->overflow = true;
+                    return;
+                }
+                to_linear(other, s, l);
+                return;
+            }
+            break;
+        default:
+            break;
+        }
+    }
+    add_term(l, e, scale);
+}
+
+static Expr *mk2(Arena *a, Op op, Expr *x, Expr *y)
+{
+    Expr *args[2] = { x, y };
+    return ex_op(a, no_span, op, DT_I32, args, 2);
+}
+
+static Expr *from_linear(Arena *a, const Linear *l)
+{
+    Expr *e = NULL;
+    for (int i = 0; i < l->n; i++) {
+        int64_t c = l->coef[i];
+        if (c == 0)
+            continue;
+        int64_t mag = c < 0 ? -c : c;
+        Expr *t = mag == 1 ? l->atom[i] : mk2(a, OP_MUL, l->atom[i], sch_int(a, mag));
+        if (!e)
+            e = c < 0 ? ex_op(a, no_span, OP_NEG, DT_I32, &t, 1) : t;
+        else
+            e = mk2(a, c < 0 ? OP_SUB : OP_ADD, e, t);
+    }
+    if (!e)
+        return sch_int(a, l->constant);
+    if (l->constant > 0)
+        e = mk2(a, OP_ADD, e, sch_int(a, l->constant));
+    else if (l->constant < 0)
+        e = mk2(a, OP_SUB, e, sch_int(a, -l->constant));
+    return e;
+}
+
+/* The difference X - Y if it is a constant. */
+static bool const_difference(Expr *x, Expr *y, int64_t *out)
+{
+    Linear l = {0};
+    to_linear(x, 1, &l);
+    to_linear(y, -1, &l);
+    if (l.overflow)
+        return false;
+    for (int i = 0; i < l.n; i++)
+        if (l.coef[i] != 0)
+            return false;
+    *out = l.constant;
+    return true;
+}
+
+Expr *sch_simplify(Arena *a, Expr *e)
+{
+    if (e->kind != EX_OP || e->dtype != DT_I32)
+        return e;
+    Expr *args[3];
+    bool changed = false;
+    for (int i = 0; i < e->nargs; i++) {
+        args[i] = sch_simplify(a, e->args[i]);
+        changed = changed || args[i] != e->args[i];
+    }
+    if (changed)
+        e = ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
+    int64_t x, y, d;
+    switch (e->op) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MUL:
+    case OP_NEG: {
+        Linear l = {0};
+        to_linear(e, 1, &l);
+        return l.overflow ? e : from_linear(a, &l);
+    }
+    case OP_DIV:
+    case OP_MOD:
+        if (sch_const_int(e->args[0], &x) && sch_const_int(e->args[1], &y) && y != 0 &&
+            !(x == INT64_MIN && y == -1))
+            return sch_int(a, e->op == OP_DIV ? x / y : x % y);
+        if (sch_const_int(e->args[1], &y) && y == 1)
+            return e->op == OP_DIV ? e->args[0] : sch_int(a, 0);
+        return e;
+    case OP_MIN:
+    case OP_MAX:
+        if (const_difference(e->args[0], e->args[1], &d)) {
+            bool first = e->op == OP_MIN ? d <= 0 : d >= 0;
+            return first ? e->args[0] : e->args[1];
+        }
+        return e;
+    default:
+        return e;
+    }
+}
+
+Expr *sch_add(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_ADD, x, y)); }
+Expr *sch_sub(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_SUB, x, y)); }
+Expr *sch_mul(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_MUL, x, y)); }
+Expr *sch_min(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_MIN, x, y)); }
+Expr *sch_max(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_MAX, x, y)); }

@@ -1,0 +1,211 @@
+/* state.c — the stages of a graph, ready to be scheduled.
+ *
+ * requires: a checked Graph.
+ * guarantees: one SStage per stage tensor, in dependency order, each with
+ * one serial loop per index variable (spatial first, then reduction axes)
+ * and value_of mapping each variable to its loop's.  A reduction that is
+ * not the whole body of its stage (mean[i] = (sum(j) x[i, j]) / D) is
+ * hoisted into a stage of its own, named after its stage (mean_r0), so
+ * that every stage is either elementwise or one reduction: the two forms
+ * lowering knows.
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+static const Span no_span = { 0, 0 };
+
+IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent)
+{
+    IterVar *v = arena_alloc(st->arena, sizeof *v);
+    v->name = name;
+    v->extent = extent;
+    v->id = st->next_var++;
+    return v;
+}
+
+Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues)
+{
+    if (e->kind == EX_VAR && e->var->id < nvalues && value_of[e->var->id])
+        return value_of[e->var->id];
+    if (e->nargs == 0)
+        return e;
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *s = sch_subst(a, e->args[i], value_of, nvalues);
+        if (s != e->args[i] && !args) {
+            args = arena_alloc(a, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)i);
+        }
+        if (args)
+            args[i] = s;
+    }
+    if (!args)
+        return e;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *e;
+    c->args = args;
+    return c;
+}
+
+SStage *sch_find_stage(SchedState *st, const char *name)
+{
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (strcmp(s->name, name) == 0)
+            return s;
+    }
+    return NULL;
+}
+
+Loop *sch_find_loop(SStage *s, const char *name)
+{
+    for (int i = 0; i < s->loops.len; i++) {
+        Loop *l = s->loops.items[i];
+        if (strcmp(l->name, name) == 0)
+            return l;
+    }
+    return NULL;
+}
+
+int sch_loop_index(SStage *s, const Loop *l)
+{
+    for (int i = 0; i < s->loops.len; i++)
+        if (s->loops.items[i] == l)
+            return i;
+    return -1;
+}
+
+/* Gives S one loop per variable and value_of for each. */
+static void init_loops(SchedState *st, SStage *s)
+{
+    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)st->next_var);
+    for (int pass = 0; pass < 2; pass++) {
+        IterVar **vars = pass == 0 ? s->svars : s->rvars;
+        int n = pass == 0 ? s->nsvars : s->nrvars;
+        for (int i = 0; i < n; i++) {
+            Loop *l = arena_alloc(st->arena, sizeof *l);
+            l->name = vars[i]->name;
+            l->var = sch_new_var(st, vars[i]->name, vars[i]->extent);
+            l->reduce = pass == 1;
+            vec_push(st->arena, &s->loops, l);
+            Expr *v = ex_var(st->arena, no_span, l->var);
+            s->value_of[vars[i]->id] =
+                vars[i]->lo ? sch_add(st->arena, v, sch_int(st->arena, vars[i]->lo)) : v;
+        }
+    }
+}
+
+static SStage *add_stage(SchedState *st, Tensor *t, Expr *body)
+{
+    SStage *s = arena_alloc(st->arena, sizeof *s);
+    s->name = t->name;
+    s->tensor = t;
+    s->svars = t->vars;
+    s->nsvars = t->rank;
+    if (body->kind == EX_REDUCE) {
+        s->is_reduce = true;
+        s->reducer = body->reducer;
+        s->rvars = body->axes;
+        s->nrvars = body->naxes;
+        s->value = body->args[0];
+    } else {
+        s->value = body;
+    }
+    return s;
+}
+
+typedef struct Hoist {
+    SchedState *st;
+    const char *owner; /* the stage the reductions are hoisted from */
+    int count;
+    IterVar *scope[TE_MAX_RANK * 4]; /* variables in scope, outermost first */
+    int nscope;
+} Hoist;
+
+static void add_state_stage(SchedState *st, SStage *s);
+
+/* Replaces every reduction in E (except a top-level one, when TOP) by a
+ * load of a new stage computing it. */
+static Expr *hoist(Hoist *h, Expr *e, bool top)
+{
+    SchedState *st = h->st;
+    if (e->kind == EX_REDUCE && !top) {
+        /* The new stage is indexed by every variable in scope. */
+        Tensor *t = arena_alloc(st->arena, sizeof *t);
+        t->name = arena_printf(st->arena, "%s_r%d", h->owner, h->count++);
+        t->kind = TK_STAGE;
+        t->dtype = e->dtype;
+        t->rank = h->nscope;
+        t->vars = arena_alloc(st->arena, sizeof *t->vars * (size_t)(h->nscope + 1));
+        Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)st->next_var + sizeof *map * (size_t)(h->nscope + 1));
+        int nmap = st->next_var;
+        Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(h->nscope + 1));
+        for (int i = 0; i < h->nscope; i++) {
+            IterVar *old = h->scope[i];
+            IterVar *nv = sch_new_var(st, old->name, old->extent);
+            nv->lo = old->lo;
+            t->shape[i] = old->lo + old->extent;
+            nv->extent = old->lo + old->extent;
+            nv->lo = 0;
+            t->vars[i] = nv;
+            map[old->id] = ex_var(st->arena, no_span, nv);
+            idx[i] = ex_var(st->arena, e->span, old);
+        }
+        Expr *body = sch_subst(st->arena, e, map, nmap);
+        Hoist inner = { st, t->name, 0, {0}, 0 };
+        for (int i = 0; i < h->nscope; i++)
+            inner.scope[inner.nscope++] = t->vars[i];
+        body = hoist(&inner, body, true);
+        t->body = body;
+        add_state_stage(st, add_stage(st, t, body));
+        return ex_load(st->arena, e->span, t, idx, h->nscope);
+    }
+    int saved = h->nscope;
+    if (e->kind == EX_REDUCE)
+        for (int i = 0; i < e->naxes && h->nscope < (int)(sizeof h->scope / sizeof h->scope[0]); i++)
+            h->scope[h->nscope++] = e->axes[i];
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *a = hoist(h, e->args[i], false);
+        if (a != e->args[i] && !args) {
+            args = arena_alloc(st->arena, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
+        }
+        if (args)
+            args[i] = a;
+    }
+    h->nscope = saved;
+    if (!args)
+        return e;
+    Expr *c = arena_alloc(st->arena, sizeof *c);
+    *c = *e;
+    c->args = args;
+    return c;
+}
+
+static void add_state_stage(SchedState *st, SStage *s)
+{
+    init_loops(st, s);
+    vec_push(st->arena, &st->stages, s);
+}
+
+SchedState *sch_state_new(Arena *a, Graph *g, const char *target)
+{
+    SchedState *st = arena_alloc(a, sizeof *st);
+    st->arena = a;
+    st->g = g;
+    st->target = target;
+    st->next_var = g->nvars;
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        if (t->kind != TK_STAGE)
+            continue;
+        Hoist h = { st, t->name, 0, {0}, 0 };
+        for (int d = 0; d < t->rank; d++)
+            h.scope[h.nscope++] = t->vars[d];
+        Expr *body = hoist(&h, t->body, true);
+        add_state_stage(st, add_stage(st, t, body));
+    }
+    return st;
+}
