@@ -236,7 +236,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
     }
     switch (prim) {
     case PR_UNROLL:
-        if (l->var->extent > 64) {
+        /* a stage computed at another iterates a region: lowering checks */
+        if (l->var->extent > 64 && !s->attach) {
             diag_error(src, stmt->span,
                        "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
                        l->name, s->name, (long long)l->var->extent);

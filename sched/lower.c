@@ -264,10 +264,10 @@ static int guard_depth(SStage *s, Expr *g, bool *in_nest)
 
 static Stmt *lower_stage(Lower *L, SStage *s);
 
-/* Computes the region of child C that stage S reads inside loop AT (at
- * position POS of S's loops) and lowers C there.  Returns the statement,
- * already wrapped with C's allocation around REST. */
-static Stmt *attach_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value, Stmt *rest)
+/* Plans child C, computed at loop number POS of stage S: the region of C
+ * that S reads inside that loop (VALUE is S's value in loop variables),
+ * the ranges of C's loops over it, and C's storage. */
+static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
 {
     Arena *a = L->a;
     bool *varying = arena_alloc(a, sizeof *varying * (size_t)L->st->next_var);
@@ -296,6 +296,10 @@ static Stmt *attach_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value, 
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
                 L->loop_ext[l->var->id] = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
+                /* the loop now runs over the region: its extent is at most
+                 * the region's constant size (unrolling counts on it) */
+                if (constant)
+                    l->var->extent = shape[d];
             }
         }
     }
@@ -319,8 +323,13 @@ static Stmt *attach_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value, 
         if (!t->is_output)
             vec_push(a, &L->out->temps, c->tensor);
     }
+}
+
+/* C's nest followed by REST, inside C's allocation if it has one. */
+static Stmt *emit_child(Lower *L, SStage *c, Stmt *rest)
+{
     Stmt *body = seq2(L, lower_stage(L, c), rest);
-    if (!local)
+    if (c->storage == c->tensor)
         return body;
     Stmt *alloc = stmt_new(L, S_ALLOC);
     alloc->buf = c->storage;
@@ -333,7 +342,6 @@ typedef struct Nest {
     SStage *s;
     bool *in_nest;   /* which of s's loops this nest iterates */
     int first_guard; /* place only guards at positions >= this */
-    Expr *value;     /* s's value in loop variables, for bounds of children */
     bool children;   /* place the stages computed at these loops */
 } Nest;
 
@@ -371,7 +379,7 @@ static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
     for (int i = L->st->stages.len - 1; i >= 0 && n->children; i--) {
         SStage *c = L->st->stages.items[i];
         if (c->attach == s && c->attach_loop == l && !c->inlined)
-            inner = attach_child(L, s, pos, c, n->value, inner);
+            inner = emit_child(L, c, inner);
     }
     Stmt *f = stmt_new(L, S_FOR);
     f->loop = l;
@@ -405,6 +413,13 @@ static Stmt *lower_stage(Lower *L, SStage *s)
             L->loop_min[l->var->id] = sch_int(a, 0);
             L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
         }
+        if (l->kind == LOOP_UNROLLED && l->var->extent > 64) {
+            diag_error(L->st->g->src, l->kind_span,
+                       "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
+                       l->name, s->name, (long long)l->var->extent);
+            L->failed = true;
+            return NULL;
+        }
         if (l->kind == LOOP_VECTORIZED && i != n - 1) {
             diag_error(L->st->g->src, l->kind_span,
                        "cannot vectorize '%s' of '%s': it is not the innermost loop (inside it: '%s'); reorder first",
@@ -422,8 +437,13 @@ static Stmt *lower_stage(Lower *L, SStage *s)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
     Expr *value = sch_subst(a, s->value, s->value_of, L->st->next_var);
+    for (int i = 0; i < L->st->stages.len; i++) {
+        SStage *c = L->st->stages.items[i];
+        if (c->attach == s && !c->inlined)
+            plan_child(L, s, sch_loop_index(s, c->attach_loop), c, value);
+    }
     Expr *local_value = localize(L, value);
-    Nest nest = { s, arena_alloc(a, sizeof(bool) * (size_t)(n + 1)), 0, value, true };
+    Nest nest = { s, arena_alloc(a, sizeof(bool) * (size_t)(n + 1)), 0, true };
     Stmt *store = stmt_new(L, S_STORE);
     store->buf = s->storage;
     store->index = idx;

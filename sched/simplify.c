@@ -4,7 +4,8 @@
  * + - * / % min max (anything else is kept as an opaque atom).
  * guarantees: an equal expression; sums of multiples of the same atom are
  * collected (io*32 + 31 - io*32 + 1 becomes 32), constants folded, and
- * min/max of expressions whose difference is constant decided.
+ * min/max decided where the difference of their operands has one sign
+ * over the ranges of the variables (IterVar lo and extent) it involves.
  *
  * The core is a linear form: a constant plus coefficient * atom terms,
  * where an atom is a variable or any expression the form cannot look into.
@@ -174,6 +175,30 @@ static bool const_difference(Expr *x, Expr *y, int64_t *out)
     return true;
 }
 
+/* The range of X - Y over every value its variables can take (each
+ * IterVar ranges over lo .. lo+extent-1); false if some atom is not a
+ * variable. */
+static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi)
+{
+    Linear l = {0};
+    to_linear(x, 1, &l);
+    to_linear(y, -1, &l);
+    if (l.overflow)
+        return false;
+    *lo = *hi = l.constant;
+    for (int i = 0; i < l.n; i++) {
+        if (l.coef[i] == 0)
+            continue;
+        if (l.atom[i]->kind != EX_VAR || l.atom[i]->var->extent <= 0)
+            return false;
+        const IterVar *v = l.atom[i]->var;
+        int64_t a = l.coef[i] * v->lo, b = l.coef[i] * (v->lo + v->extent - 1);
+        *lo += a < b ? a : b;
+        *hi += a < b ? b : a;
+    }
+    return true;
+}
+
 Expr *sch_simplify(Arena *a, Expr *e)
 {
     if (e->kind != EX_OP || e->dtype != DT_I32)
@@ -205,12 +230,21 @@ Expr *sch_simplify(Arena *a, Expr *e)
             return e->op == OP_DIV ? e->args[0] : sch_int(a, 0);
         return e;
     case OP_MIN:
-    case OP_MAX:
+    case OP_MAX: {
+        int64_t lo, hi;
         if (const_difference(e->args[0], e->args[1], &d)) {
             bool first = e->op == OP_MIN ? d <= 0 : d >= 0;
             return first ? e->args[0] : e->args[1];
         }
+        /* decided by the variables' ranges: min(io*4 + 3, 511) with io < 128 */
+        if (difference_range(e->args[0], e->args[1], &lo, &hi)) {
+            if (hi <= 0)
+                return e->op == OP_MIN ? e->args[0] : e->args[1];
+            if (lo >= 0)
+                return e->op == OP_MIN ? e->args[1] : e->args[0];
+        }
         return e;
+    }
     default:
         return e;
     }
