@@ -34,6 +34,15 @@ void node_add(Parser *p, Node *parent, Node *kid)
     vec_push(p->arena, &v, kid);
     parent->kids = (Node **)v.items;
     parent->nkids = v.len;
+    /* Trees are built bottom-up, so depths are known without recursion;
+     * fe_parse refuses a tree that the recursive passes could not walk. */
+    if (kid->depth + 1 > parent->depth)
+        parent->depth = kid->depth + 1;
+    bool is_expr = parent->kind == N_ACCESS || parent->kind == N_UNARY ||
+                   parent->kind == N_BINARY || parent->kind == N_CALL ||
+                   parent->kind == N_REDUCE;
+    if (is_expr && parent->depth > FE_MAX_DEPTH && !p->too_deep)
+        p->too_deep = parent;
 }
 
 Span span_join(Span a, Span b)

@@ -14,6 +14,8 @@
 /* Limits that turn hostile input into diagnostics instead of crashes. */
 #define FE_MAX_IDENT 255   /* bytes in an identifier */
 #define FE_MAX_NESTING 256 /* open brackets and parentheses */
+#define FE_MAX_DEPTH 1000  /* levels of an expression tree, lets expanded */
+#define FE_MAX_EXPANDED (1 << 20) /* nodes that expanding lets may add */
 
 /*      kind         fields used                                          */
 #define FE_NODE_KINDS(X)                                                    \
@@ -52,6 +54,7 @@ struct Node {
     Span dtype_span;
     Node **kids;
     int nkids;
+    int depth;           /* levels of kids below this node: 0 for a leaf */
     struct Schedule *sched; /* N_SCHEDULE */
 };
 
@@ -78,6 +81,7 @@ typedef struct Parser {
     int prev_nesting;    /* nesting before the last token read */
     uint32_t prev_end;   /* where the token before the last one read ends */
     bool lex_failed;     /* a lexer error was reported: suppress the parser's */
+    const Node *too_deep; /* the first node deeper than FE_MAX_DEPTH */
     FILE *dump_tokens;   /* --dump=tokens, or NULL */
     PtrVec items;        /* the Program being built */
     struct Schedule *sched; /* the schedule block being parsed */

@@ -50,6 +50,7 @@ typedef struct Options {
     unsigned dump;
     bool eval;
     bool check_only; /* --check: no output files */
+    bool eval_optimized; /* --eval=optimized: evaluate after the passes */
     bool compile;    /* -c: also compile NAME.o */
     bool harness;    /* --harness: also write NAME_harness.c */
     bool save_inputs; /* --eval --save-inputs: write the inputs too */
@@ -61,6 +62,7 @@ typedef struct Options {
     int nknobs;
     InputFile *inputs;
     int ninputs;
+    OptOptions opt; /* -fno-PASS, -fstrict-fp, --dump=after-PASS */
 } Options;
 
 static void usage(FILE *out)
@@ -79,11 +81,19 @@ static void usage(FILE *out)
             "      --dump=WHAT     print an intermediate form (comma-separated):\n");
     for (size_t i = 0; i < sizeof dumps / sizeof dumps[0]; i++)
         fprintf(out, "                        %-9s %s\n", dumps[i].name, dumps[i].help);
+    fprintf(out, "                        after-PASS the graph after an optimizer pass\n"
+                 "  -fno-PASS           turn an optimizer pass off; the passes:\n");
+    for (int p = 0; p < PASS_COUNT; p++)
+        fprintf(out, "                        %-10s %s\n", te_pass_name((PassId)p),
+                te_pass_description((PassId)p));
+    fprintf(out, "  -fstrict-fp         only rewrites that are exact in the dtype (no reassociation)\n");
     fprintf(out,
             "      --check         check the program (and print dumps); write nothing\n"
             "  -c                  also compile NAME.o with the C compiler texc was built with\n"
             "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
-            "      --eval          run the reference evaluator; write PREFIX.OUTPUT.npy\n"
+            "      --eval[=optimized]\n"
+            "                      run the reference evaluator on the program as written (or\n"
+            "                      after the optimizer); write PREFIX.OUTPUT.npy\n"
             "      --save-inputs   with --eval, also write PREFIX.in.INPUT.npy\n"
             "      --seed=N        seed of the random inputs (default 1)\n"
             "      --input NAME=FILE.npy\n"
@@ -129,11 +139,18 @@ static char *split_assign(char *arg, const char *opt)
     return eq + 1;
 }
 
-static unsigned parse_dumps(char *list)
+static unsigned parse_dumps(char *list, OptOptions *opt)
 {
     unsigned bits = 0;
     for (char *w = strtok(list, ","); w; w = strtok(NULL, ",")) {
         size_t i;
+        if (strncmp(w, "after-", 6) == 0) {
+            PassId p = te_pass_lookup(w + 6);
+            if (p == PASS_COUNT)
+                usage_error("--dump=%s: no pass is called '%s' (see --help)", w, w + 6);
+            opt->dump_after |= 1u << p;
+            continue;
+        }
         for (i = 0; i < sizeof dumps / sizeof dumps[0]; i++)
             if (strcmp(dumps[i].name, w) == 0)
                 break;
@@ -152,7 +169,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
         { "dump", required_argument, NULL, OPT_DUMP },
-        { "eval", no_argument, NULL, OPT_EVAL },
+        { "eval", optional_argument, NULL, OPT_EVAL },
         { "check", no_argument, NULL, OPT_CHECK },
         { "harness", no_argument, NULL, OPT_HARNESS },
         { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
@@ -170,7 +187,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
     o->inputs = arena_alloc(a, sizeof *o->inputs * (size_t)argc);
     int c;
-    while ((c = getopt_long(argc, argv, "o:D:K:cvqhV", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "o:D:K:f:cvqhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'o':
             o->prefix = optarg;
@@ -183,6 +200,15 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         case 'K':
             o->knobs[o->nknobs++] = optarg;
             break;
+        case 'f':
+            if (strcmp(optarg, "strict-fp") == 0) {
+                o->opt.strict_fp = true;
+            } else if (strncmp(optarg, "no-", 3) == 0 && te_pass_lookup(optarg + 3) != PASS_COUNT) {
+                o->opt.disabled |= 1u << te_pass_lookup(optarg + 3);
+            } else {
+                usage_error("-f%s: expected -fstrict-fp or -fno-PASS (see --help)", optarg);
+            }
+            break;
         case OPT_TARGET:
             if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0)
                 usage_error("--target: expected cpu or cuda, got '%s'", optarg);
@@ -192,10 +218,14 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->arch = optarg;
             break;
         case OPT_DUMP:
-            o->dump |= parse_dumps(optarg);
+            o->dump |= parse_dumps(optarg, &o->opt);
             break;
         case OPT_EVAL:
             o->eval = true;
+            if (optarg && strcmp(optarg, "optimized") == 0)
+                o->eval_optimized = true;
+            else if (optarg)
+                usage_error("--eval=%s: expected --eval or --eval=optimized", optarg);
             break;
         case OPT_CHECK:
             o->check_only = true;
@@ -480,6 +510,15 @@ int main(int argc, char **argv)
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
+    /* --eval runs the program as written: it is the reference */
+    if (!o.eval || o.eval_optimized) {
+        OptStats stats = {0};
+        o.opt.dump = stdout;
+        if (!te_optimize(&arena, g, &o.opt, &stats))
+            goto out;
+        if (o.verbose)
+            te_print_opt_summary(stderr, &stats);
+    }
     status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g);
 out:
     arena_free(&arena);

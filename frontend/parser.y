@@ -44,8 +44,9 @@ const char *fe_token_name(int tok);
         }                                              \
     } while (0)
 
-/* Deep nesting is refused by the lexer first (FE_MAX_NESTING); this bounds
- * the parser's own stack for long chains of unary operators. */
+/* Deep nesting is refused by the lexer first (FE_MAX_NESTING) and by
+ * fe_parse (FE_MAX_DEPTH); this bounds the parser's own stack for long
+ * chains of unary operators. */
 #define YYMAXDEPTH 20000
 #define yylex fe_lex
 
@@ -473,7 +474,8 @@ static void yyerror(Span *loc, Parser *p, const char *msg)
     (void)msg; /* "memory exhausted" */
     if (p->lex_failed)
         return;
-    diag_error(p->src, *loc, "expression nested too deeply");
+    diag_error(p->src, *loc, "expression nested too deeply: more than %d levels",
+               FE_MAX_DEPTH);
 }
 
 static unsigned line_of(const Parser *p, uint32_t offset)
@@ -580,6 +582,9 @@ bool fe_parse(Parser *p, Program *prog)
     p->cursor = p->src->text;
     p->limit = p->src->text + p->src->len;
     int rc = yyparse(p);
+    if (rc == 0 && p->too_deep)
+        diag_error(p->src, p->too_deep->span, "expression nested too deeply: more than %d levels",
+                   FE_MAX_DEPTH);
     if (rc != 0 || diag_errors)
         return false;
     prog->items = (Node **)p->items.items;

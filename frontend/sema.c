@@ -41,6 +41,8 @@ typedef struct Symbol {
     StageState state; /* SYM_STAGE */
     /* SYM_LET: the resolved value, cloned at every use */
     Expr *let_value;
+    int let_size;  /* nodes in let_value */
+    int let_depth; /* levels of let_value below its root */
     bool let_float;
     bool let_done;
 } Symbol;
@@ -71,6 +73,8 @@ typedef struct Sema {
     PtrVec order;      /* tensors in dependency order */
     PtrVec active;     /* stages being resolved, for cycle messages */
     int nvars;
+    int depth;        /* levels of convert() active: the depth of the node */
+    int64_t expanded; /* nodes added by expanding lets, FE_MAX_EXPANDED at most */
     bool failed;
 } Sema;
 
@@ -355,6 +359,18 @@ static Value convert_name(Sema *s, const Node *n, Scope *scope)
     case SYM_LET:
         if (!sym->let_done) {
             FAIL(s, n->span, "let '%s' is used before it is defined", n->name);
+            return fail_value();
+        }
+        /* Every use is a copy: bound what copies can build. */
+        if (s->depth + sym->let_depth > FE_MAX_DEPTH) {
+            FAIL(s, n->span, "expression nested too deeply: more than %d levels with let '%s' expanded",
+                 FE_MAX_DEPTH, n->name);
+            return fail_value();
+        }
+        s->expanded += sym->let_size;
+        if (s->expanded > FE_MAX_EXPANDED) {
+            FAIL(s, n->span, "the uses of lets expand to more than %d operations: compute '%s' in a rank-0 stage instead",
+                 FE_MAX_EXPANDED, n->name);
             return fail_value();
         }
         return (Value){ clone(s, sym->let_value, n->span),
@@ -741,7 +757,7 @@ static Value convert_reduce(Sema *s, const Node *n, Scope *scope)
     return (Value){ e, body.u };
 }
 
-static Value convert(Sema *s, const Node *n, Scope *scope)
+static Value convert_node(Sema *s, const Node *n, Scope *scope)
 {
     switch (n->kind) {
     case N_NUM:
@@ -777,6 +793,14 @@ static Value convert(Sema *s, const Node *n, Scope *scope)
     default:
         TE_UNREACHABLE();
     }
+}
+
+static Value convert(Sema *s, const Node *n, Scope *scope)
+{
+    s->depth++;
+    Value v = convert_node(s, n, scope);
+    s->depth--;
+    return v;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1011,6 +1035,17 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
     return true;
 }
 
+/* Adds E's nodes to *SIZE and raises *DEPTH to its deepest level below
+ * the root, E being LEVEL levels down. */
+static void expr_measure(const Expr *e, int level, int *size, int *depth)
+{
+    ++*size;
+    if (level > *depth)
+        *depth = level;
+    for (int i = 0; i < e->nargs; i++)
+        expr_measure(e->args[i], level + 1, size, depth);
+}
+
 static bool define_lets(Sema *s)
 {
     for (int i = 0; i < s->nsyms; i++) {
@@ -1027,6 +1062,7 @@ static bool define_lets(Sema *s)
             return false;
         }
         sym->let_value = v.e;
+        expr_measure(v.e, 0, &sym->let_size, &sym->let_depth);
         sym->let_float = v.u == UNTYPED_FLOAT;
         sym->let_done = true;
     }

@@ -257,6 +257,9 @@ struct Tensor {
     Expr *body;     /* TK_STAGE */
     int id;         /* position in Graph.tensors */
     int uses;       /* loads of this tensor in other stages' bodies */
+    const char **aliases; /* names of stages the optimizer merged into this
+                             one: schedules may name any of them */
+    int naliases;
 };
 
 typedef struct Dim {
@@ -327,5 +330,77 @@ int npy_write(const char *path, const Tensor *t, const double *data);
 /* Reads PATH, which must hold exactly T's shape; any numeric dtype is
  * converted.  On error prints "texc: PATH: why" and returns -1. */
 int npy_read(const char *path, const Tensor *t, double *data);
+
+/* ------------------------------------------------------------------ */
+/* passes.c — the graph optimizer: a straight list of passes, each one
+ * file with one entry function (lang/pass_NAME.c) and a contract comment.
+ * Each pass may be turned off (-fno-NAME) and dumped after
+ * (--dump=after-NAME).  A pass keeps the invariants of a checked Graph
+ * (top of this file) and the program's numbers: exactly, or within
+ * floating-point reassociation where OptOptions.fast_math allows it. */
+
+/*     name         what it does (for --help and -v) */
+#define TE_PASSES(X)                                                       \
+    X(constfold, "constant folding")                                      \
+    X(dce, "dead code elimination")                                       \
+    X(cse, "common subexpression elimination")                            \
+    X(simplify, "algebraic simplification")                               \
+    X(substitute, "operator substitution")                                \
+    X(fuse, "fusion into kernels")
+
+typedef enum PassId {
+#define X(n, d) PASS_##n,
+    TE_PASSES(X)
+#undef X
+    PASS_COUNT
+} PassId;
+
+typedef struct OptOptions {
+    unsigned disabled;   /* bit PassId: -fno-NAME */
+    unsigned dump_after; /* bit PassId: --dump=after-NAME */
+    bool strict_fp;      /* -fstrict-fp: only rewrites exact in the dtype */
+    FILE *dump;          /* where dumps go */
+} OptOptions;
+
+/* What the passes did, for -v's summary. */
+typedef struct OptStats {
+    int stages_before, kernels_after;
+    int folded;       /* constants folded */
+    int removed;      /* stages removed (dead or identity) */
+    int cse;          /* subexpressions or stages shared */
+    int simplified;   /* algebraic rewrites */
+    int substituted;  /* operator substitutions */
+    int fused;        /* stages merged into another */
+    PtrVec notes;     /* char *: one-line notes ("scale folded into y") */
+} OptStats;
+
+typedef struct OptCtx {
+    Arena *arena;
+    const OptOptions *opts;
+    OptStats *stats;
+} OptCtx;
+
+/* May a rewrite that changes rounding apply to values of dtype T?  Only for
+ * f16, bf16 and f32, and not under -fstrict-fp (the seed's compilers
+ * reassociate these by default). */
+bool opt_fast_math(const OptCtx *c, DType t);
+
+#define X(n, d) bool te_pass_##n(OptCtx *c, Graph *g);
+TE_PASSES(X)
+#undef X
+
+const char *te_pass_name(PassId p);
+const char *te_pass_description(PassId p);
+PassId te_pass_lookup(const char *name); /* PASS_COUNT if unknown */
+
+/* Runs every pass not disabled, in order, dumping where asked. */
+bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats);
+/* "6 stages -> 1 kernel; folded 1 constant; ..." */
+void te_print_opt_summary(FILE *out, const OptStats *s);
+
+/* Recomputes ids and uses after a pass removed or added tensors: keeps
+ * g->tensors in dependency order and drops tensors no longer reachable
+ * from an output (inputs always stay). */
+void te_graph_compact(Arena *a, Graph *g);
 
 #endif

@@ -1,0 +1,147 @@
+/* passes.c — the graph optimizer's driver.
+ *
+ * A straight list: each pass in TE_PASSES order, unless -fno-NAME turned
+ * it off, each followed by its dump when --dump=after-NAME asked for it.
+ * The passes themselves live one per file (pass_NAME.c).
+ */
+#include <string.h>
+
+#include "texc.h"
+
+static const char *const names[] = {
+#define X(n, d) #n,
+    TE_PASSES(X)
+#undef X
+};
+static const char *const descriptions[] = {
+#define X(n, d) d,
+    TE_PASSES(X)
+#undef X
+};
+static bool (*const entries[])(OptCtx *, Graph *) = {
+#define X(n, d) te_pass_##n,
+    TE_PASSES(X)
+#undef X
+};
+
+const char *te_pass_name(PassId p) { return names[p]; }
+const char *te_pass_description(PassId p) { return descriptions[p]; }
+
+PassId te_pass_lookup(const char *name)
+{
+    for (int p = 0; p < PASS_COUNT; p++)
+        if (strcmp(names[p], name) == 0)
+            return (PassId)p;
+    return PASS_COUNT;
+}
+
+bool opt_fast_math(const OptCtx *c, DType t)
+{
+    return !c->opts->strict_fp && (t == DT_F16 || t == DT_BF16 || t == DT_F32);
+}
+
+static int count_stages(const Graph *g)
+{
+    int n = 0;
+    for (int i = 0; i < g->ntensors; i++)
+        n += g->tensors[i]->kind == TK_STAGE;
+    return n;
+}
+
+bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats)
+{
+    OptCtx c = { a, o, stats };
+    stats->stages_before = count_stages(g);
+    for (int p = 0; p < PASS_COUNT; p++) {
+        if (!(o->disabled & (1u << p)) && !entries[p](&c, g))
+            return false;
+        if (o->dump_after & (1u << p)) {
+            fprintf(o->dump, "# after %s%s\n", names[p],
+                    (o->disabled & (1u << p)) ? " (disabled)" : "");
+            te_print_graph(o->dump, g);
+        }
+    }
+    stats->kernels_after = count_stages(g);
+    return true;
+}
+
+static void count(FILE *out, bool *first, int n, const char *what, const char *plural)
+{
+    if (n == 0)
+        return;
+    fprintf(out, "%s%s %d %s", *first ? "" : ";", *first ? "" : "", n, n == 1 ? what : plural);
+    *first = false;
+}
+
+void te_print_opt_summary(FILE *out, const OptStats *s)
+{
+    fprintf(out, "texc: %d stage%s -> %d kernel%s", s->stages_before,
+            s->stages_before == 1 ? "" : "s", s->kernels_after, s->kernels_after == 1 ? "" : "s");
+    bool first = false;
+    count(out, &first, s->folded, "constant folded", "constants folded");
+    count(out, &first, s->removed, "stage removed", "stages removed");
+    count(out, &first, s->cse, "common subexpression shared", "common subexpressions shared");
+    count(out, &first, s->simplified, "algebraic rewrite", "algebraic rewrites");
+    count(out, &first, s->substituted, "operator substituted", "operators substituted");
+    count(out, &first, s->fused, "stage fused", "stages fused");
+    for (int i = 0; i < s->notes.len; i++)
+        fprintf(out, "; %s", (const char *)s->notes.items[i]);
+    fputc('\n', out);
+}
+
+/* Depth-first from the outputs: reachable stages in dependency order.
+ * Graphs hold hundreds of stages at most, so a linear "seen" list will do. */
+static bool seen_before(PtrVec *seen, Tensor *t)
+{
+    for (int i = 0; i < seen->len; i++)
+        if (seen->items[i] == t)
+            return true;
+    return false;
+}
+
+static void visit(Arena *a, Tensor *t, PtrVec *order, PtrVec *seen)
+{
+    if (seen_before(seen, t))
+        return;
+    vec_push(a, seen, t);
+    if (t->kind != TK_STAGE)
+        return;
+    PtrVec stack = {0};
+    vec_push(a, &stack, t->body);
+    while (stack.len) {
+        Expr *e = stack.items[--stack.len];
+        if (e->kind == EX_LOAD)
+            visit(a, e->tensor, order, seen);
+        for (int i = 0; i < e->nargs; i++)
+            vec_push(a, &stack, e->args[i]);
+    }
+    vec_push(a, order, t);
+}
+
+static void count_uses(Expr *e)
+{
+    if (e->kind == EX_LOAD)
+        e->tensor->uses++;
+    for (int i = 0; i < e->nargs; i++)
+        count_uses(e->args[i]);
+}
+
+void te_graph_compact(Arena *a, Graph *g)
+{
+    PtrVec order = {0}, seen = {0};
+    for (int i = 0; i < g->ninputs; i++) {
+        vec_push(a, &seen, g->inputs[i]);
+        vec_push(a, &order, g->inputs[i]);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        visit(a, g->outputs[i], &order, &seen);
+    g->tensors = (Tensor **)order.items;
+    g->ntensors = order.len;
+    for (int i = 0; i < g->ntensors; i++) {
+        g->tensors[i]->id = i;
+        g->tensors[i]->uses = 0;
+    }
+    for (int i = 0; i < g->ntensors; i++)
+        if (g->tensors[i]->kind == TK_STAGE)
+            count_uses(g->tensors[i]->body);
+}
