@@ -17,6 +17,7 @@
 
 #include "codegen/codegen.h"
 #include "frontend/frontend.h"
+#include "tuner/tuner.h"
 
 enum {
     DUMP_TOKENS = 1 << 0,
@@ -24,6 +25,7 @@ enum {
     DUMP_GRAPH = 1 << 2,
     DUMP_SCHEDULE = 1 << 3,
     DUMP_LOOPS = 1 << 4,
+    DUMP_CUDA = 1 << 5,
 };
 
 static const struct {
@@ -36,6 +38,7 @@ static const struct {
     { "graph", DUMP_GRAPH, "the checked tensor graph: every stage's shape and dtype" },
     { "schedule", DUMP_SCHEDULE, "the schedule applied, as a trace with every value" },
     { "loops", DUMP_LOOPS, "the loop nests after every schedule step and after lowering" },
+    { "cuda", DUMP_CUDA, "the generated CUDA C (--target cuda)" },
 };
 
 typedef struct InputFile {
@@ -63,6 +66,10 @@ typedef struct Options {
     InputFile *inputs;
     int ninputs;
     OptOptions opt; /* -fno-PASS, -fstrict-fp, --dump=after-PASS */
+    bool tune;          /* --tune */
+    TuneOptions tuning; /* --trials, --time-budget, --jobs, --log, --plot */
+    const char *log_summary; /* --log-summary FILE */
+    CudaOptions cuda;   /* --embed, --keep, --dump=cuda */
 } Options;
 
 static void usage(FILE *out)
@@ -91,6 +98,16 @@ static void usage(FILE *out)
             "      --check         check the program (and print dumps); write nothing\n"
             "  -c                  also compile NAME.o with the C compiler texc was built with\n"
             "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
+            "      --tune          search schedules, log every measurement, build the winner\n"
+            "      --trials=N      at most N candidates (--tune)\n"
+            "      --time-budget=S stop tuning after S seconds\n"
+            "      --jobs=N        parallel candidate builds (default: the number of cores)\n"
+            "      --log=FILE      the tuning log (default $XDG_CACHE_HOME/texc/tuning.jsonl)\n"
+            "      --log-summary=FILE\n"
+            "                      print the best record per workload in a tuning log\n"
+            "      --plot=FILE.svg draw best-so-far against trials (--tune)\n"
+            "      --embed         cuda: put the cubin's bytes in the header\n"
+            "      --keep          cuda: also write NAME.cu\n"
             "      --eval[=optimized]\n"
             "                      run the reference evaluator on the program as written (or\n"
             "                      after the optimizer); write PREFIX.OUTPUT.npy\n"
@@ -164,7 +181,8 @@ static unsigned parse_dumps(char *list, OptOptions *opt)
 static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
-           OPT_HARNESS, OPT_SAVE_INPUTS };
+           OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -173,6 +191,15 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "check", no_argument, NULL, OPT_CHECK },
         { "harness", no_argument, NULL, OPT_HARNESS },
         { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
+        { "tune", no_argument, NULL, OPT_TUNE },
+        { "trials", required_argument, NULL, OPT_TRIALS },
+        { "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
+        { "jobs", required_argument, NULL, OPT_JOBS },
+        { "log", required_argument, NULL, OPT_LOG },
+        { "log-summary", required_argument, NULL, OPT_LOG_SUMMARY },
+        { "plot", required_argument, NULL, OPT_PLOT },
+        { "embed", no_argument, NULL, OPT_EMBED },
+        { "keep", no_argument, NULL, OPT_KEEP },
         { "seed", required_argument, NULL, OPT_SEED },
         { "input", required_argument, NULL, OPT_INPUT },
         { "verbose", no_argument, NULL, 'v' },
@@ -236,6 +263,39 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         case OPT_SAVE_INPUTS:
             o->save_inputs = true;
             break;
+        case OPT_TUNE:
+            o->tune = true;
+            break;
+        case OPT_TRIALS:
+            o->tuning.trials = (int)parse_int(optarg, "--trials");
+            if (o->tuning.trials <= 0)
+                usage_error("--trials: expected a positive number, got %s", optarg);
+            break;
+        case OPT_TIME_BUDGET:
+            o->tuning.time_budget = (double)parse_int(optarg, "--time-budget");
+            if (o->tuning.time_budget <= 0)
+                usage_error("--time-budget: expected a positive number of seconds, got %s", optarg);
+            break;
+        case OPT_JOBS:
+            o->tuning.jobs = (int)parse_int(optarg, "--jobs");
+            if (o->tuning.jobs <= 0)
+                usage_error("--jobs: expected a positive number, got %s", optarg);
+            break;
+        case OPT_LOG:
+            o->tuning.log_path = optarg;
+            break;
+        case OPT_LOG_SUMMARY:
+            o->log_summary = optarg;
+            break;
+        case OPT_PLOT:
+            o->tuning.plot = optarg;
+            break;
+        case OPT_EMBED:
+            o->cuda.embed = true;
+            break;
+        case OPT_KEEP:
+            o->cuda.keep = true;
+            break;
         case 'c':
             o->compile = true;
             break;
@@ -264,6 +324,8 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             exit(2);
         }
     }
+    if (o->log_summary && optind >= argc)
+        return;
     if (optind >= argc)
         usage_error("no input file");
     if (optind + 1 < argc)
@@ -402,6 +464,10 @@ static int build(Arena *a, const Options *o, Graph *g)
     for (int i = 0; i < g->nschedules; i++)
         if (strcmp(g->schedules[i]->target, o->target) == 0)
             written = g->schedules[i];
+    if (o->tune && tune_run(a, g, &o->tuning) != 0)
+        return 1;
+    /* the tuning log's winner, when one matches this workload and machine */
+    written = tune_best(a, g, written, &o->tuning);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 o->target);
@@ -424,16 +490,21 @@ static int build(Arena *a, const Options *o, Graph *g)
     }
     if (o->dump & DUMP_SCHEDULE)
         sch_print_trace(stdout, st);
+    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    const char *base = strrchr(prefix, '/');
+    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target };
     if (strcmp(o->target, "cuda") == 0) {
-        fprintf(stderr, "texc: the cuda target does not generate code yet; use --target cpu\n");
-        return 1;
+        CudaOptions cuda = o->cuda;
+        cuda.arch = o->arch;
+        cuda.prefix = prefix;
+        cuda.dump = (o->dump & DUMP_CUDA) != 0;
+        cuda.check_only = o->check_only;
+        cuda.verbose = o->verbose;
+        return cg_cuda_build(st, &fn, &co, &cuda);
     }
     if (o->check_only)
         return 0;
 
-    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
-    const char *base = strrchr(prefix, '/');
-    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target };
     OutFile c = {0}, h = {0}, m = {0};
     const char *c_path = arena_printf(a, "%s.c", prefix);
     const char *h_path = arena_printf(a, "%s.h", prefix);
@@ -482,6 +553,16 @@ int main(int argc, char **argv)
     Arena arena = {0};
     Options o = {0};
     parse_options(argc, argv, &o, &arena);
+    if (o.log_summary) {
+        int rc = tune_log_summary(o.log_summary);
+        arena_free(&arena);
+        return rc;
+    }
+    o.tuning.source_path = o.file;
+    o.tuning.target = o.target;
+    o.tuning.seed = o.seed;
+    o.tuning.verbose = o.verbose;
+    o.tuning.quiet = diag_quiet;
 
     Source src;
     if (!src_load(&arena, &src, o.file)) {

@@ -8,9 +8,10 @@
 #   own      the file's own cpu schedule, if it has one;
 #   default  the file with its schedule blocks stripped (sch_default);
 #   N        tests/e2e/SAMPLE.N.sched appended to the stripped file.
-# Each case: texc --harness, $CC with ASan and UBSan, the harness on
-# REF.in.*.npy (from texc --eval --save-inputs, once per sample and size),
-# then tests/npycmp on every output.  One TAP line per (sample, schedule,
+# Once per sample and size: texc --eval --save-inputs (the reference and
+# its inputs) and the harness, compiled.  Each case: texc --harness, the
+# kernel compiled with ASan and UBSan ($CC) and linked with that harness,
+# run on the reference's inputs, then tests/npycmp on every output.  One TAP line per (sample, schedule,
 # size).  Cases run in parallel (E2E_JOBS, default: the number of CPUs);
 # their lines are printed in a fixed order.  E2E_ONLY=SAMPLE limits the run
 # to one sample.
@@ -19,35 +20,55 @@
 
 KCFLAGS="-std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-recover=all"
 
-# --- one case, run by xargs in a child: e2e.sh --case DIR ---------------
-# DIR holds: te (the program), defines (-D words), ref (the reference
-# prefix), desc.  Writes DIR/status (ok or a failed step) and DIR/log.
-if [ "${1:-}" = --case ]; then
+# Children, run by xargs: e2e.sh --prep DIR and e2e.sh --case DIR.
+# step NAME COMMAND...: runs COMMAND, logging to $dir/log; on failure
+# writes NAME to $dir/status and ends the child.
+step() {
+    name=$1
+    shift
+    if ! timeout 60 "$@" >>"$dir/log" 2>&1; then
+        echo "$name" >"$dir/status"
+        exit 0
+    fi
+}
+
+# --prep DIR: one sample at one size.  DIR holds plain.te and defines;
+# writes the reference (ref.*), and the harness compiled once (harness.o),
+# since it is the same for every schedule.
+if [ "${1:-}" = --prep ]; then
     dir=$2
     defines=$(cat "$dir/defines")
-    ref=$(cat "$dir/ref")
-    log=$dir/log
-    step() {  # step NAME COMMAND...: runs it, logging; on failure records NAME
-        name=$1
-        shift
-        if ! timeout 60 "$@" >>"$log" 2>&1; then
-            echo "$name" >"$dir/status"
-            exit 0
-        fi
-    }
+    # shellcheck disable=SC2086 # $defines splits on purpose
+    step "texc --eval" "$TEXC" "$dir/plain.te" $defines --eval --save-inputs -o "$dir/ref"
+    # shellcheck disable=SC2086
+    step "texc --harness" "$TEXC" "$dir/plain.te" $defines -o "$dir/k" --harness
+    # shellcheck disable=SC2086 # $KCFLAGS too
+    step "compiling the harness" ${CC:-cc} $KCFLAGS -c -o "$dir/harness.o" "$dir/k_harness.c"
+    echo ok >"$dir/status"
+    exit 0
+fi
+
+# --case DIR: one schedule.  DIR holds te (the program) and prep (the
+# --prep directory).  Writes DIR/status (ok, or the step that failed).
+if [ "${1:-}" = --case ]; then
+    dir=$2
+    prep=$(cat "$dir/prep")
+    defines=$(cat "$prep/defines")
     # shellcheck disable=SC2086 # $defines splits on purpose
     step "texc" "$TEXC" "$dir/te" $defines -o "$dir/k" --harness
+    # the kernel with the prepared harness (same name, inputs and shapes)
+    step "the harness" cmp -s "$dir/k_harness.c" "$prep/k_harness.c"
     # shellcheck disable=SC2086 # $KCFLAGS too
     step "compiling the generated C" ${CC:-cc} $KCFLAGS -o "$dir/run" "$dir/k.c" \
-        "$dir/k_harness.c" -lm
+        "$prep/harness.o" -lm
     ins=$(sed -n 's/^ \* input  \([A-Za-z0-9_]*\) :.*/\1/p' "$dir/k.h")
     outs=$(sed -n 's/^ \* output \([A-Za-z0-9_]*\) :.*/\1/p' "$dir/k.h")
     set --
-    for i in $ins; do set -- "$@" "$ref.in.$i.npy"; done
+    for i in $ins; do set -- "$@" "$prep/ref.in.$i.npy"; done
     for o in $outs; do set -- "$@" "$dir/got.$o.npy"; done
     step "running the kernel" "$dir/run" "$@"
     for o in $outs; do
-        step "comparing '$o'" "$builddir/tests/npycmp" "$ref.$o.npy" "$dir/got.$o.npy"
+        step "comparing '$o'" "$builddir/tests/npycmp" "$prep/ref.$o.npy" "$dir/got.$o.npy"
     done
     echo ok >"$dir/status"
     [ -n "${E2E_KEEP:-}" ] || rm -f "$dir/run" "$dir"/got.*.npy
@@ -62,8 +83,11 @@ ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 OMP_NUM_THREADS=${OMP_NUM_THREADS:-2}
 export ASAN_OPTIONS OMP_NUM_THREADS TEXC builddir KCFLAGS
 jobs=${E2E_JOBS:-$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 2)}
-[ -n "${E2E_KEEP:-}" ] && tmp_cases=$(mktemp -d "${TMPDIR:-/tmp}/texc-e2e.XXXXXX") ||
-    tmp_cases=$tmp
+if [ -n "${E2E_KEEP:-}" ]; then
+    work=$(mktemp -d "${TMPDIR:-/tmp}/texc-e2e.XXXXXX")
+else
+    work=$tmp
+fi
 
 # The computation alone: every block that starts with `schedule` at the
 # start of a line is dropped, up to the "}" that closes it.
@@ -82,77 +106,82 @@ strip_schedules() {
     { print }' "$1"
 }
 
-cases=$tmp/cases
-: >"$cases"
-case_n=0
-
-# add_case SAMPLE SCHED-NAME TE-FILE REF-PREFIX SIZES
-add_case() {
-    case_n=$((case_n + 1))
-    dir=$tmp_cases/case$case_n
-    mkdir -p "$dir"
-    cp "$3" "$dir/te"
-    defines=
-    for d in $5; do defines="$defines -D $d"; done
-    echo "$defines" >"$dir/defines"
-    echo "$4" >"$dir/ref"
-    echo "$1 $2 $5" >"$dir/desc"
-    echo "$dir" >>"$cases"
-}
-
-# sample SAMPLE SMALL-SIZES ODD-SIZES: queues its cases
-sample() {
-    name=$1 small=$2 odd=$3
-    if [ -n "${E2E_ONLY:-}" ] && [ "$E2E_ONLY" != "$name" ]; then
+# prepare SAMPLE SMALL-SIZES ODD-SIZES: a --prep directory per size
+preps=$tmp/preps
+: >"$preps"
+prepare() {
+    if [ -n "${E2E_ONLY:-}" ] && [ "$E2E_ONLY" != "$1" ]; then
         return
     fi
-    src=$samples/$name.te
-    base=$tmp_cases/$name
-    mkdir -p "$base"
-    strip_schedules "$src" >"$base/plain.te"
-    for sizes in "$small" "$odd"; do
-        tag=$(echo "$sizes" | tr ' =' '_-')
-        ref=$base/ref.$tag
+    for sizes in "$2" "$3"; do
+        dir=$work/$1.$(echo "$sizes" | tr ' =' '_-')
+        mkdir -p "$dir"
+        strip_schedules "$samples/$1.te" >"$dir/plain.te"
         defines=
         for d in $sizes; do defines="$defines -D $d"; done
-        # shellcheck disable=SC2086 # $defines splits on purpose
-        if ! timeout 60 "$TEXC" "$base/plain.te" $defines --eval --save-inputs \
-            -o "$ref" >"$base/eval.log" 2>&1; then
-            not_ok "$name: texc --eval at $sizes" "$base/eval.log"
-            continue
-        fi
-        if grep -q '^[ \t]*schedule[ \t][ \t]*cpu' "$src"; then
-            add_case "$name" own "$src" "$ref" "$sizes"
-        fi
-        add_case "$name" default "$base/plain.te" "$ref" "$sizes"
-        for sched in "$scheds/$name".*.sched; do
-            [ -f "$sched" ] || continue
-            n=${sched##*/"$name".}
-            n=${n%.sched}
-            cat "$base/plain.te" "$sched" >"$base/sched$n.te"
-            add_case "$name" "schedule $n" "$base/sched$n.te" "$ref" "$sizes"
-        done
+        echo "$defines" >"$dir/defines"
+        echo "$1 $sizes" >"$dir/desc"
+        echo "$dir" >>"$preps"
     done
 }
 
-#      sample         sizes the tiles divide      odd sizes
-sample matmul_gelu   "M=64 N=128 K=16"           "M=127 N=129 K=67"
-sample batch_matmul  "B=2 M=8 N=64 K=16"         "B=3 M=7 N=37 K=13"
-sample conv2d        "N=1 C=4 H=8 W=8 F=8"       "N=2 C=3 H=9 W=11 F=5"
-sample layernorm     "M=8 D=64"                  "M=7 D=37"
-sample maxpool       "N=1 C=4 H=8 W=32"          "N=2 C=3 H=11 W=37"
-sample softmax       "M=8 N=64"                  "M=7 N=37"
-sample transpose_add "M=16 N=64"                 "M=13 N=37"
+#       sample         sizes the tiles divide      odd sizes
+prepare matmul_gelu   "M=64 N=128 K=16"           "M=127 N=129 K=67"
+prepare batch_matmul  "B=2 M=8 N=64 K=16"         "B=3 M=7 N=37 K=13"
+prepare conv2d        "N=1 C=4 H=8 W=8 F=8"       "N=2 C=3 H=9 W=11 F=5"
+prepare layernorm     "M=8 D=64"                  "M=7 D=37"
+prepare maxpool       "N=1 C=4 H=8 W=32"          "N=2 C=3 H=11 W=37"
+prepare softmax       "M=8 N=64"                  "M=7 N=37"
+prepare transpose_add "M=16 N=64"                 "M=13 N=37"
+
+xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
+
+# The cases of each prepared sample and size: its own schedule (if any),
+# the default, and each tests/e2e/SAMPLE.N.sched.
+cases=$tmp/cases
+: >"$cases"
+case_n=0
+add_case() {  # add_case PREP-DIR SCHEDULE-NAME TE-FILE
+    case_n=$((case_n + 1))
+    dir=$work/case$case_n
+    mkdir -p "$dir"
+    cp "$3" "$dir/te"
+    echo "$1" >"$dir/prep"
+    echo "$2" >"$dir/sched"
+    echo "$dir" >>"$cases"
+}
+while read -r prep; do
+    set -- $(cat "$prep/desc")
+    name=$1
+    if [ "$(cat "$prep/status" 2>/dev/null)" != ok ]; then
+        not_ok "$*: preparing: $(cat "$prep/status" 2>/dev/null)" "$prep/log"
+        continue
+    fi
+    if grep -q '^[ \t]*schedule[ \t][ \t]*cpu' "$samples/$name.te"; then
+        add_case "$prep" own "$samples/$name.te"
+    fi
+    add_case "$prep" default "$prep/plain.te"
+    for sched in "$scheds/$name".*.sched; do
+        [ -f "$sched" ] || continue
+        n=${sched##*/"$name".}
+        n=${n%.sched}
+        cat "$prep/plain.te" "$sched" >"$prep/sched$n.te"
+        add_case "$prep" "schedule $n" "$prep/sched$n.te"
+    done
+done <"$preps"
 
 xargs -P "$jobs" -n 1 sh "$0" --case <"$cases"
 
 while read -r dir; do
-    desc=$(cat "$dir/desc")
+    set -- $(cat "$(cat "$dir/prep")/desc")
+    name=$1
+    shift
+    desc="$name $(cat "$dir/sched") $*"
     status=$(cat "$dir/status" 2>/dev/null || echo "no result")
     if [ "$status" = ok ]; then
         ok "$desc"
     else
-        echo "$status failed; case in $dir" >>"$dir/log"
+        echo "$status failed; the case is $dir" >>"$dir/log"
         not_ok "$desc: $status" "$dir/log"
     fi
 done <"$cases"

@@ -1,0 +1,872 @@
+/* bench_matmul.c — make bench: texc's matmul_gelu kernel against its peers.
+ *
+ * The operation is samples/matmul_gelu.te, z = gelu(x @ w * 0.125 + b) in
+ * f32, row-major, at the shapes bench/gen/kernels.h lists (BENCH_KERNELS,
+ * written by gen_kernels.sh from the Makefile's BENCH_SHAPES).  The rows:
+ *
+ *   naive          a plain triple loop + erff GELU, -O2, one thread
+ *                  (naive.c); it is also the reference every row is
+ *                  checked against
+ *   openblas       cblas_sgemm with alpha = 0.125, then one vectorizable
+ *                  bias + GELU pass, built like texc's kernels
+ *   onednn         one matmul primitive: bias, output scale 0.125 and an
+ *                  eltwise_gelu_erf post-op; weights in the layout the
+ *                  primitive asks for (format any), reordered once,
+ *                  outside the timed loop
+ *   texc-sched     texc's kernel with the file's own schedule cpu
+ *   texc-default   texc's kernel with texc's default schedule
+ *
+ * Method.  Inputs are uniform in [-1, 1) from a fixed seed.  Caches are
+ * warm: each measurement runs the kernel for >= 0.05 s first, then times
+ * every call separately until both MIN_TIME seconds (0.3 by default) and
+ * ten calls (three for calls over 0.1 s) have passed, and reports the
+ * median and the interquartile range.  Before its first call a row's
+ * output buffer is filled with NaN, and after its last call the output is
+ * compared with the naive one: error = max|z - z_naive| / max|z_naive|,
+ * a mismatch above 1e-4 (or any NaN) marks the row and makes the exit
+ * status 1.  Thread counts are set with omp_set_num_threads (texc, the
+ * GELU pass, oneDNN's OpenMP runtime) and openblas_set_num_threads, and
+ * read back.  % peak is of the FMA loop's peak (peak.c) measured with the
+ * same number of threads.
+ *
+ * The report (a Markdown table, with the machine, versions and date
+ * above it) goes to stdout and to --out; progress goes to stderr.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <math.h>
+#include <omp.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "kernels.h"
+
+#ifdef BENCH_HAVE_OPENBLAS
+#include <cblas.h>
+#endif
+#ifdef BENCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#endif
+
+#ifndef BENCH_KERNEL_CFLAGS
+#define BENCH_KERNEL_CFLAGS "?"
+#endif
+
+extern char **environ;
+
+enum { MAX_THREAD_COUNTS = 8, MAX_ROWS = 256 };
+static const double TOLERANCE = 1e-4;
+
+/* ---- Shapes and kernels ------------------------------------------------ */
+
+typedef void KernelFn(const float *x, const float *w, const float *b, float *z);
+
+typedef struct Shape {
+    int m, k, n;               /* z is m x n, the reduction runs over k */
+    KernelFn *texc_sched;      /* the file's schedule */
+    KernelFn *texc_default;    /* texc's default schedule */
+} Shape;
+
+#define BENCH_SHAPE_ENTRY(M, K, N, SCHED, DEFAULT) {M, K, N, SCHED, DEFAULT},
+static const Shape shapes[] = {BENCH_KERNELS(BENCH_SHAPE_ENTRY)};
+enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
+
+/* One call of a kernel on one problem. */
+typedef struct Problem {
+    int m, k, n;
+    const float *x, *w, *b;
+    float *z;
+} Problem;
+
+/* ---- Small helpers ------------------------------------------------------- */
+
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bench_matmul: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xmalloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+        die("out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_s(double secs)
+{
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+/* Uniform in [-1, 1): xorshift64*, fixed seed, so every run sees the same data. */
+static void fill_random(float *buf, size_t count, unsigned long long seed)
+{
+    unsigned long long s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < count; i++) {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        unsigned long long r = s * 0x2545f4914f6cdd1dull;
+        buf[i] = (float)((double)(r >> 40) / 16777216.0 * 2.0 - 1.0);
+    }
+}
+
+static void fill_nan(float *buf, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        buf[i] = NAN;
+}
+
+/* max|z - ref| / max|ref|; infinity when z has a NaN where ref has none. */
+static double rel_error(const float *z, const float *ref, size_t count)
+{
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        if (isnan(z[i]) && !isnan(ref[i]))
+            return INFINITY;
+        double d = fabs((double)z[i] - (double)ref[i]);
+        if (d > diff)
+            diff = d;
+        if (fabs((double)ref[i]) > scale)
+            scale = fabs((double)ref[i]);
+    }
+    return scale > 0.0 ? diff / scale : diff;
+}
+
+/* ---- Timing -------------------------------------------------------------- */
+
+typedef void RunFn(void *ctx);
+
+typedef struct Timing {
+    double median, p25, p75;   /* seconds per call */
+    int reps;                  /* timed calls */
+} Timing;
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double percentile(const double *sorted, int count, double q)
+{
+    double pos = q * (count - 1);
+    int lo = (int)pos;
+    int hi = lo + 1 < count ? lo + 1 : lo;
+    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+static Timing measure(RunFn *run, void *ctx, double min_time)
+{
+    /* warm-up: caches, page faults, thread pools, lazy initialisation */
+    double start = now();
+    do
+        run(ctx);
+    while (now() - start < 0.05);
+
+    int cap = 1024, count = 0;
+    double *samples = malloc(sizeof *samples * cap), total = 0.0;
+    if (!samples)
+        die("out of memory");
+    for (;;) {
+        double t0 = now();
+        run(ctx);
+        double secs = now() - t0;
+        if (count == cap) {
+            cap *= 2;
+            samples = realloc(samples, sizeof *samples * cap);
+            if (!samples)
+                die("out of memory");
+        }
+        samples[count++] = secs;
+        total += secs;
+        int min_reps = samples[0] > 0.1 ? 3 : 10;
+        if (total >= min_time && count >= min_reps)
+            break;
+    }
+    qsort(samples, count, sizeof *samples, cmp_double);
+    Timing t = {percentile(samples, count, 0.5), percentile(samples, count, 0.25),
+                percentile(samples, count, 0.75), count};
+    free(samples);
+    return t;
+}
+
+/* ---- The peers ----------------------------------------------------------- */
+
+static void run_naive(void *ctx)
+{
+    const Problem *p = ctx;
+    bench_naive(p->m, p->n, p->k, p->x, p->w, p->b, p->z);
+}
+
+typedef struct TexcRun {
+    KernelFn *kernel;
+    const Problem *problem;
+} TexcRun;
+
+static void run_texc(void *ctx)
+{
+    const TexcRun *t = ctx;
+    t->kernel(t->problem->x, t->problem->w, t->problem->b, t->problem->z);
+}
+
+#ifdef BENCH_HAVE_OPENBLAS
+/* The epilogue a BLAS user writes: z = gelu(z + b), threads over rows. */
+static void bias_gelu(float *restrict z, const float *restrict b, int m, int n)
+{
+    #pragma omp parallel for schedule(static)
+    for (int i = 0; i < m; i++) {
+        float *restrict row = z + (long)i * n;
+        #pragma omp simd
+        for (int j = 0; j < n; j++)
+            row[j] = bench_gelu(row[j] + b[j]);
+    }
+}
+
+static void run_openblas(void *ctx)
+{
+    const Problem *p = ctx;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->m, p->n, p->k,
+                0.125f, p->x, p->k, p->w, p->n, 0.0f, p->z, p->n);
+    bias_gelu(p->z, p->b, p->m, p->n);
+}
+#endif
+
+#ifdef BENCH_HAVE_DNNL
+static dnnl_engine_t dnnl_cpu_engine;
+static dnnl_stream_t dnnl_cpu_stream;
+
+typedef struct DnnlRun {
+    dnnl_primitive_t matmul;
+    dnnl_memory_t src, weights, bias, dst;
+    dnnl_exec_arg_t args[4];
+    float *bias_buf;           /* the bias as oneDNN's semantics need it */
+    char impl[64];             /* the implementation oneDNN chose */
+    char weights_note[96];     /* the weights' layout: packed or as given */
+} DnnlRun;
+
+static void run_dnnl(void *ctx)
+{
+    DnnlRun *d = ctx;
+    dnnl_primitive_execute(d->matmul, dnnl_cpu_stream, 4, d->args);
+    dnnl_stream_wait(dnnl_cpu_stream);
+}
+
+/* "blocked BA16a64b"-style description of a blocked layout. */
+static void describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md)
+{
+    if (md->format_kind != dnnl_blocked) {
+        snprintf(buf, size, "%s", dnnl_fmt_kind2str(md->format_kind));
+        return;
+    }
+    const dnnl_blocking_desc_t *blk = &md->format_desc.blocking;
+    /* outer dimensions by decreasing stride, upper case when blocked */
+    int order[DNNL_MAX_NDIMS];
+    for (int i = 0; i < md->ndims; i++)
+        order[i] = i;
+    for (int i = 0; i < md->ndims; i++)
+        for (int j = i + 1; j < md->ndims; j++)
+            if (blk->strides[order[j]] > blk->strides[order[i]]) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    int len = 0;
+    for (int i = 0; i < md->ndims && len < (int)size - 1; i++) {
+        int blocked = 0;
+        for (int b = 0; b < blk->inner_nblks; b++)
+            blocked |= blk->inner_idxs[b] == order[i];
+        buf[len++] = (char)((blocked ? 'A' : 'a') + order[i]);
+    }
+    buf[len] = '\0';
+    for (int b = 0; b < blk->inner_nblks; b++)
+        len += snprintf(buf + len, len < (int)size ? size - len : 0, "%lld%c",
+                        (long long)blk->inner_blks[b], (int)('a' + blk->inner_idxs[b]));
+}
+
+#define DNNL_TRY(call)                                                             \
+    do {                                                                           \
+        dnnl_status_t status_ = (call);                                            \
+        if (status_ != dnnl_success) {                                             \
+            snprintf(why, why_size, "%s failed: %s", #call, dnnl_status2str(status_)); \
+            return 0;                                                              \
+        }                                                                          \
+    } while (0)
+
+/* Builds the primitive for P at the current thread count; 0 and WHY on failure. */
+static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
+{
+    memset(d, 0, sizeof *d);
+    dnnl_memory_desc_t src_md, user_weights_md, any_weights_md, bias_md, dst_md;
+    dnnl_dims_t src_dims = {p->m, p->k}, weights_dims = {p->k, p->n};
+    dnnl_dims_t bias_dims = {1, p->n}, dst_dims = {p->m, p->n};
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 2, src_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&user_weights_md, 2, weights_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&any_weights_md, 2, weights_dims, dnnl_f32,
+                                          dnnl_format_tag_any));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 2, bias_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab));
+    dnnl_matmul_desc_t desc;
+    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &any_weights_md, &bias_md, &dst_md));
+
+    /* oneDNN 2.x applies the output scale after the bias:
+     *   dst = gelu(scale * (src @ weights + bias)),
+     * so the bias it is given is b / scale (b * 8: exact in binary). */
+    const float scale = 0.125f;
+    dnnl_primitive_attr_t attr;
+    dnnl_post_ops_t post_ops;
+    DNNL_TRY(dnnl_primitive_attr_create(&attr));
+    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale));
+    DNNL_TRY(dnnl_post_ops_create(&post_ops));
+    DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
+    DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    dnnl_primitive_desc_t pd;
+    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, dnnl_cpu_engine, NULL));
+    dnnl_post_ops_destroy(post_ops);
+    dnnl_primitive_attr_destroy(attr);
+
+    const char *impl = "?";
+    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
+    snprintf(d->impl, sizeof d->impl, "%s", impl);
+    const dnnl_memory_desc_t *weights_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    DNNL_TRY(dnnl_primitive_create(&d->matmul, pd));
+
+    d->bias_buf = xmalloc(sizeof *d->bias_buf * p->n);
+    for (int j = 0; j < p->n; j++)
+        d->bias_buf[j] = p->b[j] / scale;
+    DNNL_TRY(dnnl_memory_create(&d->src, &src_md, dnnl_cpu_engine, (void *)p->x));
+    DNNL_TRY(dnnl_memory_create(&d->bias, &bias_md, dnnl_cpu_engine, d->bias_buf));
+    DNNL_TRY(dnnl_memory_create(&d->dst, &dst_md, dnnl_cpu_engine, p->z));
+    if (dnnl_memory_desc_equal(weights_md, &user_weights_md)) {
+        snprintf(d->weights_note, sizeof d->weights_note, "weights as given (ab)");
+        DNNL_TRY(dnnl_memory_create(&d->weights, &user_weights_md, dnnl_cpu_engine, (void *)p->w));
+    } else {
+        /* pre-pack once, outside the timed loop, as an inference engine would */
+        char layout[48];
+        describe_layout(layout, sizeof layout, weights_md);
+        snprintf(d->weights_note, sizeof d->weights_note, "weights pre-packed to %s", layout);
+        dnnl_memory_t user_weights;
+        dnnl_primitive_desc_t reorder_pd;
+        dnnl_primitive_t reorder;
+        DNNL_TRY(dnnl_memory_create(&user_weights, &user_weights_md, dnnl_cpu_engine, (void *)p->w));
+        DNNL_TRY(dnnl_memory_create(&d->weights, weights_md, dnnl_cpu_engine, DNNL_MEMORY_ALLOCATE));
+        DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, &user_weights_md, dnnl_cpu_engine,
+                                                    weights_md, dnnl_cpu_engine, NULL));
+        DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
+        dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, d->weights}};
+        DNNL_TRY(dnnl_primitive_execute(reorder, dnnl_cpu_stream, 2, reorder_args));
+        DNNL_TRY(dnnl_stream_wait(dnnl_cpu_stream));
+        dnnl_primitive_destroy(reorder);
+        dnnl_primitive_desc_destroy(reorder_pd);
+        dnnl_memory_destroy(user_weights);
+    }
+    dnnl_primitive_desc_destroy(pd);
+    d->args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, d->src};
+    d->args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, d->weights};
+    d->args[2] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, d->bias};
+    d->args[3] = (dnnl_exec_arg_t){DNNL_ARG_DST, d->dst};
+    return 1;
+}
+
+static void dnnl_teardown(DnnlRun *d)
+{
+    if (d->matmul)
+        dnnl_primitive_destroy(d->matmul);
+    dnnl_memory_t mems[] = {d->src, d->weights, d->bias, d->dst};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (mems[i])
+            dnnl_memory_destroy(mems[i]);
+    free(d->bias_buf);
+}
+#endif
+
+/* ---- Rows of the table --------------------------------------------------- */
+
+typedef enum RowState {
+    ROW_OK,          /* measured, output matches the reference */
+    ROW_MISMATCH,    /* measured, output does not match */
+    ROW_ABSENT,      /* the peer was not found by configure */
+    ROW_FAILED,      /* the peer could not be set up (note says why) */
+} RowState;
+
+typedef struct Row {
+    const Shape *shape;
+    int threads;
+    const char *impl;          /* naive, openblas, onednn, texc-sched, texc-default */
+    RowState state;
+    Timing timing;
+    double gflops, error;
+    char note[320];
+} Row;
+
+static Row rows[MAX_ROWS];
+static int nrows;
+
+static Row *new_row(const Shape *s, int threads, const char *impl)
+{
+    if (nrows == MAX_ROWS)
+        die("too many rows");
+    Row *r = &rows[nrows++];
+    memset(r, 0, sizeof *r);
+    r->shape = s;
+    r->threads = threads;
+    r->impl = impl;
+    return r;
+}
+
+/* Times RUN on P and checks P's output against REF; fills R. */
+static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
+                        const float *ref, double min_time)
+{
+    size_t count = (size_t)p->m * p->n;
+    fill_nan(p->z, count);
+    r->timing = measure(run, ctx, min_time);
+    r->gflops = 2.0 * p->m * p->n * p->k / r->timing.median * 1e-9;
+    r->error = ref ? rel_error(p->z, ref, count) : 0.0;
+    r->state = r->error <= TOLERANCE ? ROW_OK : ROW_MISMATCH;
+    fprintf(stderr, "  %-13s %2d thr %10.3f ms %9.2f GFLOP/s  err %.2e%s\n", r->impl,
+            r->threads, r->timing.median * 1e3, r->gflops, r->error,
+            r->state == ROW_MISMATCH ? "  *** MISMATCH ***" : "");
+}
+
+static const Row *find_row(const Shape *s, int threads, const char *impl)
+{
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].shape == s && rows[i].threads == threads && !strcmp(rows[i].impl, impl))
+            return &rows[i];
+    return NULL;
+}
+
+/* ---- Facts about the machine and the tools ------------------------------ */
+
+typedef struct Machine {
+    char cpu[128];             /* model name from /proc/cpuinfo */
+    int family, model;         /* cpu family, model */
+    int logical_cpus;
+    int avx512;                /* avx512f in the flags */
+} Machine;
+
+static void read_machine(Machine *mc)
+{
+    memset(mc, 0, sizeof *mc);
+    snprintf(mc->cpu, sizeof mc->cpu, "unknown");
+    mc->logical_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return;
+    char line[4096];
+    int first = 1;
+    while (fgets(line, sizeof line, f)) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *value = colon + 1 + (colon[1] == ' ');
+        value[strcspn(value, "\n")] = '\0';
+        if (!strncmp(line, "processor", 9) && mc->family)
+            first = 0;
+        if (!first)
+            continue;
+        if (!strncmp(line, "model name", 10))
+            snprintf(mc->cpu, sizeof mc->cpu, "%s", value);
+        else if (!strncmp(line, "cpu family", 10))
+            mc->family = atoi(value);
+        else if (!strncmp(line, "model\t", 6))
+            mc->model = atoi(value);
+        else if (!strncmp(line, "flags", 5))
+            mc->avx512 = strstr(value, " avx512f ") != NULL;
+    }
+    fclose(f);
+}
+
+/* The first line TEXC -V prints. */
+static void texc_version(const char *texc, char *buf, size_t size)
+{
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "'%s' -V 2>&1", texc);
+    snprintf(buf, size, "unknown");
+    FILE *f = popen(cmd, "r");
+    if (!f)
+        return;
+    if (fgets(buf, (int)size, f))
+        buf[strcspn(buf, "\n")] = '\0';
+    pclose(f);
+}
+
+/* Wall time of one `TEXC TE -o DIR/x`, process start to exit; < 0 on failure. */
+static double time_texc_once(const char *texc, const char *te, const char *prefix)
+{
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+    char *argv[] = {(char *)texc, (char *)te, "-o", (char *)prefix, NULL};
+    double start = now();
+    pid_t pid;
+    int status;
+    int err = posix_spawn(&pid, texc, &actions, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (err != 0 || waitpid(pid, &status, 0) != pid)
+        return -1.0;
+    double secs = now() - start;
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? secs : -1.0;
+}
+
+typedef struct CompileTime {
+    double median_ms, min_ms, max_ms;
+    int runs;
+} CompileTime;
+
+static int compile_time(const char *texc, const char *te, CompileTime *ct)
+{
+    char dir[] = "/tmp/texc-bench-XXXXXX";
+    if (!mkdtemp(dir))
+        return 0;
+    char prefix[64], path[80];
+    snprintf(prefix, sizeof prefix, "%s/x", dir);
+    enum { RUNS = 10 };
+    double ms[RUNS];
+    int ok = time_texc_once(texc, te, prefix) >= 0.0; /* warm-up: page cache */
+    for (int i = 0; ok && i < RUNS; i++) {
+        ms[i] = time_texc_once(texc, te, prefix) * 1e3;
+        ok = ms[i] >= 0.0;
+    }
+    snprintf(path, sizeof path, "%s.c", prefix);
+    unlink(path);
+    snprintf(path, sizeof path, "%s.h", prefix);
+    unlink(path);
+    rmdir(dir);
+    if (!ok)
+        return 0;
+    qsort(ms, RUNS, sizeof ms[0], cmp_double);
+    *ct = (CompileTime){percentile(ms, RUNS, 0.5), ms[0], ms[RUNS - 1], RUNS};
+    return 1;
+}
+
+/* ---- The report ---------------------------------------------------------- */
+
+typedef struct Report {
+    Machine machine;
+    char texc_version[128];
+    CompileTime compile;
+    int have_compile;
+    int thread_counts[MAX_THREAD_COUNTS], nthread_counts;
+    double peak[MAX_THREAD_COUNTS];  /* FMA peak with thread_counts[i] threads */
+    double min_time;
+    char openblas[256];              /* what was found, or "not found" */
+    char onednn[256];
+    const char *asm_file;
+} Report;
+
+static double peak_for(const Report *rep, int threads)
+{
+    for (int i = 0; i < rep->nthread_counts; i++)
+        if (rep->thread_counts[i] == threads)
+            return rep->peak[i];
+    return 0.0;
+}
+
+static void print_ratio(FILE *out, const Row *texc, const Row *r)
+{
+    if (texc && texc->state == ROW_OK && r->state == ROW_OK)
+        fprintf(out, " %.2f |", texc->gflops / r->gflops);
+    else
+        fputs(" — |", out);
+}
+
+static void print_table(FILE *out, const Report *rep)
+{
+    fputs("| M×K×N | thr | impl | median ms | IQR ms | GFLOP/s | % peak | sched ÷ this | default ÷ this | max rel err | check | notes |\n"
+          "|---|--:|---|--:|---|--:|--:|--:|--:|--:|---|---|\n", out);
+    for (int i = 0; i < nrows; i++) {
+        const Row *r = &rows[i];
+        const Shape *s = r->shape;
+        fprintf(out, "| %d×%d×%d | %d | %s |", s->m, s->k, s->n, r->threads, r->impl);
+        if (r->state == ROW_ABSENT || r->state == ROW_FAILED) {
+            fprintf(out, " — | — | — | — | — | — | — | %s | %s |\n",
+                    r->state == ROW_ABSENT ? "not found" : "FAILED", r->note);
+            continue;
+        }
+        double peak = peak_for(rep, r->threads);
+        fprintf(out, " %.3f | %.3f–%.3f | %.1f | %.1f |", r->timing.median * 1e3,
+                r->timing.p25 * 1e3, r->timing.p75 * 1e3, r->gflops,
+                peak > 0.0 ? 100.0 * r->gflops / peak : 0.0);
+        print_ratio(out, find_row(s, r->threads, "texc-sched"), r);
+        print_ratio(out, find_row(s, r->threads, "texc-default"), r);
+        fprintf(out, " %.1e | %s | %s%s%d reps |\n", r->error,
+                r->state == ROW_OK ? "ok" : "**MISMATCH**", r->note, r->note[0] ? ", " : "",
+                r->timing.reps);
+    }
+}
+
+static void print_report(FILE *out, const Report *rep)
+{
+    const Machine *mc = &rep->machine;
+    char date[64];
+    time_t t = time(NULL);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", gmtime(&t));
+
+    fputs("# texc benchmark: matmul_gelu\n\n", out);
+    fputs("z = gelu(x @ w * 0.125 + b), f32, row-major (samples/matmul_gelu.te); "
+          "GFLOP/s counts 2·M·N·K flops.  Written by `make bench` (bench/bench_matmul.c).\n\n", out);
+    fprintf(out, "- date: %s\n", date);
+    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s\n",
+            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no");
+#if defined(__clang__)
+    fprintf(out, "- compiler: clang %s", __clang_version__);
+#elif defined(__GNUC__)
+    fprintf(out, "- compiler: gcc %s", __VERSION__);
+#else
+    fputs("- compiler: unknown", out);
+#endif
+    fprintf(out, "; texc kernels, peers' glue and FMA loop: `%s`; naive: `-O2`\n", BENCH_KERNEL_CFLAGS);
+    fprintf(out, "- texc: %s; compile time of matmul_gelu.te (`texc samples/matmul_gelu.te -o DIR/x`, "
+                 "process start to exit, parse to written .c): ", rep->texc_version);
+    if (rep->have_compile)
+        fprintf(out, "median %.2f ms of %d runs (min %.2f, max %.2f)\n", rep->compile.median_ms,
+                rep->compile.runs, rep->compile.min_ms, rep->compile.max_ms);
+    else
+        fputs("could not be measured\n", out);
+    fprintf(out, "- FMA peak (%s, 16 independent accumulators, best of 6):", bench_fma_isa);
+    for (int i = 0; i < rep->nthread_counts; i++)
+        fprintf(out, "%s %d thread%s %.1f GFLOP/s (%.1f per core)", i ? ";" : "",
+                rep->thread_counts[i], rep->thread_counts[i] > 1 ? "s" : "", rep->peak[i],
+                rep->peak[i] / rep->thread_counts[i]);
+    fputs("\n", out);
+    fprintf(out, "- OpenBLAS: %s\n", rep->openblas);
+    fprintf(out, "- oneDNN: %s\n", rep->onednn);
+    fprintf(out, "- method: inputs uniform in [-1, 1), fixed seed; warm caches; >= 0.05 s warm-up, "
+                 "then the median of separately timed calls (>= %.2g s and >= 10 calls; >= 3 for calls over 0.1 s); "
+                 "IQR = 25th–75th percentile; threads set with omp_set_num_threads and "
+                 "openblas_set_num_threads (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS hold the maximum); "
+                 "naive runs on one thread only\n", rep->min_time);
+    fprintf(out, "- check: every row's output against naive's, max|z − z_naive| / max|z_naive| <= %.0e; "
+                 "%% peak is of the FMA peak at the row's thread count; "
+                 "\"sched ÷ this\" and \"default ÷ this\" are texc's GFLOP/s over the row's (> 1: texc faster)\n\n",
+            TOLERANCE);
+    print_table(out, rep);
+
+    if (rep->asm_file) {
+        fputs("\nAssembly check (bench/asm_check.sh: objdump -d of each texc kernel object, "
+              "the kernel function and its outlined OpenMP bodies):\n\n", out);
+        FILE *f = fopen(rep->asm_file, "r");
+        char line[512];
+        while (f && fgets(line, sizeof line, f))
+            fprintf(out, "    %s", line);
+        if (f)
+            fclose(f);
+        else
+            fprintf(out, "    (%s could not be read)\n", rep->asm_file);
+    }
+    int mismatches = 0;
+    for (int i = 0; i < nrows; i++)
+        mismatches += rows[i].state == ROW_MISMATCH;
+    if (mismatches) {
+        fprintf(out, "\n**%d row%s MISMATCH the naive reference:**\n", mismatches, mismatches > 1 ? "s" : "");
+        for (int i = 0; i < nrows; i++)
+            if (rows[i].state == ROW_MISMATCH)
+                fprintf(out, "- %s at %d×%d×%d, %d threads: max rel err %.3e\n", rows[i].impl,
+                        rows[i].shape->m, rows[i].shape->k, rows[i].shape->n, rows[i].threads,
+                        rows[i].error);
+    }
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void usage(void)
+{
+    fputs("usage: bench_matmul --texc TEXC --te FILE.te [--threads '1 2'] [--min-time S]\n"
+          "                    [--asm FILE] [--out results.md]\n", stderr);
+    exit(2);
+}
+
+static void set_threads(int threads)
+{
+    omp_set_num_threads(threads);
+#ifdef BENCH_HAVE_OPENBLAS
+    openblas_set_num_threads(threads);
+    if (openblas_get_num_threads() != threads)
+        die("openblas_set_num_threads(%d) left %d threads", threads, openblas_get_num_threads());
+#endif
+    if (omp_get_max_threads() != threads)
+        die("omp_set_num_threads(%d) left %d threads", threads, omp_get_max_threads());
+}
+
+int main(int argc, char **argv)
+{
+    Report rep;
+    memset(&rep, 0, sizeof rep);
+    rep.min_time = 0.3;
+    const char *texc = NULL, *te = NULL, *out_path = NULL, *threads_arg = "1 2";
+    for (int i = 1; i < argc; i++) {
+        if (i + 1 >= argc)
+            usage();
+        if (!strcmp(argv[i], "--texc"))
+            texc = argv[++i];
+        else if (!strcmp(argv[i], "--te"))
+            te = argv[++i];
+        else if (!strcmp(argv[i], "--threads"))
+            threads_arg = argv[++i];
+        else if (!strcmp(argv[i], "--min-time"))
+            rep.min_time = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--asm"))
+            rep.asm_file = argv[++i];
+        else if (!strcmp(argv[i], "--out"))
+            out_path = argv[++i];
+        else
+            usage();
+    }
+    if (!texc || !te)
+        usage();
+    for (const char *p = threads_arg; *p;) {
+        char *end;
+        long t = strtol(p, &end, 10);
+        if (end == p)
+            break;
+        if (t < 1 || rep.nthread_counts == MAX_THREAD_COUNTS)
+            die("bad --threads '%s'", threads_arg);
+        rep.thread_counts[rep.nthread_counts++] = (int)t;
+        p = end;
+    }
+    if (rep.nthread_counts == 0)
+        die("bad --threads '%s'", threads_arg);
+
+    /* Facts first: they do not depend on the measurements. */
+    read_machine(&rep.machine);
+    texc_version(texc, rep.texc_version, sizeof rep.texc_version);
+    fprintf(stderr, "texc compile time (10 runs)...\n");
+    rep.have_compile = compile_time(texc, te, &rep.compile);
+#ifdef BENCH_HAVE_OPENBLAS
+    {
+        static const char *const parallel[] = {"sequential", "pthreads", "OpenMP"};
+        int par = openblas_get_parallel();
+        const char *coretype = getenv("OPENBLAS_CORETYPE");
+        snprintf(rep.openblas, sizeof rep.openblas,
+                 "found — `%s`; core in use: **%s** (OPENBLAS_CORETYPE=%s); threading: %s",
+                 openblas_get_config(), openblas_get_corename(), coretype ? coretype : "unset",
+                 par >= 0 && par <= 2 ? parallel[par] : "?");
+    }
+#else
+    snprintf(rep.openblas, sizeof rep.openblas, "not found by configure: rows skipped");
+#endif
+#ifdef BENCH_HAVE_DNNL
+    {
+        const dnnl_version_t *v = dnnl_version();
+        if (dnnl_engine_create(&dnnl_cpu_engine, dnnl_cpu, 0) != dnnl_success ||
+            dnnl_stream_create(&dnnl_cpu_stream, dnnl_cpu_engine, dnnl_stream_default_flags) != dnnl_success)
+            die("oneDNN: no CPU engine");
+        snprintf(rep.onednn, sizeof rep.onednn,
+                 "found — %d.%d.%d, CPU runtime %s, ISA %s; matmul primitive with bias, output scale 0.125, "
+                 "eltwise_gelu_erf post-op; weights format any, reordered once outside the timed loop",
+                 v->major, v->minor, v->patch, dnnl_runtime2str(v->cpu_runtime),
+                 dnnl_cpu_isa2str(dnnl_get_effective_cpu_isa()));
+    }
+#else
+    snprintf(rep.onednn, sizeof rep.onednn, "not found by configure: rows skipped");
+#endif
+    for (int i = 0; i < rep.nthread_counts; i++) {
+        fprintf(stderr, "FMA peak, %d thread(s)...\n", rep.thread_counts[i]);
+        rep.peak[i] = bench_fma_peak(rep.thread_counts[i]);
+    }
+
+    for (int si = 0; si < NSHAPES; si++) {
+        const Shape *s = &shapes[si];
+        size_t xs = (size_t)s->m * s->k, ws = (size_t)s->k * s->n, zs = (size_t)s->m * s->n;
+        float *x = xmalloc(sizeof *x * xs), *w = xmalloc(sizeof *w * ws);
+        float *b = xmalloc(sizeof *b * s->n), *z = xmalloc(sizeof *z * zs);
+        float *ref = xmalloc(sizeof *ref * zs);
+        fill_random(x, xs, 1);
+        fill_random(w, ws, 2);
+        fill_random(b, s->n, 3);
+        Problem p = {s->m, s->k, s->n, x, w, b, z};
+        fprintf(stderr, "%d×%d×%d\n", s->m, s->k, s->n);
+
+        /* the reference, and the naive row (one thread whatever the count) */
+        Problem ref_problem = p;
+        ref_problem.z = ref;
+        run_naive(&ref_problem);
+        for (int ti = 0; ti < rep.nthread_counts; ti++) {
+            int threads = rep.thread_counts[ti];
+            set_threads(threads);
+            if (ti == 0) {
+                Row *r = new_row(s, 1, "naive");
+                snprintf(r->note, sizeof r->note, "1 thread, -O2");
+                measure_row(r, run_naive, &p, &p, ref, rep.min_time);
+            }
+
+            Row *r = new_row(s, threads, "openblas");
+#ifdef BENCH_HAVE_OPENBLAS
+            snprintf(r->note, sizeof r->note, "sgemm + bias/GELU pass");
+            measure_row(r, run_openblas, &p, &p, ref, rep.min_time);
+            sleep_s(0.3); /* let OpenBLAS's spinning threads go to sleep */
+#else
+            r->state = ROW_ABSENT;
+#endif
+
+            r = new_row(s, threads, "onednn");
+#ifdef BENCH_HAVE_DNNL
+            DnnlRun d;
+            char why[256];
+            if (dnnl_setup(&d, &p, why, sizeof why)) {
+                snprintf(r->note, sizeof r->note, "%s, %s", d.impl, d.weights_note);
+                measure_row(r, run_dnnl, &d, &p, ref, rep.min_time);
+            } else {
+                r->state = ROW_FAILED;
+                snprintf(r->note, sizeof r->note, "%s", why);
+                fprintf(stderr, "  onednn: %s\n", why);
+            }
+            dnnl_teardown(&d);
+#else
+            r->state = ROW_ABSENT;
+#endif
+
+            TexcRun sched = {s->texc_sched, &p}, dflt = {s->texc_default, &p};
+            measure_row(new_row(s, threads, "texc-sched"), run_texc, &sched, &p, ref, rep.min_time);
+            measure_row(new_row(s, threads, "texc-default"), run_texc, &dflt, &p, ref, rep.min_time);
+        }
+        free(x);
+        free(w);
+        free(b);
+        free(z);
+        free(ref);
+    }
+
+    print_report(stdout, &rep);
+    if (out_path) {
+        FILE *f = fopen(out_path, "w");
+        if (!f)
+            die("cannot write %s: %s", out_path, strerror(errno));
+        print_report(f, &rep);
+        if (fclose(f) != 0)
+            die("cannot write %s: %s", out_path, strerror(errno));
+    }
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].state == ROW_MISMATCH) {
+            fputs("bench_matmul: *** some rows MISMATCH the naive reference (see the table) ***\n", stderr);
+            return 1;
+        }
+    return 0;
+}
