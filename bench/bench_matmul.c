@@ -19,7 +19,7 @@
  * Method.  Inputs are uniform in [-1, 1) from a fixed seed.  Caches are
  * warm: each measurement runs the kernel for >= 0.05 s first, then times
  * every call separately until both MIN_TIME seconds (0.3 by default) and
- * ten calls (three for calls over 0.1 s) have passed, and reports the
+ * ten calls (three for calls over 1 s) have passed, and reports the
  * median and the interquartile range.  Before its first call a row's
  * output buffer is filled with NaN, and after its last call the output is
  * compared with the naive one: error = max|z - z_naive| / max|z_naive|,
@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -66,6 +67,8 @@ extern char **environ;
 
 enum { MAX_THREAD_COUNTS = 8, MAX_ROWS = 256 };
 static const double TOLERANCE = 1e-4;
+/* Below this share of its threads' CPU time a row did not have the cores. */
+static const double CONTENDED = 0.9;
 
 /* ---- Shapes and kernels ------------------------------------------------ */
 
@@ -165,6 +168,7 @@ typedef void RunFn(void *ctx);
 typedef struct Timing {
     double median, p25, p75;   /* seconds per call */
     int reps;                  /* timed calls */
+    double cpu_share;          /* process CPU time / (wall time x threads) over them */
 } Timing;
 
 static int cmp_double(const void *a, const void *b)
@@ -181,7 +185,17 @@ static double percentile(const double *sorted, int count, double q)
     return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
 }
 
-static Timing measure(RunFn *run, void *ctx, double min_time)
+/* User + system CPU time of the whole process (every thread), seconds. */
+static double cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* Times RUN(CTX), which should keep THREADS threads busy. */
+static Timing measure(RunFn *run, void *ctx, int threads, double min_time)
 {
     /* warm-up: caches, page faults, thread pools, lazy initialisation */
     double start = now();
@@ -193,6 +207,7 @@ static Timing measure(RunFn *run, void *ctx, double min_time)
     double *samples = malloc(sizeof *samples * cap), total = 0.0;
     if (!samples)
         die("out of memory");
+    double cpu0 = cpu_seconds(), wall0 = now();
     for (;;) {
         double t0 = now();
         run(ctx);
@@ -205,13 +220,14 @@ static Timing measure(RunFn *run, void *ctx, double min_time)
         }
         samples[count++] = secs;
         total += secs;
-        int min_reps = samples[0] > 0.1 ? 3 : 10;
+        int min_reps = samples[0] > 1.0 ? 3 : 10;
         if (total >= min_time && count >= min_reps)
             break;
     }
+    double cpu_share = (cpu_seconds() - cpu0) / ((now() - wall0) * threads);
     qsort(samples, count, sizeof *samples, cmp_double);
     Timing t = {percentile(samples, count, 0.5), percentile(samples, count, 0.25),
-                percentile(samples, count, 0.75), count};
+                percentile(samples, count, 0.75), count, cpu_share};
     free(samples);
     return t;
 }
@@ -445,12 +461,12 @@ static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
 {
     size_t count = (size_t)p->m * p->n;
     fill_nan(p->z, count);
-    r->timing = measure(run, ctx, min_time);
+    r->timing = measure(run, ctx, r->threads, min_time);
     r->gflops = 2.0 * p->m * p->n * p->k / r->timing.median * 1e-9;
     r->error = ref ? rel_error(p->z, ref, count) : 0.0;
     r->state = r->error <= TOLERANCE ? ROW_OK : ROW_MISMATCH;
-    fprintf(stderr, "  %-13s %2d thr %10.3f ms %9.2f GFLOP/s  err %.2e%s\n", r->impl,
-            r->threads, r->timing.median * 1e3, r->gflops, r->error,
+    fprintf(stderr, "  %-13s %2d thr %10.3f ms %9.2f GFLOP/s  err %.2e  cpu %3.0f%%%s\n", r->impl,
+            r->threads, r->timing.median * 1e3, r->gflops, r->error, 100.0 * r->timing.cpu_share,
             r->state == ROW_MISMATCH ? "  *** MISMATCH ***" : "");
 }
 
@@ -500,6 +516,19 @@ static void read_machine(Machine *mc)
         else if (!strncmp(line, "flags", 5))
             mc->avx512 = strstr(value, " avx512f ") != NULL;
     }
+    fclose(f);
+}
+
+/* The first three fields of /proc/loadavg: load over 1, 5 and 15 minutes. */
+static void read_load(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return;
+    double l1, l5, l15;
+    if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+        snprintf(buf, size, "%.2f %.2f %.2f", l1, l5, l15);
     fclose(f);
 }
 
@@ -570,6 +599,7 @@ static int compile_time(const char *texc, const char *te, CompileTime *ct)
 
 typedef struct Report {
     Machine machine;
+    char load_before[64], load_after[64];  /* /proc/loadavg around the run */
     char texc_version[128];
     CompileTime compile;
     int have_compile;
@@ -599,14 +629,14 @@ static void print_ratio(FILE *out, const Row *texc, const Row *r)
 
 static void print_table(FILE *out, const Report *rep)
 {
-    fputs("| M×K×N | thr | impl | median ms | IQR ms | GFLOP/s | % peak | sched ÷ this | default ÷ this | max rel err | check | notes |\n"
-          "|---|--:|---|--:|---|--:|--:|--:|--:|--:|---|---|\n", out);
+    fputs("| M×K×N | thr | impl | median ms | IQR ms | GFLOP/s | % peak | sched ÷ this | default ÷ this | max rel err | check | cpu | notes |\n"
+          "|---|--:|---|--:|---|--:|--:|--:|--:|--:|---|--:|---|\n", out);
     for (int i = 0; i < nrows; i++) {
         const Row *r = &rows[i];
         const Shape *s = r->shape;
         fprintf(out, "| %d×%d×%d | %d | %s |", s->m, s->k, s->n, r->threads, r->impl);
         if (r->state == ROW_ABSENT || r->state == ROW_FAILED) {
-            fprintf(out, " — | — | — | — | — | — | — | %s | %s |\n",
+            fprintf(out, " — | — | — | — | — | — | — | %s | — | %s |\n",
                     r->state == ROW_ABSENT ? "not found" : "FAILED", r->note);
             continue;
         }
@@ -616,8 +646,9 @@ static void print_table(FILE *out, const Report *rep)
                 peak > 0.0 ? 100.0 * r->gflops / peak : 0.0);
         print_ratio(out, find_row(s, r->threads, "texc-sched"), r);
         print_ratio(out, find_row(s, r->threads, "texc-default"), r);
-        fprintf(out, " %.1e | %s | %s%s%d reps |\n", r->error,
-                r->state == ROW_OK ? "ok" : "**MISMATCH**", r->note, r->note[0] ? ", " : "",
+        fprintf(out, " %.1e | %s | %.0f%%%s | %s%s%d reps |\n", r->error,
+                r->state == ROW_OK ? "ok" : "**MISMATCH**", 100.0 * r->timing.cpu_share,
+                r->timing.cpu_share < CONTENDED ? " ⚠" : "", r->note, r->note[0] ? ", " : "",
                 r->timing.reps);
     }
 }
@@ -633,8 +664,10 @@ static void print_report(FILE *out, const Report *rep)
     fputs("z = gelu(x @ w * 0.125 + b), f32, row-major (samples/matmul_gelu.te); "
           "GFLOP/s counts 2·M·N·K flops.  Written by `make bench` (bench/bench_matmul.c).\n\n", out);
     fprintf(out, "- date: %s\n", date);
-    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s\n",
-            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no");
+    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s; "
+                 "load average (1, 5, 15 min) %s before the run, %s after\n",
+            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no",
+            rep->load_before, rep->load_after);
 #if defined(__clang__)
     fprintf(out, "- compiler: clang %s", __clang_version__);
 #elif defined(__GNUC__)
@@ -659,14 +692,16 @@ static void print_report(FILE *out, const Report *rep)
     fprintf(out, "- OpenBLAS: %s\n", rep->openblas);
     fprintf(out, "- oneDNN: %s\n", rep->onednn);
     fprintf(out, "- method: inputs uniform in [-1, 1), fixed seed; warm caches; >= 0.05 s warm-up, "
-                 "then the median of separately timed calls (>= %.2g s and >= 10 calls; >= 3 for calls over 0.1 s); "
+                 "then the median of separately timed calls (>= %.2g s and >= 10 calls; >= 3 for calls over 1 s); "
                  "IQR = 25th–75th percentile; threads set with omp_set_num_threads and "
                  "openblas_set_num_threads (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS hold the maximum); "
                  "naive runs on one thread only\n", rep->min_time);
     fprintf(out, "- check: every row's output against naive's, max|z − z_naive| / max|z_naive| <= %.0e; "
                  "%% peak is of the FMA peak at the row's thread count; "
-                 "\"sched ÷ this\" and \"default ÷ this\" are texc's GFLOP/s over the row's (> 1: texc faster)\n\n",
-            TOLERANCE);
+                 "\"sched ÷ this\" and \"default ÷ this\" are texc's GFLOP/s over the row's (> 1: texc faster); "
+                 "cpu = the process's CPU time / (wall time × the row's threads) over the timed calls, "
+                 "⚠ below %.0f%%: the row did not have its cores to itself (other load on the machine)\n\n",
+            TOLERANCE, 100.0 * CONTENDED);
     print_table(out, rep);
 
     if (rep->asm_file) {
@@ -756,6 +791,7 @@ int main(int argc, char **argv)
 
     /* Facts first: they do not depend on the measurements. */
     read_machine(&rep.machine);
+    read_load(rep.load_before, sizeof rep.load_before);
     texc_version(texc, rep.texc_version, sizeof rep.texc_version);
     fprintf(stderr, "texc compile time (10 runs)...\n");
     rep.have_compile = compile_time(texc, te, &rep.compile);
@@ -854,6 +890,7 @@ int main(int argc, char **argv)
         free(ref);
     }
 
+    read_load(rep.load_after, sizeof rep.load_after);
     print_report(stdout, &rep);
     if (out_path) {
         FILE *f = fopen(out_path, "w");

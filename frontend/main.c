@@ -26,6 +26,7 @@ enum {
     DUMP_SCHEDULE = 1 << 3,
     DUMP_LOOPS = 1 << 4,
     DUMP_CUDA = 1 << 5,
+    DUMP_KERNELS = 1 << 6,
 };
 
 static const struct {
@@ -39,6 +40,7 @@ static const struct {
     { "schedule", DUMP_SCHEDULE, "the schedule applied, as a trace with every value" },
     { "loops", DUMP_LOOPS, "the loop nests after every schedule step and after lowering" },
     { "cuda", DUMP_CUDA, "the generated CUDA C (--target cuda)" },
+    { "kernels", DUMP_KERNELS, "the kernels after fusion: each one's anchor and fused stages" },
 };
 
 typedef struct InputFile {
@@ -599,6 +601,8 @@ int main(int argc, char **argv)
             goto out;
         if (o.verbose)
             te_print_opt_summary(stderr, &stats);
+        if (o.dump & DUMP_KERNELS)
+            te_print_kernels(stdout, g);
     }
     status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g);
 out:

@@ -497,10 +497,10 @@ static bool on_new_line(const Parser *p, Span loc)
 
 /* "unexpected ')', expected expression or ']'": the tokens LAC says could
  * follow, in their quoted names.  The tokens that can start an expression
- * are said "expression", and the binary operators, which can follow any
- * expression, are left out, with the '[' and '(' that can follow a name.  A ';' missing at the end of a line is
- * reported there, and a bracket the parser wants closed gets a note
- * pointing at it. */
+ * are said "expression"; the binary operators, which can follow any
+ * expression, are left out, with the '[' and '(' that can follow a name.
+ * A ';' missing at the end of a line is reported there, after the last
+ * token, and a bracket the parser wants closed gets a note pointing at it. */
 static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
 {
     if (p->lex_failed)
@@ -562,6 +562,8 @@ static int yyreport_syntax_error(const yypcontext_t *ctx, Parser *p)
                                     i == 0 ? "" : i == nlisted - 1 ? " or " : ", ",
                                     listed[i]);
     }
+    if (got == YYTRANSLATE(':') && want[YYTRANSLATE('=')] && len < sizeof msg)
+        snprintf(msg + len, sizeof msg - len, "; an input is declared as 'input NAME : DTYPE[...]'");
     diag_error(p->src, loc, "%s", msg);
 
     /* The innermost bracket open before the unexpected token, when closing

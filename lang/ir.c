@@ -87,3 +87,21 @@ int64_t tensor_elems(const Tensor *t)
         n *= t->shape[d];
     return n;
 }
+
+Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n)
+{
+    if (e->kind == EX_VAR) {
+        for (int i = 0; i < n; i++)
+            if (e->var == vars[i])
+                return values[i];
+        return e;
+    }
+    if (e->nargs == 0)
+        return e;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *e;
+    c->args = arena_alloc(a, sizeof *c->args * (size_t)e->nargs);
+    for (int i = 0; i < e->nargs; i++)
+        c->args[i] = te_subst_vars(a, e->args[i], vars, values, n);
+    return c;
+}

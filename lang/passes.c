@@ -65,6 +65,24 @@ bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats)
     return true;
 }
 
+void te_print_kernels(FILE *out, const Graph *g)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        const Tensor *t = g->tensors[i];
+        if (t->kind != TK_STAGE)
+            continue;
+        fprintf(out, "kernel %s", t->name);
+        if (t->anchor)
+            fprintf(out, " (anchor %s)", t->anchor);
+        if (t->naliases) {
+            fputs(": fuses", out);
+            for (int k = 0; k < t->naliases; k++)
+                fprintf(out, "%s %s", k ? "," : "", t->aliases[k]);
+        }
+        fputc('\n', out);
+    }
+}
+
 static void count(FILE *out, bool *first, int n, const char *what, const char *plural)
 {
     if (n == 0)

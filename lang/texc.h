@@ -260,6 +260,8 @@ struct Tensor {
     const char **aliases; /* names of stages the optimizer merged into this
                              one: schedules may name any of them */
     int naliases;
+    const char *anchor;   /* the reduction a fused kernel is built around,
+                             or NULL: the stage itself */
 };
 
 typedef struct Dim {
@@ -293,6 +295,8 @@ Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n);
 Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
                 Expr *body);
 int64_t tensor_elems(const Tensor *t);
+/* A copy of E with VARS[i] replaced by VALUES[i]. */
+Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
 
 /* print.c — the graph printer (--dump=graph) and the canonical form. */
 void te_print_expr(FILE *out, const Expr *e);
@@ -395,6 +399,8 @@ PassId te_pass_lookup(const char *name); /* PASS_COUNT if unknown */
 
 /* Runs every pass not disabled, in order, dumping where asked. */
 bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats);
+/* --dump=kernels: each kernel, its anchor and the stages fused into it. */
+void te_print_kernels(FILE *out, const Graph *g);
 /* "6 stages -> 1 kernel; folded 1 constant; ..." */
 void te_print_opt_summary(FILE *out, const OptStats *s);
 

@@ -534,6 +534,8 @@ static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
     }
     /* W takes S's computation, with S's variables renamed. */
     SStage *w = new_copy_stage(st, stmt->result, s->tensor, scope_of(stmt->args[0].name));
+    if (s->epilogue)
+        w->tensor->dtype = s->value->dtype; /* the accumulator's type */
     int nmap = st->next_var;
     Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)nmap);
     for (int d = 0; d < s->nsvars; d++)
@@ -544,11 +546,15 @@ static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
     w->rvars = s->rvars;
     w->nrvars = s->nrvars;
     init_loops_of(st, w);
-    /* S copies W. */
+    /* S copies W, through its epilogue if it has one. */
     Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(s->nsvars + 1));
     for (int d = 0; d < s->nsvars; d++)
         idx[d] = ex_var(st->arena, no_span, s->svars[d]);
     s->value = ex_load(st->arena, no_span, w->tensor, idx, s->nsvars);
+    if (s->epilogue) {
+        s->value = redirect(st->arena, s->epilogue, s->tensor, w->tensor);
+        s->epilogue = NULL;
+    }
     s->is_reduce = false;
     s->rvars = NULL;
     s->nrvars = 0;

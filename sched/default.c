@@ -103,13 +103,13 @@ static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
 }
 
 /* Does the written schedule W name stage NAME? */
-static bool mentioned(const Schedule *w, const char *name)
+static bool mentioned(const Schedule *w, const SStage *stage)
 {
     for (int i = 0; w && i < w->nstmts; i++) {
         const SchedStmt *s = w->stmts[i];
-        if (strcmp(s->stage, name) == 0 || (s->result && strcmp(s->result, name) == 0))
+        if (sch_stage_named(stage, s->stage) || (s->result && sch_stage_named(stage, s->result)))
             return true;
-        if (s->nargs > 0 && s->args[0].kind == SA_NAME && strcmp(s->args[0].name, name) == 0 &&
+        if (s->nargs > 0 && s->args[0].kind == SA_NAME && sch_stage_named(stage, s->args[0].name) &&
             strcmp(s->prim, "compute_at") == 0)
             return true;
     }
@@ -124,7 +124,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if (!s->tensor->is_output && !s->is_reduce && !mentioned(written, s->name))
+        if (!s->tensor->is_output && !s->is_reduce && !mentioned(written, s))
             emit(&b, s->name, "compute_inline", 0);
     }
     if (strcmp(st->target, "cpu") != 0)
@@ -133,7 +133,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
         if ((!s->tensor->is_output && !s->is_reduce) || s->nsvars == 0 ||
-            mentioned(written, s->name) || s->attach)
+            mentioned(written, s) || s->attach)
             continue;
         int lanes = 64 / dtype_bytes(s->tensor->dtype);
         if (lanes > 16)

@@ -279,13 +279,18 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     const Tensor *t = c->tensor;
     bool constant = true;
     int64_t shape[TE_MAX_RANK];
+    Expr *ext[TE_MAX_RANK];
     for (int d = 0; d < t->rank; d++) {
         if (!seen[d])
             r[d] = (Bounds){ sch_int(a, 0), sch_int(a, t->shape[d] - 1) };
         Expr *size = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
         constant = constant && sch_const_int(size, &shape[d]) && shape[d] > 0;
+        /* clamp to the tensor: lo' = max(lo, 0), and the extent
+         * min(hi, S-1) - lo' + 1 written as min(hi - lo' + 1, S - lo') so
+         * that it simplifies */
         r[d].lo = sch_max(a, r[d].lo, sch_int(a, 0));
-        r[d].hi = sch_min(a, r[d].hi, sch_int(a, t->shape[d] - 1));
+        ext[d] = sch_min(a, sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1)),
+                         sch_sub(a, sch_int(a, t->shape[d]), r[d].lo));
         c->region_lo[d] = r[d].lo;
     }
     /* the region's loops: c's spatial loops iterate it */
@@ -295,7 +300,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
             Expr *v = c->value_of[c->svars[d]->id];
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
-                L->loop_ext[l->var->id] = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
+                L->loop_ext[l->var->id] = ext[d];
                 /* the loop now runs over the region: its extent is at most
                  * the region's constant size (unrolling counts on it) */
                 if (constant)
@@ -389,6 +394,21 @@ static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
     return f;
 }
 
+/* E with loads of T at the stage's own point replaced by SELF. */
+static Expr *redirect_self(Lower *L, Expr *e, const Tensor *t, Expr *self)
+{
+    if (e->kind == EX_LOAD && e->tensor == t)
+        return self;
+    if (e->nargs == 0)
+        return e;
+    Expr *c = arena_alloc(L->a, sizeof *c);
+    *c = *e;
+    c->args = arena_alloc(L->a, sizeof *c->args * (size_t)e->nargs);
+    for (int i = 0; i < e->nargs; i++)
+        c->args[i] = redirect_self(L, e->args[i], t, self);
+    return c;
+}
+
 static Expr *identity(Lower *L, SStage *s)
 {
     return ex_const(L->a, no_span, s->tensor->dtype, reducer_identity(s->reducer));
@@ -472,6 +492,22 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         nest.in_nest[i] = true;
     Stmt *update_nest = build(L, &nest, p, store);
     Stmt *both = seq2(L, init_nest, update_nest);
+    if (s->epilogue) {
+        /* the epilogue runs over the spatial loops the init runs over,
+         * once the reduction is complete: storage = f(storage) */
+        Expr *self = ex_load(a, no_span, s->storage, idx, s->nsvars);
+        Expr *epi = sch_subst(a, s->epilogue, s->value_of, L->st->next_var);
+        epi = redirect_self(L, localize(L, epi), s->tensor, self);
+        Stmt *store_epi = stmt_new(L, S_STORE);
+        store_epi->buf = s->storage;
+        store_epi->index = idx;
+        store_epi->value = epi;
+        for (int i = 0; i < n; i++)
+            nest.in_nest[i] = i < p || !((Loop *)s->loops.items[i])->reduce;
+        nest.children = false;
+        both = seq2(L, both, build(L, &nest, p, store_epi));
+        nest.children = true;
+    }
     /* the loops outside the first reduction loop hold both */
     for (int i = p; i < n; i++)
         nest.in_nest[i] = false;

@@ -150,6 +150,9 @@ struct SStage {
     const char *name;
     Tensor *tensor;      /* what it computes (a cache stage has its own) */
     Expr *value;         /* the value at a point (a reduction: its body) */
+    Expr *epilogue;      /* a reduction's epilogue: applied to the reduced
+                            value, which it reads as a load of tensor at
+                            svars; NULL if none */
     bool is_reduce;      /* value is combined over rvars with reducer */
     Reducer reducer;
     IterVar **svars;     /* spatial variables: tensor->vars */
@@ -221,7 +224,8 @@ typedef struct LoweredFunc {
 
 /* state.c */
 SchedState *sch_state_new(Arena *a, Graph *g, const char *target);
-SStage *sch_find_stage(SchedState *st, const char *name);
+SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
+bool sch_stage_named(const SStage *s, const char *name);
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);

@@ -48,11 +48,26 @@ Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues)
     return c;
 }
 
+bool sch_stage_named(const SStage *s, const char *name)
+{
+    if (strcmp(s->name, name) == 0)
+        return true;
+    for (int i = 0; i < s->tensor->naliases; i++)
+        if (strcmp(s->tensor->aliases[i], name) == 0)
+            return true;
+    return false;
+}
+
 SStage *sch_find_stage(SchedState *st, const char *name)
 {
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         if (strcmp(s->name, name) == 0)
+            return s;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (sch_stage_named(s, name))
             return s;
     }
     return NULL;
@@ -96,6 +111,38 @@ static void init_loops(SchedState *st, SStage *s)
     }
 }
 
+/* The one reduction in E outside lazy branches (select's, && and ||'s
+ * right side) and other reductions, if E has exactly one and no other. */
+static int count_reductions(Expr *e, Expr **found, bool lazy)
+{
+    if (e->kind == EX_REDUCE) {
+        *found = lazy ? NULL : e;
+        return lazy ? 2 : 1 + count_reductions(e->args[0], found, true) * 2;
+    }
+    int n = 0;
+    for (int i = 0; i < e->nargs; i++) {
+        bool l = lazy || (e->kind == EX_OP && (e->op == OP_SELECT || e->op == OP_AND ||
+                                               e->op == OP_OR) && i > 0);
+        n += count_reductions(e->args[i], found, l);
+    }
+    return n;
+}
+
+/* E with the reduction R replaced by SELF (the reduced value). */
+static Expr *replace_reduction(Arena *a, Expr *e, const Expr *r, Expr *self)
+{
+    if (e == r)
+        return self;
+    if (e->nargs == 0)
+        return e;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *e;
+    c->args = arena_alloc(a, sizeof *c->args * (size_t)e->nargs);
+    for (int i = 0; i < e->nargs; i++)
+        c->args[i] = replace_reduction(a, e->args[i], r, self);
+    return c;
+}
+
 static SStage *add_stage(SchedState *st, Tensor *t, Expr *body)
 {
     SStage *s = arena_alloc(st->arena, sizeof *s);
@@ -103,6 +150,17 @@ static SStage *add_stage(SchedState *st, Tensor *t, Expr *body)
     s->tensor = t;
     s->svars = t->vars;
     s->nsvars = t->rank;
+    Expr *r = NULL;
+    if (body->kind != EX_REDUCE && count_reductions(body, &r, false) == 1 && r) {
+        /* a fused kernel: a reduction under an epilogue */
+        Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(t->rank + 1));
+        for (int d = 0; d < t->rank; d++)
+            idx[d] = ex_var(st->arena, no_span, t->vars[d]);
+        Expr *self = ex_load(st->arena, no_span, t, idx, t->rank);
+        self->dtype = r->dtype;
+        s->epilogue = replace_reduction(st->arena, body, r, self);
+        body = r;
+    }
     if (body->kind == EX_REDUCE) {
         s->is_reduce = true;
         s->reducer = body->reducer;
@@ -204,7 +262,16 @@ SchedState *sch_state_new(Arena *a, Graph *g, const char *target)
         Hoist h = { st, t->name, 0, {0}, 0 };
         for (int d = 0; d < t->rank; d++)
             h.scope[h.nscope++] = t->vars[d];
-        Expr *body = hoist(&h, t->body, true);
+        Expr *r = NULL;
+        /* a reduction under an epilogue stays (add_stage splits it);
+         * reductions inside it and any others are hoisted */
+        Expr *body = t->body;
+        if (body->kind != EX_REDUCE && count_reductions(body, &r, false) == 1 && r) {
+            Expr *inner = hoist(&h, r, true);
+            body = replace_reduction(st->arena, body, r, inner);
+        } else {
+            body = hoist(&h, body, true);
+        }
         add_state_stage(st, add_stage(st, t, body));
     }
     return st;

@@ -7,7 +7,9 @@
 # (one the sample's tiles divide, one they do not), the schedules are:
 #   own      the file's own cpu schedule, if it has one;
 #   default  the file with its schedule blocks stripped (sch_default);
-#   N        tests/e2e/SAMPLE.N.sched appended to the stripped file.
+#   N        tests/e2e/SAMPLE.N.sched appended to the stripped file; a
+#            first line "# texc: FLAGS" adds texc options (-fno-fuse for
+#            a schedule that names stages the fusion pass would merge).
 # Once per sample and size: texc --eval --save-inputs (the reference and
 # its inputs) and the harness, compiled.  Each case: texc --harness, the
 # kernel compiled with ASan and UBSan ($CC) and linked with that harness,
@@ -55,7 +57,9 @@ if [ "${1:-}" = --case ]; then
     prep=$(cat "$dir/prep")
     defines=$(cat "$prep/defines")
     # shellcheck disable=SC2086 # $defines splits on purpose
-    step "texc" "$TEXC" "$dir/te" $defines -o "$dir/k" --harness
+    flags=$(cat "$dir/flags")
+    # shellcheck disable=SC2086 # $flags too
+    step "texc" "$TEXC" "$dir/te" $defines $flags -o "$dir/k" --harness
     # the kernel with the prepared harness (same name, inputs and shapes)
     step "the harness" cmp -s "$dir/k_harness.c" "$prep/k_harness.c"
     # shellcheck disable=SC2086 # $KCFLAGS too
@@ -141,13 +145,14 @@ xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 cases=$tmp/cases
 : >"$cases"
 case_n=0
-add_case() {  # add_case PREP-DIR SCHEDULE-NAME TE-FILE
+add_case() {  # add_case PREP-DIR SCHEDULE-NAME TE-FILE [TEXC-FLAGS]
     case_n=$((case_n + 1))
     dir=$work/case$case_n
     mkdir -p "$dir"
     cp "$3" "$dir/te"
     echo "$1" >"$dir/prep"
-    echo "$2" >"$dir/sched"
+    echo "$2${4:+ ($4)}" >"$dir/sched"
+    echo "${4:-}" >"$dir/flags"
     echo "$dir" >>"$cases"
 }
 while read -r prep; do
@@ -166,7 +171,8 @@ while read -r prep; do
         n=${sched##*/"$name".}
         n=${n%.sched}
         cat "$prep/plain.te" "$sched" >"$prep/sched$n.te"
-        add_case "$prep" "schedule $n" "$prep/sched$n.te"
+        add_case "$prep" "schedule $n" "$prep/sched$n.te" \
+            "$(sed -n '1s/^# texc: //p' "$sched")"
     done
 done <"$preps"
 
