@@ -26,6 +26,7 @@ typedef struct Emitter {
     PtrVec tensors;    /* Tensor * with a C name ... */
     PtrVec tnames;     /* ... and that name */
     const char **var_names; /* by IterVar id */
+    PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
     int indent;
 } Emitter;
 
@@ -352,6 +353,229 @@ static void emit_store(Emitter *e, const Stmt *s)
     fputs(";\n", e->out);
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Vector code.                                                        */
+/*
+ * A vectorized loop whose body is f32 stores of f32 arithmetic, where
+ * every load either does not depend on the loop variable (a broadcast) or
+ * reads consecutive elements along its last dimension (a vector load),
+ * is written with GCC/Clang vector types of 16 floats: one statement per
+ * group of 16 iterations, so a loop of 64 is four vector statements.
+ * Local buffers whose last dimension is a multiple of 16 are declared as
+ * arrays of vectors, so a tile of accumulators indexed by constants after
+ * unrolling stays in vector registers.  When the trip count is not a
+ * constant (a tile at the edge of a tensor), the vector code runs when it
+ * is the full count and a scalar loop otherwise.  Anything else (other
+ * dtypes, gathers, comparisons, casts) is a scalar loop under
+ * `#pragma omp simd`.
+ */
+
+#define VLANES 16
+
+/* Is E free of the variable V? */
+static bool invariant(const Expr *e, const IterVar *v)
+{
+    if (e->kind == EX_VAR)
+        return e->var != v;
+    for (int i = 0; i < e->nargs; i++)
+        if (!invariant(e->args[i], v))
+            return false;
+    return true;
+}
+
+/* For an index IX: true if IX = REST + V with REST free of V; *REST set. */
+static bool unit_stride(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
+{
+    Expr *var = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
+    *rest = sch_sub(e->a, ix, var);
+    return invariant(*rest, v);
+}
+
+/* Is E computable as a vector of f32 over V? */
+static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
+{
+    if (invariant(x, v))
+        return x->dtype == DT_F32;
+    switch (x->kind) {
+    case EX_LOAD: {
+        if (x->tensor->dtype != DT_F32 || x->nargs == 0)
+            return false;
+        for (int d = 0; d + 1 < x->nargs; d++)
+            if (!invariant(x->args[d], v))
+                return false;
+        Expr *rest;
+        return unit_stride(e, x->args[x->nargs - 1], v, &rest);
+    }
+    case EX_OP:
+        if (x->dtype != DT_F32)
+            return false;
+        switch (x->op) {
+        case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_NEG:
+        case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH: case OP_ERF:
+        case OP_ABS: case OP_GELU: case OP_SIGMOID: case OP_RELU: case OP_MIN: case OP_MAX:
+        case OP_POW:
+            for (int i = 0; i < x->nargs; i++)
+                if (!vectorizable(e, x->args[i], v))
+                    return false;
+            return true;
+        default:
+            return false;
+        }
+    default:
+        return false;
+    }
+}
+
+static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
+{
+    if (!s)
+        return true;
+    switch (s->kind) {
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (!vector_body(e, s->stmts[i], v))
+                return false;
+        return true;
+    case S_STORE: {
+        if (s->buf->dtype != DT_F32 || s->buf->rank == 0)
+            return false;
+        for (int d = 0; d + 1 < s->buf->rank; d++)
+            if (!invariant(s->index[d], v))
+                return false;
+        Expr *rest;
+        return unit_stride(e, s->index[s->buf->rank - 1], v, &rest) &&
+               vectorizable(e, s->value, v);
+    }
+    default:
+        return false;
+    }
+}
+
+/* Can the local buffer BUF be declared as vectors? */
+static bool vector_shape(const Tensor *buf)
+{
+    return buf->rank > 0 && buf->dtype == DT_F32 && buf->shape[buf->rank - 1] % VLANES == 0;
+}
+
+/* Is BUF a local buffer declared as vectors (see emit_stmt's S_ALLOC)? */
+static bool vector_layout(Emitter *e, const Tensor *buf)
+{
+    for (int i = 0; i < e->vector_bufs.len; i++)
+        if (e->vector_bufs.items[i] == buf)
+            return true;
+    return false;
+}
+
+/* The address of BUF[IDX] with the last index replaced by LAST. */
+static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *last)
+{
+    fprintf(e->out, "&%s", tensor_name(e, buf));
+    for (int d = 0; d + 1 < buf->rank; d++) {
+        fputc('[', e->out);
+        emit_expr(e, idx[d], 0);
+        fputc(']', e->out);
+    }
+    fputc('[', e->out);
+    emit_expr(e, last, 0);
+    fputc(']', e->out);
+}
+
+/* The vector at lanes V = MIN + G*16 + 0..15 of the access BUF[IDX]: an
+ * element of a vector buffer when its position is a constant multiple of
+ * 16, else an unaligned load (or store) through memcpy. */
+static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
+                         Expr *vmin, int64_t g, Expr *store_value);
+
+static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
+{
+    FILE *out = e->out;
+    if (invariant(x, v)) {
+        fputs("te_splat(", out);
+        emit_expr(e, x, 0);
+        fputc(')', out);
+        return;
+    }
+    if (x->kind == EX_LOAD) {
+        emit_vaccess(e, x->tensor, x->args, v, vmin, g, NULL);
+        return;
+    }
+    switch (x->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
+        fputc('(', out);
+        emit_vexpr(e, x->args[0], v, vmin, g);
+        fprintf(out, " %s ", op_text(x->op));
+        emit_vexpr(e, x->args[1], v, vmin, g);
+        fputc(')', out);
+        return;
+    case OP_NEG:
+        fputs("(-", out);
+        emit_vexpr(e, x->args[0], v, vmin, g);
+        fputc(')', out);
+        return;
+    default:
+        fprintf(out, "te_v%s(", op_text(x->op));
+        for (int i = 0; i < x->nargs; i++) {
+            if (i)
+                fputs(", ", out);
+            emit_vexpr(e, x->args[i], v, vmin, g);
+        }
+        fputc(')', out);
+        return;
+    }
+}
+
+static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
+                         Expr *vmin, int64_t g, Expr *store_value)
+{
+    Arena *a = e->a;
+    Expr *rest;
+    unit_stride(e, idx[buf->rank - 1], v, &rest);
+    /* the first lane's position along the last dimension */
+    Expr *first = sch_add(a, sch_add(a, rest, vmin), sch_int(a, g * VLANES));
+    int64_t pos;
+    if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
+        fprintf(e->out, "%s_v", tensor_name(e, buf));
+        for (int d = 0; d + 1 < buf->rank; d++) {
+            fputc('[', e->out);
+            emit_expr(e, idx[d], 0);
+            fputc(']', e->out);
+        }
+        fprintf(e->out, "[%lld]", (long long)(pos / VLANES));
+        if (store_value) {
+            fputs(" = ", e->out);
+            emit_vexpr(e, store_value, v, vmin, g);
+        }
+        return;
+    }
+    fputs(store_value ? "te_vstore(" : "te_vload(", e->out);
+    emit_address(e, buf, idx, first);
+    if (store_value) {
+        fputs(", ", e->out);
+        emit_vexpr(e, store_value, v, vmin, g);
+    }
+    fputc(')', e->out);
+}
+
+static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, int64_t g)
+{
+    if (!s)
+        return;
+    if (s->kind == S_SEQ) {
+        for (int i = 0; i < s->n; i++)
+            emit_vstmt(e, s->stmts[i], v, vmin, g);
+        return;
+    }
+    fprintf(e->out, "%*s", e->indent * 4, "");
+    emit_vaccess(e, s->buf, s->index, v, vmin, g, s->value);
+    fputs(";\n", e->out);
+}
+
+/* The vector form of a vectorized loop; false if it does not apply. */
+static bool emit_vector_loop(Emitter *e, const Stmt *s);
+
+static void emit_scalar_loop(Emitter *e, const Stmt *s);
+
 static void emit_for(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
@@ -384,6 +608,46 @@ static void emit_for(Emitter *e, const Stmt *s)
         }
         return;
     }
+    if (l->kind == LOOP_VECTORIZED && emit_vector_loop(e, s))
+        return;
+    emit_scalar_loop(e, s);
+}
+
+static bool emit_vector_loop(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    int64_t ext, bound = l->var->extent;
+    bool constant = sch_const_int(s->extent, &ext);
+    if (constant)
+        bound = ext;
+    if (bound <= 0 || bound % VLANES != 0 || !vector_body(e, s->body, l->var))
+        return false;
+    var_name(e, l->var); /* the scalar loop's name, claimed first */
+    if (!constant) {
+        line(e, "if (");
+        emit_expr(e, s->extent, 3);
+        fprintf(e->out, " == %lld) {\n", (long long)bound);
+        e->indent++;
+    }
+    line(e, "/* %s: %lld lanes as %lld vectors of %d */\n", l->name, (long long)bound,
+         (long long)(bound / VLANES), VLANES);
+    for (int64_t g = 0; g < bound / VLANES; g++)
+        emit_vstmt(e, s->body, l->var, s->min, g);
+    if (!constant) {
+        e->indent--;
+        line(e, "} else {\n");
+        e->indent++;
+        emit_scalar_loop(e, s);
+        e->indent--;
+        line(e, "}\n");
+    }
+    return true;
+}
+
+static void emit_scalar_loop(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    const char *v = var_name(e, l->var);
     if (l->kind == LOOP_PARALLEL)
         line(e, "#pragma omp parallel for schedule(static)\n");
     else if (l->kind == LOOP_VECTORIZED)
@@ -432,11 +696,30 @@ static void emit_stmt(Emitter *e, const Stmt *s)
     case S_ALLOC:
         line(e, "{\n");
         e->indent++;
-        line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
-        if (s->buf->rank == 0)
-            fputs("[1]", e->out);
-        emit_dims(e, s->buf, 0);
-        fputs(" __attribute__((aligned(64)));\n", e->out);
+        if (vector_shape(s->buf)) {
+            vec_push(e->a, &e->vector_bufs, s->buf);
+            /* vectors of 16, so that constant-indexed tiles live in
+             * registers; NAME is the same storage seen as floats */
+            const Tensor *b = s->buf;
+            const char *n = tensor_name(e, b);
+            line(e, "te_v16f %s_v", n);
+            for (int d = 0; d + 1 < b->rank; d++)
+                fprintf(e->out, "[%lld]", (long long)b->shape[d]);
+            fprintf(e->out, "[%lld];\n", (long long)(b->shape[b->rank - 1] / VLANES));
+            line(e, "float (*%s)", n);
+            emit_dims(e, b, 1);
+            fprintf(e->out, " = (float (*)");
+            emit_dims(e, b, 1);
+            fprintf(e->out, ")%s_v;\n", n);
+            if (b->rank == 1)
+                line(e, "(void)%s;\n", n);
+        } else {
+            line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
+            if (s->buf->rank == 0)
+                fputs("[1]", e->out);
+            emit_dims(e, s->buf, 0);
+            fputs(" __attribute__((aligned(64)));\n", e->out);
+        }
         emit_stmt(e, s->body);
         e->indent--;
         line(e, "}\n");
@@ -448,6 +731,18 @@ static void emit_stmt(Emitter *e, const Stmt *s)
 /* The translation unit.                                               */
 
 static const char helpers[] =
+    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+    "#endif\n"
+    "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
+    "typedef float te_v16f __attribute__((vector_size(64), aligned(64)));\n"
+    "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n"
+    "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n"
+    "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n"
+    "#define TE_VMAP1(name, f) \\\n"
+    "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n"
+    "#define TE_VMAP2(name, f) \\\n"
+    "    static inline te_v16f name(te_v16f x, te_v16f y) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l], y[l]); return r; }\n"
     "static inline float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
     "static inline double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
     "static inline float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
@@ -489,6 +784,11 @@ static const char helpers[] =
     "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
     "}\n"
     "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n"
+    "TE_VMAP1(te_vexp, expf)\nTE_VMAP1(te_vlog, logf)\nTE_VMAP1(te_vsqrt, sqrtf)\n"
+    "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\nTE_VMAP1(te_vtanh, tanhf)\nTE_VMAP1(te_verf, erff)\n"
+    "TE_VMAP1(te_vabs, fabsf)\nTE_VMAP1(te_vgelu, te_gelu_f32)\nTE_VMAP1(te_vsigmoid, te_sigmoid_f32)\n"
+    "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
+    "TE_VMAP2(te_vpow, powf)\n"
     "static void *te_alloc(size_t bytes)\n"
     "{\n"
     "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"

@@ -409,4 +409,30 @@ void te_print_opt_summary(FILE *out, const OptStats *s);
  * from an output (inputs always stay). */
 void te_graph_compact(Arena *a, Graph *g);
 
+/* pass_cse.c: are A and B the same computation, up to renaming AVARS[i]
+ * to BVARS[i] (i < N) and their reductions' axes (same ranges, same
+ * order)?  Other variables must be the same IterVar. */
+bool te_expr_equiv(const Expr *a, const Expr *b, IterVar *const *avars,
+                   IterVar *const *bvars, int n);
+
+/* ------------------------------------------------------------------ */
+/* memplan.c — memory planning: buffers whose live ranges (in kernel
+ * steps) do not overlap share bytes of one workspace.                 */
+
+typedef struct PlanBuf {
+    const char *name;
+    int64_t bytes;   /* size; rounded up to 64 when placed */
+    int first, last; /* live range in kernel steps, inclusive */
+    int64_t offset;  /* out: 64-byte aligned offset in the workspace */
+} PlanBuf;
+
+/* Assigns every offset so that buffers with overlapping live ranges never
+ * share a byte; returns the planned peak (the workspace size).  *NAIVE
+ * receives the sum of the aligned sizes (every buffer its own bytes). */
+int64_t te_memplan(PlanBuf *bufs, int n, int64_t *naive);
+/* --dump=memory: one line per buffer (name, bytes, [first, last],
+ * offset), then the naive and the planned peak. */
+void te_print_memplan(FILE *out, const PlanBuf *bufs, int n, int64_t naive,
+                      int64_t peak);
+
 #endif

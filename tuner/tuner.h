@@ -1,8 +1,13 @@
 /* tuner.h — the autotuner: searches schedules, measures every candidate in
  * an isolated process against the reference evaluator, logs everything,
- * and hands later builds the winner.  See tuner/tune.c's top comment. */
+ * and hands later builds the winner.  See tuner/tune.c's top comment.
+ *
+ * The first part is the interface frontend/main.c uses; the rest is
+ * shared by the files of tuner/ only. */
 #ifndef TEXC_TUNER_H
 #define TEXC_TUNER_H
+
+#include <jansson.h>
 
 #include "sched/sched.h"
 
@@ -32,5 +37,200 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
 /* --log-summary FILE: the best record per workload.  Returns an exit
  * status. */
 int tune_log_summary(const char *path);
+
+/* ------------------------------------------------------------------ */
+/* Inside tuner/.                                                      */
+
+/* The default budget: enough for the sample's knob space several times
+ * over, and a time budget that keeps `texc samples/matmul_gelu.te --tune`
+ * (reference evaluation included) under ten minutes on two cores. */
+enum {
+    TUNE_DEFAULT_TRIALS = 200,
+    TUNE_DEFAULT_BUDGET_S = 300,
+};
+
+/* space.c — the search space: one Param per knob of the file's schedule,
+ * or, without knobs, the parameters of an automatic space derived from
+ * each stage's structure.  A point is an array of value indices, one per
+ * Param. */
+typedef struct Param {
+    const char *name;  /* the knob's name, or "STAGE.what" (auto) */
+    int64_t *values;
+    int nvalues;
+    bool categorical;  /* the values name variants, not sizes */
+    int plan;          /* auto: the stage plan it belongs to; -1 knobs */
+} Param;
+
+typedef struct StagePlan StagePlan; /* space.c: one auto-scheduled stage */
+
+typedef struct Space {
+    bool is_auto;            /* derived from the stages, not from knobs */
+    const char *target;
+    const Schedule *written; /* the file's schedule for the target, or NULL */
+    Param *params;
+    int nparams;
+    StagePlan **plans;       /* auto */
+    int nplans;
+    Knob **knobs;            /* knobs: params[i] is knobs[i] */
+    char id[33];             /* a hash of the space's definition: records
+                                of another space are never applied */
+    double size;             /* points that pass the legality rules */
+    int nfeatures;           /* tune_space_features' length */
+} Space;
+
+/* Builds the space of G for TARGET (WRITTEN: the file's schedule, or
+ * NULL).  Returns NULL after a message when WRITTEN does not apply. */
+Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target);
+/* Does POINT pass the space's legality rules (register budget, unroll
+ * extents, variants that need a split)?  Knob points are checked by
+ * applying them (tune_space_check). */
+bool tune_space_legal(const Space *sp, const int *point);
+/* The statements a build applies before sch_default: the file's schedule
+ * with POINT's knob values, or the file's plus the generated ones. */
+Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point);
+/* Applies and lowers every point of POINTS (N of them) in a child
+ * process; OK[i] says whether point i applies without a diagnostic.  A
+ * point that crashes texc itself counts as illegal, with a warning. */
+void tune_space_check(Arena *a, Graph *g, const Space *sp, int *const *points, int n, bool *ok);
+/* The configuration as a JSON object ({"TI": 32} or {"y.ti": 4}), and
+ * back; tune_space_point_of returns false when CONFIG is not a point of
+ * SP. */
+json_t *tune_space_config(const Space *sp, const int *point);
+bool tune_space_point_of(const Space *sp, const json_t *config, int *point);
+/* Feature vector for the cost model (nfeatures values). */
+void tune_space_features(const Space *sp, const int *point, double *out);
+/* One line per parameter, and the size. */
+void tune_space_print(FILE *out, const Space *sp);
+/* A uniformly random legal point, by rejection; false if none found. */
+bool tune_space_random(const Space *sp, uint64_t *rng, int *point);
+uint64_t tune_rand(uint64_t *state);
+
+/* measure.c — building and timing candidates in child processes. */
+
+#define TUNE_STATUSES(X)                                                    \
+    X(TS_OK, "ok")                       /* correct; the times count    */ \
+    X(TS_WRONG, "wrong")                 /* an output differs from the reference */ \
+    X(TS_CRASH, "crash")                 /* killed by a signal          */ \
+    X(TS_TIMEOUT, "timeout")             /* ran past its time limit     */ \
+    X(TS_RUN_ERROR, "run_error")         /* exited with a failure status */ \
+    X(TS_INVALID, "invalid")             /* the schedule did not apply  */ \
+    X(TS_COMPILE_ERROR, "compile_error") /* the C compiler failed       */ \
+    X(TS_COMPILE_TIMEOUT, "compile_timeout") /* the C compiler ran too long */
+
+typedef enum TuneStatus {
+#define X(e, n) e,
+    TUNE_STATUSES(X)
+#undef X
+    TS_COUNT
+} TuneStatus;
+const char *tune_status_name(TuneStatus s);
+TuneStatus tune_status_lookup(const char *name); /* TS_COUNT if unknown */
+
+/* The fixed part of every measurement: inputs, reference, limits. */
+typedef struct Bench {
+    Graph *g;
+    const char *target;
+    const char *kernel;   /* a C identifier: the generated function */
+    const char *source;   /* the .te file */
+    char workdir[4096];   /* private: inputs and candidate directories */
+    char **input_paths;   /* one .npy per graph input */
+    double **ref;         /* the reference's outputs */
+    double *rtol, *atol;  /* per output */
+    double min_time;      /* seconds of timed repeats to aim for */
+    double compile_limit; /* seconds */
+    const char *cc;       /* the compiler, its flags */
+    const char *openmp;
+    bool verbose;
+    /* TEXC_TUNE_PLANT: a test hook, see measure.c */
+    int plant_crash, plant_hang, plant_wrong;
+} Bench;
+
+typedef struct Candidate {
+    int *point;           /* NULL: the default schedule */
+    Schedule *sched;      /* applied before sch_default */
+    char *key;            /* the configuration, canonical JSON */
+    json_t *config;
+    int trial;            /* 1-based, in this run */
+    double predicted;     /* the cost model's log-time, NAN if none */
+    bool guided;          /* chosen by the model, not at random */
+    /* building */
+    char dir[4200];
+    int pid;
+    double started;
+    /* results */
+    TuneStatus status;
+    char detail[256];
+    char *schedule_text;  /* the applied trace, from the build */
+    double build_s, time_s, first_s;
+    int repeats;
+    double max_err;       /* largest |got - ref| over all outputs */
+    double worst_ratio;   /* largest |got - ref| / (atol + rtol |ref|) */
+} Candidate;
+
+/* Writes the inputs and computes the reference (slow at full size).
+ * Returns false after a message. */
+bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const char *kernel);
+void tune_bench_free(Bench *b);
+/* Builds CANDS[0..n) in parallel, at most JOBS compilers at a time;
+ * each ends with status TS_OK (built) or a build failure. */
+void tune_build(Bench *b, Candidate **cands, int n, int jobs);
+/* Runs a built candidate alone: validates its output and times it.
+ * RUN_LIMIT is the seconds one repeat may take. */
+void tune_measure(Bench *b, Candidate *c, double run_limit);
+/* Removes the candidate's directory. */
+void tune_discard(Candidate *c);
+/* Recursively removes PATH (no symlinks followed). */
+void tune_remove_tree(const char *path);
+double tune_now(void);
+/* Has SIGINT or SIGTERM arrived while tuning? */
+extern volatile int tune_interrupted;
+
+/* model.c — the cost model: ridge regression on quadratic features of
+ * the point, predicting log(seconds).  See model.c for why not XGBoost. */
+typedef struct CostModel CostModel;
+CostModel *tune_model_fit(Arena *a, const double *x, const double *y, int n, int nfeatures);
+double tune_model_predict(const CostModel *m, const double *x);
+/* Spearman's rank correlation of A and B (N values). */
+double tune_rank_correlation(const double *a, const double *b, int n);
+
+/* log.c — the tuning log: JSON lines, one record per measurement. */
+typedef struct Machine {
+    char cpu[256];       /* the CPU model */
+    char isa[512];       /* the SIMD extensions, space-separated */
+    int cores;
+    char arch[1024];     /* cpu, cores and isa: what records must match */
+    char compiler[256];  /* cc --version's first line */
+} Machine;
+
+typedef struct Workload {
+    char hash[33];       /* te_hash of the optimized graph */
+    const char *kernel;  /* the file's base name */
+    const char *target;
+    double flop;         /* floating-point operations per run */
+    json_t *shapes;      /* inputs and outputs: name, dtype, shape */
+    json_t *dims;        /* the dims and their values */
+} Workload;
+
+void tune_machine(Machine *m);
+void tune_workload(Arena *a, Graph *g, const char *source, const char *target, Workload *w);
+/* The log's path: O's --log or the default; NULL after a message. */
+const char *tune_log_path(Arena *a, const TuneOptions *o);
+/* Creates the directories above PATH.  Returns false after a message. */
+bool tune_log_prepare(const char *path);
+/* Appends one record: a single write() on an O_APPEND descriptor under
+ * flock.  Returns false after a message. */
+bool tune_log_append(const char *path, json_t *record);
+/* Reads every valid record (a JSON object) into *OUT, warning about and
+ * skipping invalid lines.  Returns the number of records, or -1 when the
+ * log does not exist (errno ENOENT) or cannot be read (after a message). */
+int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet);
+/* Does RECORD come from this workload and machine, this texc and this
+ * compiler?  If not and WHY is given, *WHY says what differs. */
+bool tune_record_matches(json_t *record, const Workload *w, const Machine *m, const char **why);
+/* The common fields of a record. */
+json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp);
+
+/* plot.c — --plot: best-so-far GFLOP/s against trials, as SVG. */
+bool tune_plot(const char *path, const char *title, const double *gflops, int n);
 
 #endif

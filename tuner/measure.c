@@ -1,0 +1,795 @@
+/* measure.c — building and timing candidates, each in processes of its own.
+ *
+ * A Bench holds what every measurement of one tuning run shares: a
+ * private directory (mkdtemp) with the seeded random inputs written once
+ * as .npy files (named by position, never by the user's names), the
+ * reference evaluator's outputs, and per-output tolerances.
+ *
+ * Building (tune_build): each candidate gets a directory of its own
+ * inside the Bench's.  A forked child (its own process group) applies the
+ * candidate's schedule and the default for the rest, lowers, writes
+ * KERNEL.c, KERNEL.h, harness.c (codegen/harness.c) and, for a planted
+ * candidate, plant.c, and then execs the C compiler with an argument
+ * vector (no shell):  cc -std=gnu11 -O3 -march=native -fopenmp -o run
+ * KERNEL.c harness.c [plant.c] -lm.  At most JOBS children run at once;
+ * one that exceeds the compile time limit is killed with its whole
+ * process group.  Doing the schedule work in the child as well means a
+ * candidate that trips an internal error in texc costs that candidate,
+ * not the tuning run.
+ *
+ * Measuring (tune_measure) happens one candidate at a time, with no build
+ * running, so a timing never shares its cores.  The harness poisons every
+ * output with NaN (0x7f bytes for integers) in each process, runs the
+ * kernel once as a warm-up and REPEATS timed times, and prints the median.
+ * The first run is `-r 1`: its output is compared with the reference, and
+ * its time sizes the second run, `-r R` with R chosen so that the timed
+ * repeats last at least min_time (0.2 s); the second run's output is
+ * compared again and its median is the candidate's time.  Inputs are not
+ * rotated between repeats: the harness times repeated calls on the same
+ * buffers, so a kernel whose working set fits in cache is flattered
+ * somewhat; the workloads this tuner is aimed at (matmul_gelu: 11 MB of
+ * inputs) do not fit in L2 anyway.
+ *
+ * Every run has a time limit (the caller's, from the best time so far):
+ * a candidate past it is killed (status timeout).  A signal is a crash, a
+ * non-zero exit a run_error, an output outside the tolerance a wrong
+ * result; the search goes on after any of them.
+ *
+ * Tolerance: |got - ref| <= atol + rtol * |ref|, with rtol = atol per
+ * dtype as tests/npycmp uses them (f64 1e-9, f32 1e-4, f16 1e-2, bf16
+ * 5e-2, integers exact), multiplied for floats by max(1, sqrt(L / 256))
+ * where L is the longest reduction in the graph: a reassociated sum of L
+ * terms drifts like sqrt(L) roundings, and npycmp's values were set for
+ * reductions of a few hundred terms.  matmul_gelu's K = 768 gives 1.7e-4
+ * for f32, still far below what a real mistake produces (a missed or
+ * doubled term is off by ~|x w| ~ 0.3).  NaN passes only where the
+ * reference is NaN.
+ *
+ * Test hook: TEXC_TUNE_PLANT=crash:N,hang:N,wrong:N makes the candidate
+ * measured as trial N of this run misbehave: its kernel is renamed and
+ * wrapped (plant.c) by a function that raises SIGSEGV, spins forever, or
+ * adds 1 to the first element of the first output.  TEXC_TUNE_MIN_TIME
+ * sets min_time (seconds), so that tests on tiny kernels stay fast.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
+#include "tuner/tuner.h"
+
+#ifndef TEXC_KERNEL_CC
+#define TEXC_KERNEL_CC "cc"
+#endif
+#ifndef TEXC_KERNEL_OPENMP
+#define TEXC_KERNEL_OPENMP "-fopenmp"
+#endif
+
+/* Exit statuses of a build child before it execs the compiler. */
+enum { BUILD_EXIT_SCHEDULE = 97, BUILD_EXIT_WRITE = 98, BUILD_EXIT_EXEC = 99 };
+
+volatile int tune_interrupted;
+
+static const char *const status_names[] = {
+#define X(e, n) n,
+    TUNE_STATUSES(X)
+#undef X
+};
+
+const char *tune_status_name(TuneStatus s)
+{
+    return s < TS_COUNT ? status_names[s] : "not measured";
+}
+
+TuneStatus tune_status_lookup(const char *name)
+{
+    for (int s = 0; s < TS_COUNT; s++)
+        if (strcmp(status_names[s], name) == 0)
+            return (TuneStatus)s;
+    return TS_COUNT;
+}
+
+double tune_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = { 0, ms * 1000000L };
+    nanosleep(&ts, NULL);
+}
+
+void tune_remove_tree(const char *path)
+{
+    DIR *d = opendir(path);
+    if (d) {
+        struct dirent *e;
+        while ((e = readdir(d))) {
+            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+                continue;
+            char *child = NULL;
+            if (asprintf(&child, "%s/%s", path, e->d_name) < 0)
+                continue;
+            struct stat sb;
+            if (lstat(child, &sb) == 0 && S_ISDIR(sb.st_mode))
+                tune_remove_tree(child);
+            else
+                unlink(child);
+            free(child);
+        }
+        closedir(d);
+    }
+    rmdir(path);
+}
+
+/* ------------------------------------------------------------------ */
+/* The bench: inputs, reference, tolerances.                           */
+
+static int64_t longest_reduction(const Expr *e)
+{
+    int64_t best = 1;
+    if (e->kind == EX_REDUCE) {
+        int64_t n = 1;
+        for (int i = 0; i < e->naxes; i++)
+            n *= e->axes[i]->extent;
+        best = n;
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int64_t inner = longest_reduction(e->args[i]);
+        if (inner > best)
+            best = inner;
+    }
+    return best;
+}
+
+static double base_tolerance(DType t)
+{
+    switch (t) {
+    case DT_F64: return 1e-9;
+    case DT_F32: return 1e-4;
+    case DT_F16: return 1e-2;
+    case DT_BF16: return 5e-2;
+    default: return 0;
+    }
+}
+
+static void parse_plant(Bench *b)
+{
+    const char *spec = getenv("TEXC_TUNE_PLANT");
+    if (!spec || !*spec)
+        return;
+    char *copy = strdup(spec);
+    for (char *w = strtok(copy, ","); w; w = strtok(NULL, ",")) {
+        char *colon = strchr(w, ':');
+        int n = colon ? atoi(colon + 1) : 0;
+        if (colon)
+            *colon = '\0';
+        if (strcmp(w, "crash") == 0)
+            b->plant_crash = n;
+        else if (strcmp(w, "hang") == 0)
+            b->plant_hang = n;
+        else if (strcmp(w, "wrong") == 0)
+            b->plant_wrong = n;
+        else
+            fprintf(stderr, "texc: warning: TEXC_TUNE_PLANT: unknown plant '%s'\n", w);
+    }
+    free(copy);
+}
+
+bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const char *kernel)
+{
+    memset(b, 0, sizeof *b);
+    b->g = g;
+    b->target = o->target;
+    b->kernel = kernel;
+    b->source = o->source_path;
+    b->verbose = o->verbose;
+    b->cc = TEXC_KERNEL_CC;
+    b->openmp = TEXC_KERNEL_OPENMP;
+    b->compile_limit = 120;
+    b->min_time = 0.2;
+    const char *mt = getenv("TEXC_TUNE_MIN_TIME");
+    if (mt && *mt)
+        b->min_time = atof(mt);
+    parse_plant(b);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(b->workdir, sizeof b->workdir, "%s/texc-tune.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    if (!mkdtemp(b->workdir)) {
+        fprintf(stderr, "texc: cannot create a directory for tuning in %s: %s\n",
+                tmp && *tmp ? tmp : "/tmp", strerror(errno));
+        b->workdir[0] = '\0';
+        return false;
+    }
+    /* the inputs, written once */
+    double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
+    b->input_paths = arena_alloc(a, sizeof *b->input_paths * (size_t)(g->ninputs + 1));
+    bool ok = true;
+    for (int i = 0; i < g->ninputs && ok; i++) {
+        const Tensor *t = g->inputs[i];
+        in[i] = malloc(sizeof(double) * (size_t)tensor_elems(t));
+        if (!in[i]) {
+            fprintf(stderr, "texc: out of memory for input '%s'\n", t->name);
+            ok = false;
+            break;
+        }
+        te_random_input(t, o->seed, in[i]);
+        b->input_paths[i] = arena_printf(a, "%s/in%d.npy", b->workdir, i);
+        if (npy_write(b->input_paths[i], t, in[i]) != 0) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", b->input_paths[i], strerror(errno));
+            ok = false;
+        }
+    }
+    /* the reference */
+    b->ref = arena_alloc(a, sizeof *b->ref * (size_t)(g->noutputs + 1));
+    if (ok) {
+        int64_t work = 0;
+        for (int i = 0; i < g->ntensors; i++)
+            if (g->tensors[i]->kind == TK_STAGE)
+                work += tensor_elems(g->tensors[i]) * longest_reduction(g->tensors[i]->body);
+        double start = tune_now();
+        if (!o->quiet && work > 50000000)
+            fprintf(stderr, "texc: computing the reference outputs with the evaluator "
+                            "(it runs every stage naively in double: slow at this size)...\n");
+        ok = te_eval(g, in, b->ref) == 0;
+        if (ok && !o->quiet && (o->verbose || work > 50000000))
+            fprintf(stderr, "texc: the reference took %.1f s\n", tune_now() - start);
+    }
+    for (int i = 0; i < g->ninputs; i++)
+        free(in[i]);
+    if (!ok)
+        return false;
+    int64_t red = 1;
+    for (int i = 0; i < g->ntensors; i++)
+        if (g->tensors[i]->kind == TK_STAGE) {
+            int64_t r = longest_reduction(g->tensors[i]->body);
+            if (r > red)
+                red = r;
+        }
+    double scale = fmax(1.0, sqrt((double)red / 256.0));
+    b->rtol = arena_alloc(a, sizeof *b->rtol * (size_t)(g->noutputs + 1));
+    b->atol = arena_alloc(a, sizeof *b->atol * (size_t)(g->noutputs + 1));
+    for (int i = 0; i < g->noutputs; i++) {
+        double tol = base_tolerance(g->outputs[i]->dtype);
+        b->rtol[i] = b->atol[i] = tol * (dtype_is_float(g->outputs[i]->dtype) ? scale : 1);
+    }
+    return true;
+}
+
+void tune_bench_free(Bench *b)
+{
+    for (int i = 0; b->ref && i < b->g->noutputs; i++)
+        free(b->ref[i]);
+    b->ref = NULL;
+    if (b->workdir[0])
+        tune_remove_tree(b->workdir);
+    b->workdir[0] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* Building.                                                           */
+
+/* plant.c: the kernel renamed to texc_planted_KERNEL, wrapped. */
+static bool write_plant(FILE *f, const Bench *b, const char *how)
+{
+    const Graph *g = b->g;
+    const char *k = b->kernel;
+    fprintf(f, "/* plant.c — TEXC_TUNE_PLANT test hook: this candidate is made to %s. */\n"
+               "#include <signal.h>\n#include <stdint.h>\n\n",
+            how);
+    int n = g->ninputs + g->noutputs;
+    for (int pass = 0; pass < 2; pass++) {
+        fprintf(f, pass == 0 ? "void texc_planted_%s(" : "void %s(", k);
+        for (int i = 0; i < n; i++) {
+            const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+            fprintf(f, "%s%s%s *p%d", i ? ", " : "", i < g->ninputs ? "const " : "",
+                    dtype_ctype(t->dtype), i);
+        }
+        fputs(pass == 0 ? ");\n\n" : ")\n{\n", f);
+    }
+    if (strcmp(how, "crash") == 0) {
+        fputs("    raise(SIGSEGV);\n", f);
+    } else if (strcmp(how, "hang") == 0) {
+        fputs("    for (;;)\n        ;\n", f);
+    } else {
+        fprintf(f, "    texc_planted_%s(", k);
+        for (int i = 0; i < n; i++)
+            fprintf(f, "%sp%d", i ? ", " : "", i);
+        fputs(");\n", f);
+        const Tensor *t = g->outputs[0];
+        if (t->dtype == DT_BOOL)
+            fprintf(f, "    p%d[0] = !p%d[0];\n", g->ninputs, g->ninputs);
+        else if (t->dtype == DT_BF16)
+            fprintf(f, "    p%d[0] ^= 0x4000;\n", g->ninputs);
+        else
+            fprintf(f, "    p%d[0] += 1;\n", g->ninputs);
+    }
+    fputs("}\n", f);
+    return !ferror(f);
+}
+
+static const char *plant_of(const Bench *b, int trial)
+{
+    if (trial == b->plant_crash)
+        return "crash";
+    if (trial == b->plant_hang)
+        return "hang";
+    if (trial == b->plant_wrong)
+        return "wrong";
+    return NULL;
+}
+
+/* The build child: never returns. */
+static _Noreturn void build_child(Bench *b, Candidate *c)
+{
+    setpgid(0, 0);
+    if (chdir(c->dir) != 0)
+        _exit(BUILD_EXIT_WRITE);
+    int log = open("build.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (log >= 0) {
+        dup2(log, 1);
+        dup2(log, 2);
+        close(log);
+    }
+    diag_stream = stderr;
+    diag_quiet = true;
+    Arena a = { 0 };
+    SchedState *st = sch_state_new(&a, b->g, b->target);
+    LoweredFunc fn = { 0 };
+    if (!sch_apply_schedule(st, c->sched, NULL) ||
+        !sch_apply_schedule(st, sch_default(st, c->sched), NULL) || !sch_lower(st, &fn))
+        _exit(BUILD_EXIT_SCHEDULE);
+    FILE *trace = fopen("schedule.txt", "w");
+    if (!trace)
+        _exit(BUILD_EXIT_WRITE);
+    sch_print_trace(trace, st);
+    const char *plant = plant_of(b, c->trial);
+    const char *c_path = arena_printf(&a, "%s.c", b->kernel);
+    const char *h_path = arena_printf(&a, "%s.h", b->kernel);
+    FILE *fc = fopen(c_path, "w"), *fh = fopen(h_path, "w"), *fm = fopen("harness.c", "w");
+    FILE *fp = plant ? fopen("plant.c", "w") : NULL;
+    if (!fc || !fh || !fm || (plant && !fp))
+        _exit(BUILD_EXIT_WRITE);
+    if (plant)
+        fprintf(fc, "#define %s texc_planted_%s /* TEXC_TUNE_PLANT */\n", b->kernel, b->kernel);
+    CodegenOptions co = { b->kernel, b->source, b->target };
+    bool ok = cg_emit_c(st, &fn, &co, fc, fh) && cg_emit_harness(&a, b->g, b->kernel, fm) &&
+              (!plant || write_plant(fp, b, plant));
+    ok = fclose(trace) == 0 && ok;
+    ok = fclose(fc) == 0 && ok;
+    ok = fclose(fh) == 0 && ok;
+    ok = fclose(fm) == 0 && ok;
+    if (fp)
+        ok = fclose(fp) == 0 && ok;
+    if (!ok)
+        _exit(BUILD_EXIT_WRITE);
+    char *argv[16];
+    int n = 0;
+    argv[n++] = (char *)b->cc;
+    argv[n++] = "-std=gnu11";
+    argv[n++] = "-O3";
+    argv[n++] = "-march=native";
+    if (b->openmp[0])
+        argv[n++] = (char *)b->openmp;
+    argv[n++] = "-o";
+    argv[n++] = "run";
+    argv[n++] = (char *)c_path;
+    argv[n++] = "harness.c";
+    if (plant)
+        argv[n++] = "plant.c";
+    argv[n++] = "-lm";
+    argv[n] = NULL;
+    execvp(argv[0], argv);
+    fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(errno));
+    _exit(BUILD_EXIT_EXEC);
+}
+
+/* The first line of FILE in C's directory that says "error", or its
+ * first line. */
+static void first_error(const Candidate *c, const char *file, char *out, size_t size)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/%s", c->dir, file);
+    FILE *f = fopen(path, "r");
+    out[0] = '\0';
+    if (!f)
+        return;
+    char line[512];
+    bool found = false;
+    while (fgets(line, sizeof line, f)) {
+        line[strcspn(line, "\n")] = '\0';
+        if (!out[0] && line[0])
+            snprintf(out, size, "%s", line);
+        if (!found && (strstr(line, "error") || strstr(line, "internal"))) {
+            snprintf(out, size, "%s", line);
+            found = true;
+        }
+    }
+    fclose(f);
+}
+
+static char *read_text(Arena *a, const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return NULL;
+    char *buf = NULL;
+    size_t len = 0, cap = 0;
+    char chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (len + got + 1 > cap) {
+            cap = (len + got + 1) * 2;
+            char *nb = realloc(buf, cap);
+            if (!nb)
+                break;
+            buf = nb;
+        }
+        memcpy(buf + len, chunk, got);
+        len += got;
+    }
+    fclose(f);
+    char *text = buf ? arena_strndup(a, buf, len) : arena_strdup(a, "");
+    free(buf);
+    return text;
+}
+
+static void build_done(Bench *b, Candidate *c, int wstatus, bool killed, Arena *a)
+{
+    c->build_s = tune_now() - c->started;
+    c->pid = 0;
+    if (killed) {
+        c->status = TS_COMPILE_TIMEOUT;
+        snprintf(c->detail, sizeof c->detail, "the compiler ran past %.0f s", b->compile_limit);
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
+        c->status = TS_OK;
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == BUILD_EXIT_SCHEDULE) {
+        c->status = TS_INVALID;
+        first_error(c, "build.log", c->detail, sizeof c->detail);
+    } else if (WIFSIGNALED(wstatus)) {
+        c->status = TS_INVALID;
+        char why[200];
+        first_error(c, "build.log", why, sizeof why);
+        snprintf(c->detail, sizeof c->detail, "texc crashed building it (%s)%s%s",
+                 strsignal(WTERMSIG(wstatus)), why[0] ? ": " : "", why);
+    } else {
+        c->status = TS_COMPILE_ERROR;
+        first_error(c, "build.log", c->detail, sizeof c->detail);
+    }
+    char path[4300];
+    snprintf(path, sizeof path, "%s/schedule.txt", c->dir);
+    c->schedule_text = read_text(a, path);
+    if (b->verbose && c->status != TS_OK)
+        fprintf(stderr, "texc: candidate %d: %s: %s\n", c->trial, tune_status_name(c->status),
+                c->detail);
+}
+
+void tune_build(Bench *b, Candidate **cands, int n, int jobs)
+{
+    Arena *a = NULL;
+    static Arena texts; /* schedule texts live as long as the run */
+    a = &texts;
+    int next = 0, running = 0;
+    if (jobs < 1)
+        jobs = 1;
+    while (next < n || running > 0) {
+        while (running < jobs && next < n && !tune_interrupted) {
+            Candidate *c = cands[next++];
+            snprintf(c->dir, sizeof c->dir, "%s/c%d.XXXXXX", b->workdir, c->trial);
+            if (!mkdtemp(c->dir)) {
+                c->status = TS_COMPILE_ERROR;
+                snprintf(c->detail, sizeof c->detail, "cannot create a directory: %s",
+                         strerror(errno));
+                c->dir[0] = '\0';
+                continue;
+            }
+            fflush(NULL);
+            c->started = tune_now();
+            pid_t pid = fork();
+            if (pid == 0)
+                build_child(b, c);
+            if (pid < 0) {
+                c->status = TS_COMPILE_ERROR;
+                snprintf(c->detail, sizeof c->detail, "cannot fork: %s", strerror(errno));
+                continue;
+            }
+            setpgid(pid, pid);
+            c->pid = pid;
+            running++;
+        }
+        if (running == 0)
+            break;
+        sleep_ms(5);
+        for (int i = 0; i < n; i++) {
+            Candidate *c = cands[i];
+            if (c->pid <= 0)
+                continue;
+            int wstatus;
+            pid_t r = waitpid(c->pid, &wstatus, WNOHANG);
+            bool late = tune_now() - c->started > b->compile_limit;
+            if (r == 0 && (late || tune_interrupted)) {
+                kill(-c->pid, SIGKILL);
+                while (waitpid(c->pid, &wstatus, 0) < 0 && errno == EINTR)
+                    ;
+                r = c->pid;
+                if (tune_interrupted && !late) {
+                    c->pid = 0;
+                    c->status = TS_COUNT;
+                    running--;
+                    continue;
+                }
+            }
+            if (r == c->pid) {
+                build_done(b, c, wstatus, late, a);
+                running--;
+            }
+        }
+    }
+    for (int i = next; i < n; i++)
+        cands[i]->status = TS_COUNT; /* interrupted before it was built */
+}
+
+/* ------------------------------------------------------------------ */
+/* Running.                                                            */
+
+/* Runs C's harness with -r REPEATS under LIMIT seconds.  Returns the
+ * status; on TS_OK *SECONDS is the median it printed. */
+static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit, double *seconds)
+{
+    const Graph *g = b->g;
+    int nargs = g->ninputs + g->noutputs;
+    char **argv = calloc((size_t)nargs + 5, sizeof *argv);
+    char count[32];
+    snprintf(count, sizeof count, "%d", repeats);
+    int n = 0;
+    argv[n++] = "./run";
+    for (int i = 0; i < g->ninputs; i++)
+        argv[n++] = b->input_paths[i];
+    for (int i = 0; i < g->noutputs; i++) {
+        char *p = NULL;
+        if (asprintf(&p, "out%d.npy", i) < 0)
+            p = NULL;
+        argv[n++] = p;
+    }
+    argv[n++] = "-r";
+    argv[n++] = count;
+    argv[n] = NULL;
+    char stdout_path[4300];
+    snprintf(stdout_path, sizeof stdout_path, "%s/time.txt", c->dir);
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        setpgid(0, 0);
+        if (chdir(c->dir) != 0)
+            _exit(126);
+        int out = open("time.txt", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int err = open("run.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (out < 0 || err < 0)
+            _exit(126);
+        dup2(out, 1);
+        dup2(err, 2);
+        close(out);
+        close(err);
+        /* a crash is a status here, not a core file */
+        struct rlimit_dummy;
+        execv(argv[0], argv);
+        _exit(127);
+    }
+    for (int i = 0; i < g->noutputs; i++)
+        free(argv[g->ninputs + 1 + i]);
+    free(argv);
+    if (pid < 0) {
+        snprintf(c->detail, sizeof c->detail, "cannot fork: %s", strerror(errno));
+        return TS_RUN_ERROR;
+    }
+    setpgid(pid, pid);
+    double start = tune_now();
+    int wstatus = 0, ms = 1;
+    for (;;) {
+        pid_t r = waitpid(pid, &wstatus, WNOHANG);
+        if (r == pid)
+            break;
+        if (r < 0 && errno != EINTR) {
+            snprintf(c->detail, sizeof c->detail, "lost the child: %s", strerror(errno));
+            return TS_RUN_ERROR;
+        }
+        if (tune_now() - start > limit || tune_interrupted) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+                ;
+            if (tune_interrupted)
+                return TS_COUNT;
+            snprintf(c->detail, sizeof c->detail, "killed after %.1f s (-r %d)", limit, repeats);
+            return TS_TIMEOUT;
+        }
+        sleep_ms(ms);
+        if (ms < 20)
+            ms++;
+    }
+    if (WIFSIGNALED(wstatus)) {
+        snprintf(c->detail, sizeof c->detail, "%s", strsignal(WTERMSIG(wstatus)));
+        return TS_CRASH;
+    }
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
+        char why[200];
+        first_error(c, "run.log", why, sizeof why);
+        snprintf(c->detail, sizeof c->detail, "exit status %d%s%s", WEXITSTATUS(wstatus),
+                 why[0] ? ": " : "", why);
+        return TS_RUN_ERROR;
+    }
+    FILE *f = fopen(stdout_path, "r");
+    double t = -1;
+    if (!f || fscanf(f, "%lf", &t) != 1 || !(t >= 0)) {
+        if (f)
+            fclose(f);
+        snprintf(c->detail, sizeof c->detail, "the harness printed no time");
+        return TS_RUN_ERROR;
+    }
+    fclose(f);
+    *seconds = t;
+    return TS_OK;
+}
+
+/* Reads output I as the harness wrote it (its own dtypes: bf16 as '<u2'
+ * bits) into DATA.  Returns false with C's detail set. */
+static bool read_output(Bench *b, Candidate *c, int i, double *data)
+{
+    const Tensor *t = b->g->outputs[i];
+    char path[4300];
+    snprintf(path, sizeof path, "%s/out%d.npy", c->dir, i);
+    FILE *f = fopen(path, "rb");
+    unsigned char head[10];
+    if (!f || fread(head, 1, 10, f) != 10 || memcmp(head, "\x93NUMPY", 6) != 0 ||
+        fseek(f, (long)(head[8] | head[9] << 8), SEEK_CUR) != 0) {
+        if (f)
+            fclose(f);
+        snprintf(c->detail, sizeof c->detail, "output %d was not written", i);
+        return false;
+    }
+    int64_t n = tensor_elems(t);
+    int size = dtype_bytes(t->dtype);
+    unsigned char *raw = malloc((size_t)(n * size));
+    bool ok = raw && fread(raw, (size_t)size, (size_t)n, f) == (size_t)n;
+    fclose(f);
+    for (int64_t k = 0; ok && k < n; k++) {
+        const unsigned char *p = raw + k * size;
+        switch (t->dtype) {
+        case DT_BOOL: data[k] = p[0] != 0; break;
+        case DT_I32: { int32_t v; memcpy(&v, p, 4); data[k] = v; break; }
+        case DT_F16: { uint16_t v; memcpy(&v, p, 2); data[k] = dtype_f16_value(v); break; }
+        case DT_BF16: {
+            uint16_t v;
+            memcpy(&v, p, 2);
+            uint32_t bits = (uint32_t)v << 16;
+            float fv;
+            memcpy(&fv, &bits, 4);
+            data[k] = fv;
+            break;
+        }
+        case DT_F32: { float v; memcpy(&v, p, 4); data[k] = v; break; }
+        case DT_F64: { double v; memcpy(&v, p, 8); data[k] = v; break; }
+        default: ok = false; break;
+        }
+    }
+    free(raw);
+    if (!ok)
+        snprintf(c->detail, sizeof c->detail, "output %d is short", i);
+    return ok;
+}
+
+/* Compares every output with the reference; false (wrong) with the
+ * worst element in C's detail. */
+static bool outputs_match(Bench *b, Candidate *c, bool *readable)
+{
+    const Graph *g = b->g;
+    *readable = true;
+    c->max_err = 0;
+    c->worst_ratio = 0;
+    bool match = true;
+    for (int i = 0; i < g->noutputs; i++) {
+        const Tensor *t = g->outputs[i];
+        int64_t n = tensor_elems(t);
+        double *got = malloc(sizeof *got * (size_t)n);
+        if (!got || !read_output(b, c, i, got)) {
+            free(got);
+            *readable = false;
+            return false;
+        }
+        const double *ref = b->ref[i];
+        int64_t bad = 0, worst = -1;
+        double worst_ratio = 0;
+        for (int64_t k = 0; k < n; k++) {
+            double r = ref[k], v = got[k];
+            double err = fabs(v - r);
+            double tol = b->atol[i] + b->rtol[i] * fabs(r);
+            bool ok;
+            if (isnan(r))
+                ok = isnan(v);
+            else if (isinf(r))
+                ok = v == r;
+            else
+                ok = !isnan(v) && err <= tol;
+            double ratio = ok ? (tol > 0 ? err / tol : 0) : INFINITY;
+            if (!isnan(err) && err > c->max_err && !isinf(r))
+                c->max_err = err;
+            if (isnan(v) && !isnan(r))
+                c->max_err = NAN;
+            if (!ok)
+                bad++;
+            if (worst < 0 || ratio > worst_ratio || (!ok && bad == 1)) {
+                if (!ok && bad > 1)
+                    continue;
+                worst = k;
+                worst_ratio = ratio;
+            }
+        }
+        if (worst_ratio > c->worst_ratio)
+            c->worst_ratio = worst_ratio;
+        if (bad) {
+            match = false;
+            snprintf(c->detail, sizeof c->detail,
+                     "%lld of %lld elements of '%s' differ; first at %lld: ref %.9g, got %.9g",
+                     (long long)bad, (long long)n, t->name, (long long)worst, ref[worst], got[worst]);
+        }
+        free(got);
+        if (!match)
+            break;
+    }
+    return match;
+}
+
+void tune_measure(Bench *b, Candidate *c, double run_limit)
+{
+    double t1 = 0;
+    /* run 1: a warm-up and one timed run; the output is checked */
+    TuneStatus s = run_harness(b, c, 1, 1.0 + 2 * run_limit, &t1);
+    if (s != TS_OK) {
+        c->status = s;
+        return;
+    }
+    bool readable;
+    if (!outputs_match(b, c, &readable)) {
+        c->status = readable ? TS_WRONG : TS_RUN_ERROR;
+        return;
+    }
+    c->first_s = t1;
+    c->time_s = t1;
+    c->repeats = 1;
+    if (t1 < 1.0) {
+        /* run 2: enough repeats to last min_time, the median */
+        double per = t1 > 1e-7 ? t1 : 1e-7;
+        double want = ceil(b->min_time / per);
+        int r = want < 3 ? 3 : want > 1e6 ? 1000000 : (int)want;
+        double t = 0;
+        s = run_harness(b, c, r, 1.0 + (r + 1) * run_limit, &t);
+        if (s != TS_OK) {
+            c->status = s;
+            return;
+        }
+        if (!outputs_match(b, c, &readable)) {
+            c->status = readable ? TS_WRONG : TS_RUN_ERROR;
+            return;
+        }
+        c->time_s = t;
+        c->repeats = r;
+    }
+    c->status = TS_OK;
+}
+
+void tune_discard(Candidate *c)
+{
+    if (c->dir[0])
+        tune_remove_tree(c->dir);
+    c->dir[0] = '\0';
+}

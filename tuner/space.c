@@ -1,0 +1,888 @@
+/* space.c — the search space of a workload: what the tuner may vary.
+ *
+ * Two kinds of space:
+ *
+ *   knobs  the file's schedule for the target has knobs (?TI in [...]):
+ *          the space is the cartesian product of their values, one Param
+ *          per knob.  A point becomes a copy of the file's schedule with
+ *          every knob replaced by its value.
+ *
+ *   auto   no knobs (or no schedule for the target): one StagePlan per
+ *          stage that the file's schedule leaves out and that the default
+ *          schedule would give loops of its own (outputs and reductions
+ *          that are not computed inside another stage).  A plan's
+ *          parameters depend on the stage's structure:
+ *
+ *          matmul-like (a reduction with >= 2 spatial axes, the innermost
+ *          at least one vector wide; the default schedule's rule):
+ *            ti, tj  the register tile: the two innermost spatial axes
+ *                    split by ti rows and tj columns (tj whole vectors)
+ *            tk      a split of the longest reduction axis (0: none)
+ *            order   0: io jo k.. ki ii ji   (outer products into the tile)
+ *                    1: io jo k.. ii ki ji   (a dot product per row)
+ *                    2: jo io k.. ki ii ji   (column panels outside)
+ *                    3: io k.. jo ki ii ji   (k blocked around the columns)
+ *            ui, uk  unroll the tile's rows, the inner reduction loop
+ *            vec     vectorize the tile's columns
+ *            par     0: the outermost loop parallel, 1: the two outermost
+ *                    fused and parallel
+ *          elementwise:
+ *            vs      0: no vectorization, 1: the innermost loop
+ *                    vectorized, N: split by N, the inner part vectorized
+ *            par     0: outermost parallel, 1: the two outermost fused
+ *                    and parallel, 2: serial
+ *          other reductions:
+ *            tk      a split of the longest reduction axis, its inner
+ *                    part unrolled (0: none)
+ *            par     as for elementwise stages
+ *
+ *          A point becomes the file's statements (if any) followed by the
+ *          generated ones; sch_default then schedules the rest (inlining
+ *          the intermediates), exactly as a build of the tuned schedule
+ *          will.
+ *
+ * Legality: the rules of each plan prune what cannot apply or cannot pay
+ * before anything is built (a variant that needs a split it does not
+ * have, an unroll longer than 16, a register tile of more accumulators
+ * than the vector registers, a fuse that would swallow the vectorized
+ * loop, duplicates such as unrolling a tile of one row).
+ * tune_space_check then applies and lowers candidate points in a child
+ * process: whatever the rules miss is pruned there, and a point that
+ * crashes texc itself cannot take the tuner down with it.
+ *
+ * The space's id hashes its definition (the file's schedule as written,
+ * or every plan with its values and this generator's version), so that a
+ * record is only applied to the space that produced it.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "tuner/tuner.h"
+
+#define AUTO_SPACE_VERSION "auto-v1"
+
+typedef enum PlanKind {
+    PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
+    PLAN_ELEMWISE, /* an elementwise stage */
+    PLAN_REDUCE,   /* any other reduction */
+} PlanKind;
+
+/* Param offsets within a plan, by kind. */
+enum { M_TI, M_TJ, M_TK, M_ORDER, M_UI, M_UK, M_VEC, M_PAR, M_COUNT };
+enum { E_VS, E_PAR, E_COUNT };
+enum { R_TK, R_PAR, R_COUNT };
+
+struct StagePlan {
+    PlanKind kind;
+    const char *stage;
+    int first;             /* its first Param in Space.params */
+    int nparams;
+    const char **svar;     /* the spatial loops' names, outermost first */
+    int nsvars;
+    const char **rvar;     /* the reduction loops' names */
+    int nrvars;
+    int rsplit;            /* the reduction axis tk splits */
+    int64_t rsplit_extent;
+    int lanes;             /* vector lanes of the stage's dtype */
+    int regs;              /* vector registers */
+    /* names of the loops the statements create */
+    const char *io, *ii, *jo, *ji, *ko, *ki, *fused;
+    /* the legal local points: nlegal tuples of nparams value indices */
+    int *legal;
+    int nlegal;
+};
+
+uint64_t tune_rand(uint64_t *state)
+{
+    /* splitmix64: small, seedable, good enough for sampling */
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+/* ------------------------------------------------------------------ */
+/* The machine's vectors.                                              */
+
+static bool cpu_has(const char *flag)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f)
+        return false;
+    char *line = NULL;
+    size_t cap = 0;
+    bool found = false;
+    while (!found && getline(&line, &cap, f) > 0) {
+        if (strncmp(line, "flags", 5) != 0)
+            continue;
+        for (char *w = strtok(line + 5, " \t\n:"); w && !found; w = strtok(NULL, " \t\n:"))
+            found = strcmp(w, flag) == 0;
+        break;
+    }
+    free(line);
+    fclose(f);
+    return found;
+}
+
+/* Vector bytes and registers: AVX-512, AVX, else 16-byte vectors. */
+static void vector_unit(int *bytes, int *regs)
+{
+    static int cached_bytes, cached_regs;
+    if (!cached_bytes) {
+        if (cpu_has("avx512f")) {
+            cached_bytes = 64;
+            cached_regs = 32;
+        } else if (cpu_has("avx")) {
+            cached_bytes = 32;
+            cached_regs = 16;
+        } else {
+            cached_bytes = 16;
+            cached_regs = cpu_has("asimd") ? 32 : 16;
+        }
+    }
+    *bytes = cached_bytes;
+    *regs = cached_regs;
+}
+
+/* ------------------------------------------------------------------ */
+/* Building the space.                                                 */
+
+typedef struct SpaceBuilder {
+    Arena *a;
+    Space *sp;
+    PtrVec params; /* Param * */
+    PtrVec plans;  /* StagePlan * */
+} SpaceBuilder;
+
+static Param *add_param(SpaceBuilder *b, const char *name, const int64_t *values, int n,
+                        bool categorical, int plan)
+{
+    Param *p = arena_alloc(b->a, sizeof *p);
+    p->name = name;
+    p->values = arena_alloc(b->a, sizeof *p->values * (size_t)(n + 1));
+    memcpy(p->values, values, sizeof *values * (size_t)n);
+    p->nvalues = n;
+    p->categorical = categorical;
+    p->plan = plan;
+    vec_push(b->a, &b->params, p);
+    return p;
+}
+
+/* The candidates of CAND (N of them) that are <= LIMIT, keeping only
+ * divisors of EXTENT when at least two of them divide (non-dividing
+ * splits add guards inside the inner loops).  KEEP0 keeps a leading 0
+ * ("no split"). */
+static int sizes(int64_t *out, const int64_t *cand, int n, int64_t extent, int64_t limit)
+{
+    int k = 0, ndiv = 0;
+    for (int i = 0; i < n; i++)
+        if (cand[i] > 0 && cand[i] <= limit && extent % cand[i] == 0)
+            ndiv++;
+    for (int i = 0; i < n; i++) {
+        if (cand[i] == 0) {
+            out[k++] = 0;
+            continue;
+        }
+        if (cand[i] > limit)
+            continue;
+        if (ndiv >= 2 && extent % cand[i] != 0)
+            continue;
+        out[k++] = cand[i];
+    }
+    return k;
+}
+
+/* Does the written schedule W name stage S (as default.c decides)? */
+static bool mentioned(const Schedule *w, const SStage *s)
+{
+    for (int i = 0; w && i < w->nstmts; i++) {
+        const SchedStmt *st = w->stmts[i];
+        if (sch_stage_named(s, st->stage) || (st->result && sch_stage_named(s, st->result)))
+            return true;
+        if (st->nargs > 0 && st->args[0].kind == SA_NAME && strcmp(st->prim, "compute_at") == 0 &&
+            sch_stage_named(s, st->args[0].name))
+            return true;
+    }
+    return false;
+}
+
+/* A loop name for STAGE made from BASE and SUFFIX that no loop of S has
+ * and none of the names already taken (TAKEN, N). */
+static const char *fresh_name(Arena *a, SStage *s, const char *base, const char *suffix,
+                              const char **taken, int n)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s_%s%d", base, suffix, attempt);
+        bool clash = sch_find_loop(s, name) != NULL;
+        for (int i = 0; i < n && !clash; i++)
+            clash = strcmp(taken[i], name) == 0;
+        if (!clash)
+            return name;
+    }
+}
+
+static bool plan_legal(const StagePlan *p, const int64_t *v);
+
+/* Enumerates the plan's local points that pass its rules. */
+static void enumerate_plan(Arena *a, StagePlan *p, Param **params)
+{
+    int n = p->nparams;
+    int idx[M_COUNT] = {0};
+    int64_t v[M_COUNT];
+    PtrVec legal = {0};
+    int count = 0;
+    for (;;) {
+        for (int i = 0; i < n; i++)
+            v[i] = params[p->first + i]->values[idx[i]];
+        if (plan_legal(p, v)) {
+            int *t = arena_alloc(a, sizeof *t * (size_t)n);
+            memcpy(t, idx, sizeof *t * (size_t)n);
+            vec_push(a, &legal, t);
+            count++;
+        }
+        int d = n - 1;
+        while (d >= 0 && ++idx[d] == params[p->first + d]->nvalues)
+            idx[d--] = 0;
+        if (d < 0)
+            break;
+    }
+    p->legal = arena_alloc(a, sizeof *p->legal * (size_t)(count * n + 1));
+    for (int i = 0; i < count; i++)
+        memcpy(p->legal + i * n, legal.items[i], sizeof *p->legal * (size_t)n);
+    p->nlegal = count;
+}
+
+static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
+{
+    Arena *a = b->a;
+    StagePlan *p = arena_alloc(a, sizeof *p);
+    p->kind = kind;
+    p->stage = s->name;
+    p->nsvars = s->nsvars;
+    p->nrvars = s->nrvars;
+    p->svar = arena_alloc(a, sizeof *p->svar * (size_t)(s->nsvars + 1));
+    p->rvar = arena_alloc(a, sizeof *p->rvar * (size_t)(s->nrvars + 1));
+    /* the loops of an unscheduled stage: one per variable, in order */
+    for (int i = 0; i < s->nsvars; i++)
+        p->svar[i] = ((Loop *)s->loops.items[i])->name;
+    for (int i = 0; i < s->nrvars; i++) {
+        p->rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;
+        if (s->rvars[i]->extent > p->rsplit_extent) {
+            p->rsplit = i;
+            p->rsplit_extent = s->rvars[i]->extent;
+        }
+    }
+    int bytes;
+    vector_unit(&bytes, &p->regs);
+    p->lanes = bytes / dtype_bytes(s->tensor->dtype);
+    if (p->lanes > 16)
+        p->lanes = 16;
+    if (p->lanes < 1)
+        p->lanes = 1;
+    const char *taken[8];
+    int nt = 0;
+    if (s->nsvars >= 1) {
+        const char *j = p->svar[s->nsvars - 1];
+        taken[nt++] = p->jo = fresh_name(a, s, j, "o", taken, nt);
+        taken[nt++] = p->ji = fresh_name(a, s, j, "i", taken, nt);
+    }
+    if (s->nsvars >= 2) {
+        const char *i = p->svar[s->nsvars - 2];
+        taken[nt++] = p->io = fresh_name(a, s, i, "o", taken, nt);
+        taken[nt++] = p->ii = fresh_name(a, s, i, "i", taken, nt);
+    }
+    if (s->nrvars >= 1) {
+        const char *k = p->rvar[p->rsplit];
+        taken[nt++] = p->ko = fresh_name(a, s, k, "o", taken, nt);
+        taken[nt++] = p->ki = fresh_name(a, s, k, "i", taken, nt);
+    }
+    taken[nt++] = p->fused = fresh_name(a, s, "f", "", taken, nt);
+    p->first = b->params.len;
+    return p;
+}
+
+static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
+{
+    StagePlan *p = new_plan(b, s, PLAN_MATMUL);
+    int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
+    int64_t v[8];
+    int n;
+    const char *st = s->name;
+    Arena *a = b->a;
+    static const int64_t ti[] = { 1, 2, 4, 8, 16 };
+    n = sizes(v, ti, 5, iext, iext);
+    add_param(b, arena_printf(a, "%s.ti", st), v, n, false, plan);
+    int64_t tj[4];
+    for (int i = 0; i < 4; i++)
+        tj[i] = (int64_t)p->lanes << i;
+    n = sizes(v, tj, 4, jext, jext);
+    add_param(b, arena_printf(a, "%s.tj", st), v, n, false, plan);
+    static const int64_t tk[] = { 0, 4, 8, 16, 64, 256 };
+    n = sizes(v, tk, 6, p->rsplit_extent, p->rsplit_extent - 1);
+    add_param(b, arena_printf(a, "%s.tk", st), v, n, false, plan);
+    static const int64_t order[] = { 0, 1, 2, 3 }, flag[] = { 0, 1 };
+    add_param(b, arena_printf(a, "%s.order", st), order, 4, true, plan);
+    add_param(b, arena_printf(a, "%s.ui", st), flag, 2, false, plan);
+    add_param(b, arena_printf(a, "%s.uk", st), flag, 2, false, plan);
+    add_param(b, arena_printf(a, "%s.vec", st), flag, 2, false, plan);
+    add_param(b, arena_printf(a, "%s.par", st), flag, 2, true, plan);
+    p->nparams = M_COUNT;
+    vec_push(a, &b->plans, p);
+}
+
+static void plan_elementwise(SpaceBuilder *b, SStage *s, int plan)
+{
+    StagePlan *p = new_plan(b, s, PLAN_ELEMWISE);
+    int64_t inner = s->svars[s->nsvars - 1]->extent;
+    int64_t v[8];
+    int n = 0;
+    v[n++] = 0;
+    v[n++] = 1;
+    for (int k = 0; k < 3; k++) {
+        int64_t f = (int64_t)p->lanes << (2 * k);
+        if (f > 1 && f < inner)
+            v[n++] = f;
+    }
+    add_param(b, arena_printf(b->a, "%s.vs", s->name), v, n, false, plan);
+    static const int64_t par[] = { 0, 1, 2 };
+    add_param(b, arena_printf(b->a, "%s.par", s->name), par, 3, true, plan);
+    p->nparams = E_COUNT;
+    vec_push(b->a, &b->plans, p);
+}
+
+static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
+{
+    StagePlan *p = new_plan(b, s, PLAN_REDUCE);
+    static const int64_t tk[] = { 0, 4, 8 }, par[] = { 0, 1, 2 };
+    int64_t v[4];
+    int n = sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1);
+    add_param(b, arena_printf(b->a, "%s.tk", s->name), v, n, false, plan);
+    add_param(b, arena_printf(b->a, "%s.par", s->name), par, 3, true, plan);
+    p->nparams = R_COUNT;
+    vec_push(b->a, &b->plans, p);
+}
+
+/* Appends the definition of the space to the hash state. */
+static void hash_text(XXH3_state_t *h, const char *text)
+{
+    XXH3_128bits_update(h, text, strlen(text) + 1);
+}
+
+static void print_schedule_as_written(FILE *out, const Schedule *w)
+{
+    /* knobs with their first value, so that -K does not change the id */
+    int *saved = malloc(sizeof *saved * (size_t)(w->nknobs + 1));
+    for (int k = 0; k < w->nknobs; k++) {
+        saved[k] = w->knobs[k]->chosen;
+        w->knobs[k]->chosen = 0;
+    }
+    sch_print(out, w);
+    for (int k = 0; k < w->nknobs; k++)
+        w->knobs[k]->chosen = saved[k];
+    free(saved);
+}
+
+static void compute_id(Space *sp)
+{
+    XXH3_state_t *h = XXH3_createState();
+    XXH3_128bits_reset(h);
+    hash_text(h, sp->target);
+    hash_text(h, sp->is_auto ? AUTO_SPACE_VERSION : "knobs");
+    if (sp->written) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        if (m) {
+            print_schedule_as_written(m, sp->written);
+            fclose(m);
+            hash_text(h, text ? text : "");
+            free(text);
+        }
+    }
+    for (int i = 0; i < sp->nparams; i++) {
+        const Param *p = &sp->params[i];
+        hash_text(h, p->name);
+        for (int k = 0; k < p->nvalues; k++) {
+            char num[32];
+            snprintf(num, sizeof num, "%lld", (long long)p->values[k]);
+            hash_text(h, num);
+        }
+    }
+    XXH128_hash_t d = XXH3_128bits_digest(h);
+    XXH3_freeState(h);
+    snprintf(sp->id, sizeof sp->id, "%016llx%016llx", (unsigned long long)d.high64,
+             (unsigned long long)d.low64);
+}
+
+Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target)
+{
+    Space *sp = arena_alloc(a, sizeof *sp);
+    sp->target = target;
+    sp->written = written;
+    SpaceBuilder b = { a, sp, { 0 }, { 0 } };
+    if (written && written->nknobs > 0) {
+        sp->knobs = written->knobs;
+        for (int k = 0; k < written->nknobs; k++) {
+            Knob *kn = written->knobs[k];
+            add_param(&b, kn->name, kn->values, kn->nvalues, false, -1);
+        }
+        sp->size = 1;
+        for (int k = 0; k < written->nknobs; k++)
+            sp->size *= written->knobs[k]->nvalues;
+    } else {
+        sp->is_auto = true;
+        /* the stages as the file's schedule leaves them */
+        Arena scratch = { 0 };
+        SchedState *st = sch_state_new(&scratch, g, target);
+        if (written && !sch_apply_schedule(st, written, NULL)) {
+            arena_free(&scratch);
+            return NULL;
+        }
+        /* the plans live in A; names copied out of the scratch arena */
+        Arena *keep = a;
+        b.a = keep;
+        if (strcmp(target, "cpu") == 0) {
+            for (int i = 0; i < st->stages.len; i++) {
+                SStage *s = st->stages.items[i];
+                if (s->inlined || s->attach || s->nsvars == 0 || mentioned(written, s) ||
+                    (!s->tensor->is_output && !s->is_reduce) || s->loops.len != s->nsvars + s->nrvars)
+                    continue;
+                int bytes, regs;
+                vector_unit(&bytes, &regs);
+                int lanes = bytes / dtype_bytes(s->tensor->dtype);
+                if (lanes > 16)
+                    lanes = 16;
+                int plan = b.plans.len;
+                if (s->is_reduce && s->nsvars >= 2 && s->svars[s->nsvars - 1]->extent >= lanes)
+                    plan_matmul(&b, s, plan);
+                else if (!s->is_reduce)
+                    plan_elementwise(&b, s, plan);
+                else
+                    plan_reduce(&b, s, plan);
+            }
+        }
+        sp->plans = (StagePlan **)b.plans.items;
+        sp->nplans = b.plans.len;
+        /* copy what the plans hold from the scratch state */
+        for (int i = 0; i < sp->nplans; i++) {
+            StagePlan *p = sp->plans[i];
+            p->stage = arena_strdup(keep, p->stage);
+            for (int k = 0; k < p->nsvars; k++)
+                p->svar[k] = arena_strdup(keep, p->svar[k]);
+            for (int k = 0; k < p->nrvars; k++)
+                p->rvar[k] = arena_strdup(keep, p->rvar[k]);
+        }
+        arena_free(&scratch);
+    }
+    sp->nparams = b.params.len;
+    sp->params = arena_alloc(a, sizeof *sp->params * (size_t)(sp->nparams + 1));
+    for (int i = 0; i < sp->nparams; i++)
+        sp->params[i] = *(Param *)b.params.items[i];
+    if (sp->is_auto) {
+        Param **pp = (Param **)b.params.items;
+        sp->size = 1;
+        for (int i = 0; i < sp->nplans; i++) {
+            enumerate_plan(a, sp->plans[i], pp);
+            sp->size *= sp->plans[i]->nlegal;
+        }
+    }
+    int nf = 0;
+    for (int i = 0; i < sp->nparams; i++)
+        nf += sp->params[i].categorical ? sp->params[i].nvalues : 1;
+    sp->nfeatures = nf;
+    compute_id(sp);
+    return sp;
+}
+
+/* ------------------------------------------------------------------ */
+/* Legality and statements.                                            */
+
+static bool plan_legal(const StagePlan *p, const int64_t *v)
+{
+    switch (p->kind) {
+    case PLAN_MATMUL: {
+        int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
+        if ((order == 1 || order == 3) && tk == 0)
+            return false; /* the variant places ki: it needs the split */
+        if (v[M_UK] && (tk == 0 || tk > 16))
+            return false;
+        if (v[M_UI] && ti == 1)
+            return false; /* the same point as ui = 0 */
+        if (ti * ((tj + p->lanes - 1) / p->lanes) > p->regs)
+            return false; /* more accumulators than vector registers */
+        if (v[M_PAR] == 1 && p->nsvars == 2 && order == 3)
+            return false; /* would fuse io with the reduction */
+        return true;
+    }
+    case PLAN_ELEMWISE: {
+        int loops = p->nsvars + (v[E_VS] > 1);
+        int outer = v[E_VS] >= 1 ? loops - 1 : loops; /* loops outside the vector */
+        if (v[E_PAR] == 0 && outer < 1)
+            return false;
+        if (v[E_PAR] == 1 && outer < 2)
+            return false;
+        return true;
+    }
+    case PLAN_REDUCE:
+        if (v[R_PAR] == 1 && p->nsvars < 2)
+            return false;
+        return true;
+    }
+    return false;
+}
+
+bool tune_space_legal(const Space *sp, const int *point)
+{
+    for (int i = 0; i < sp->nplans; i++) {
+        const StagePlan *p = sp->plans[i];
+        int64_t v[M_COUNT];
+        for (int k = 0; k < p->nparams; k++)
+            v[k] = sp->params[p->first + k].values[point[p->first + k]];
+        if (!plan_legal(p, v))
+            return false;
+    }
+    return true;
+}
+
+typedef struct Emitter {
+    Arena *a;
+    const char *stage;
+    PtrVec stmts;
+} Emitter;
+
+static SchedStmt *emit(Emitter *e, const char *prim, int nargs)
+{
+    SchedStmt *s = arena_alloc(e->a, sizeof *s);
+    s->stage = e->stage;
+    s->prim = prim;
+    s->args = arena_alloc(e->a, sizeof *s->args * (size_t)(nargs + 1));
+    s->nargs = nargs;
+    s->outs = arena_alloc(e->a, sizeof *s->outs * 4);
+    s->out_spans = arena_alloc(e->a, sizeof *s->out_spans * 4);
+    vec_push(e->a, &e->stmts, s);
+    return s;
+}
+
+static void emit_loop(Emitter *e, const char *prim, const char *loop)
+{
+    SchedStmt *s = emit(e, prim, 1);
+    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
+}
+
+static void emit_split(Emitter *e, const char *loop, int64_t f, const char *o, const char *i)
+{
+    SchedStmt *s = emit(e, "split", 2);
+    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
+    s->args[1] = (SchedArg){ .kind = SA_INT, .ival = f };
+    s->outs[0] = o;
+    s->outs[1] = i;
+    s->nouts = 2;
+}
+
+static void emit_fuse(Emitter *e, const char *x, const char *y, const char *f)
+{
+    SchedStmt *s = emit(e, "fuse", 2);
+    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = x };
+    s->args[1] = (SchedArg){ .kind = SA_NAME, .name = y };
+    s->outs[0] = f;
+    s->nouts = 1;
+}
+
+static void emit_parallel(Emitter *e, const StagePlan *p, const char *first, const char *second,
+                          int64_t par)
+{
+    if (par == 0) {
+        emit_loop(e, "parallel", first);
+    } else if (par == 1) {
+        emit_fuse(e, first, second, p->fused);
+        emit_loop(e, "parallel", p->fused);
+    }
+}
+
+static void emit_matmul(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    const char *i = p->svar[p->nsvars - 2], *j = p->svar[p->nsvars - 1];
+    const char *k = p->rvar[p->rsplit];
+    int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
+    emit_split(e, j, tj, p->jo, p->ji);
+    const char *io = i, *ii = NULL, *ko = k, *ki = NULL;
+    if (ti > 1) {
+        emit_split(e, i, ti, p->io, p->ii);
+        io = p->io;
+        ii = p->ii;
+    }
+    if (tk > 0) {
+        emit_split(e, k, tk, p->ko, p->ki);
+        ko = p->ko;
+        ki = p->ki;
+    }
+    /* the new order: batch axes, then the variant's */
+    const char *loops[TE_MAX_RANK * 2 + 8];
+    int n = 0;
+    for (int b = 0; b < p->nsvars - 2; b++)
+        loops[n++] = p->svar[b];
+    int nbatch = n;
+    const char *red[TE_MAX_RANK + 1];
+    for (int r = 0; r < p->nrvars; r++)
+        red[r] = r == p->rsplit ? ko : p->rvar[r];
+#define PUT(x)                \
+    do {                      \
+        if (x)                \
+            loops[n++] = (x); \
+    } while (0)
+#define PUT_RED()                           \
+    for (int r = 0; r < p->nrvars; r++)     \
+    loops[n++] = red[r]
+    switch (order) {
+    case 0: PUT(io); PUT(p->jo); PUT_RED(); PUT(ki); PUT(ii); PUT(p->ji); break;
+    case 1: PUT(io); PUT(p->jo); PUT_RED(); PUT(ii); PUT(ki); PUT(p->ji); break;
+    case 2: PUT(p->jo); PUT(io); PUT_RED(); PUT(ki); PUT(ii); PUT(p->ji); break;
+    default: PUT(io); PUT_RED(); PUT(p->jo); PUT(ki); PUT(ii); PUT(p->ji); break;
+    }
+#undef PUT
+#undef PUT_RED
+    SchedStmt *r = emit(e, "reorder", n);
+    for (int x = 0; x < n; x++)
+        r->args[x] = (SchedArg){ .kind = SA_NAME, .name = loops[x] };
+    if (v[M_UI] && ii)
+        emit_loop(e, "unroll", ii);
+    if (v[M_UK] && ki)
+        emit_loop(e, "unroll", ki);
+    if (v[M_VEC])
+        emit_loop(e, "vectorize", p->ji);
+    (void)nbatch;
+    emit_parallel(e, p, loops[0], loops[1], v[M_PAR]);
+}
+
+static void emit_elementwise(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    const char *loops[TE_MAX_RANK + 2];
+    int n = 0;
+    for (int d = 0; d < p->nsvars; d++)
+        loops[n++] = p->svar[d];
+    const char *vec = NULL;
+    if (v[E_VS] > 1) {
+        emit_split(e, p->svar[p->nsvars - 1], v[E_VS], p->jo, p->ji);
+        loops[n - 1] = p->jo;
+        loops[n++] = p->ji;
+        vec = p->ji;
+    } else if (v[E_VS] == 1) {
+        vec = p->svar[p->nsvars - 1];
+    }
+    emit_parallel(e, p, loops[0], n > 1 ? loops[1] : NULL, v[E_PAR]);
+    if (vec)
+        emit_loop(e, "vectorize", vec);
+}
+
+static void emit_reduce(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    if (v[R_TK] > 0) {
+        emit_split(e, p->rvar[p->rsplit], v[R_TK], p->ko, p->ki);
+        emit_loop(e, "unroll", p->ki);
+    }
+    emit_parallel(e, p, p->svar[0], p->nsvars > 1 ? p->svar[1] : NULL, v[R_PAR]);
+}
+
+static Schedule *copy_written(Arena *a, const Space *sp, const int *point, PtrVec *stmts)
+{
+    Schedule *s = arena_alloc(a, sizeof *s);
+    s->target = sp->target;
+    const Schedule *w = sp->written;
+    for (int i = 0; w && i < w->nstmts; i++) {
+        SchedStmt *c = arena_alloc(a, sizeof *c);
+        *c = *w->stmts[i];
+        c->args = arena_alloc(a, sizeof *c->args * (size_t)(c->nargs + 1));
+        for (int k = 0; k < c->nargs; k++) {
+            c->args[k] = w->stmts[i]->args[k];
+            if (c->args[k].kind != SA_KNOB)
+                continue;
+            /* the knob's value at this point, as a plain integer */
+            int64_t value = c->args[k].knob->values[c->args[k].knob->chosen];
+            for (int p = 0; p < sp->nparams && !sp->is_auto; p++)
+                if (sp->knobs[p] == c->args[k].knob)
+                    value = sp->params[p].values[point[p]];
+            c->args[k].kind = SA_INT;
+            c->args[k].ival = value;
+            c->args[k].knob = NULL;
+        }
+        vec_push(a, stmts, c);
+    }
+    return s;
+}
+
+Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
+{
+    PtrVec stmts = { 0 };
+    Schedule *s = copy_written(a, sp, point, &stmts);
+    for (int i = 0; i < sp->nplans; i++) {
+        const StagePlan *p = sp->plans[i];
+        int64_t v[M_COUNT];
+        for (int k = 0; k < p->nparams; k++)
+            v[k] = sp->params[p->first + k].values[point[p->first + k]];
+        Emitter e = { a, p->stage, stmts };
+        switch (p->kind) {
+        case PLAN_MATMUL: emit_matmul(&e, p, v); break;
+        case PLAN_ELEMWISE: emit_elementwise(&e, p, v); break;
+        case PLAN_REDUCE: emit_reduce(&e, p, v); break;
+        }
+        stmts = e.stmts;
+    }
+    s->stmts = (SchedStmt **)stmts.items;
+    s->nstmts = stmts.len;
+    return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* Checking points by applying them, in a child process.               */
+
+/* Applies and lowers one point; true if no diagnostic. */
+static bool point_applies(Graph *g, const Space *sp, const int *point)
+{
+    Arena a = { 0 };
+    Schedule *s = tune_space_schedule(&a, sp, point);
+    SchedState *st = sch_state_new(&a, g, sp->target);
+    LoweredFunc fn = { 0 };
+    bool ok = sch_apply_schedule(st, s, NULL) &&
+              sch_apply_schedule(st, sch_default(st, s), NULL) && sch_lower(st, &fn);
+    arena_free(&a);
+    return ok;
+}
+
+void tune_space_check(Arena *a, Graph *g, const Space *sp, int *const *points, int n, bool *ok)
+{
+    (void)a;
+    int next = 0;
+    while (next < n) {
+        int fds[2];
+        if (pipe(fds) != 0) {
+            for (int i = next; i < n; i++)
+                ok[i] = point_applies(g, sp, points[i]);
+            return;
+        }
+        fflush(NULL);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            FILE *null = fopen("/dev/null", "w");
+            diag_stream = null ? null : stderr;
+            if (null)
+                dup2(fileno(null), 2);
+            for (int i = next; i < n; i++) {
+                char c = point_applies(g, sp, points[i]) ? '1' : '0';
+                if (write(fds[1], &c, 1) != 1)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+        close(fds[1]);
+        if (pid < 0) {
+            close(fds[0]);
+            for (int i = next; i < n; i++)
+                ok[i] = point_applies(g, sp, points[i]);
+            return;
+        }
+        char c;
+        ssize_t got;
+        while (next < n && ((got = read(fds[0], &c, 1)) == 1 || (got < 0 && errno == EINTR)))
+            if (got == 1)
+                ok[next++] = c == '1';
+        close(fds[0]);
+        int wstatus;
+        while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+            ;
+        if (next < n) {
+            /* the child died on point NEXT: a bug in texc, not the point's */
+            fprintf(stderr, "texc: warning: checking a candidate schedule crashed texc (%s); "
+                            "skipping it\n",
+                    WIFSIGNALED(wstatus) ? strsignal(WTERMSIG(wstatus)) : "exited");
+            ok[next++] = false;
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Configurations, features, printing, sampling.                       */
+
+json_t *tune_space_config(const Space *sp, const int *point)
+{
+    json_t *c = json_object();
+    for (int i = 0; i < sp->nparams; i++)
+        json_object_set_new(c, sp->params[i].name,
+                            json_integer((json_int_t)sp->params[i].values[point[i]]));
+    return c;
+}
+
+bool tune_space_point_of(const Space *sp, const json_t *config, int *point)
+{
+    if (!json_is_object(config) || (int)json_object_size(config) != sp->nparams)
+        return false;
+    for (int i = 0; i < sp->nparams; i++) {
+        json_t *v = json_object_get(config, sp->params[i].name);
+        if (!json_is_integer(v))
+            return false;
+        point[i] = -1;
+        for (int k = 0; k < sp->params[i].nvalues; k++)
+            if (sp->params[i].values[k] == (int64_t)json_integer_value(v))
+                point[i] = k;
+        if (point[i] < 0)
+            return false;
+    }
+    return true;
+}
+
+void tune_space_features(const Space *sp, const int *point, double *out)
+{
+    int f = 0;
+    for (int i = 0; i < sp->nparams; i++) {
+        const Param *p = &sp->params[i];
+        if (p->categorical) {
+            for (int k = 0; k < p->nvalues; k++)
+                out[f++] = point[i] == k;
+        } else {
+            double v = (double)p->values[point[i]];
+            out[f++] = v >= 0 ? log2(1 + v) : -log2(1 - v);
+        }
+    }
+}
+
+void tune_space_print(FILE *out, const Space *sp)
+{
+    if (sp->is_auto)
+        fprintf(out, "texc: search space: automatic, %d stage%s", sp->nplans,
+                sp->nplans == 1 ? "" : "s");
+    else
+        fprintf(out, "texc: search space: the knobs of the %s schedule", sp->target);
+    fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
+    for (int i = 0; i < sp->nparams; i++) {
+        const Param *p = &sp->params[i];
+        fprintf(out, "texc:   %-12s in [", p->name);
+        for (int k = 0; k < p->nvalues; k++)
+            fprintf(out, "%s%lld", k ? ", " : "", (long long)p->values[k]);
+        fputs("]\n", out);
+    }
+}
+
+bool tune_space_random(const Space *sp, uint64_t *rng, int *point)
+{
+    if (sp->is_auto) {
+        for (int i = 0; i < sp->nplans; i++) {
+            const StagePlan *p = sp->plans[i];
+            if (p->nlegal == 0)
+                return false;
+            const int *t = p->legal + (size_t)(tune_rand(rng) % (uint64_t)p->nlegal) * p->nparams;
+            memcpy(point + p->first, t, sizeof *point * (size_t)p->nparams);
+        }
+        return true;
+    }
+    for (int i = 0; i < sp->nparams; i++)
+        point[i] = (int)(tune_rand(rng) % (uint64_t)sp->params[i].nvalues);
+    return true;
+}
