@@ -127,8 +127,10 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         if (!s->tensor->is_output && !s->is_reduce && !mentioned(written, s))
             emit(&b, s->name, "compute_inline", 0);
     }
-    if (strcmp(st->target, "cpu") != 0)
+    if (strcmp(st->target, "cpu") != 0) {
+        sch_default_cuda(st, sched, written);
         return sched;
+    }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;

@@ -329,14 +329,14 @@ static void schedule_tiled(Builder *b)
     }
 }
 
-/* Does the written schedule W name stage NAME? (as default.c asks) */
-static bool mentioned(const Schedule *w, const char *name)
+/* Does the written schedule W name stage S (or an alias)? As default.c asks. */
+static bool mentioned(const Schedule *w, const SStage *stage)
 {
     for (int i = 0; w && i < w->nstmts; i++) {
         const SchedStmt *s = w->stmts[i];
-        if (strcmp(s->stage, name) == 0 || (s->result && strcmp(s->result, name) == 0))
+        if (sch_stage_named(stage, s->stage) || (s->result && sch_stage_named(stage, s->result)))
             return true;
-        if (s->nargs > 0 && s->args[0].kind == SA_NAME && strcmp(s->args[0].name, name) == 0 &&
+        if (s->nargs > 0 && s->args[0].kind == SA_NAME && sch_stage_named(stage, s->args[0].name) &&
             strcmp(s->prim, "compute_at") == 0)
             return true;
     }
@@ -349,7 +349,7 @@ void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written)
     for (int i = 0; i < nstages; i++) {
         SStage *s = st->stages.items[i];
         if ((!s->tensor->is_output && !s->is_reduce) || s->nsvars == 0 || s->inlined ||
-            s->attach || mentioned(written, s->name))
+            s->attach || mentioned(written, s))
             continue;
         Builder b = { st, sched, s->tensor->span, s, {0} };
         for (int k = 0; k < s->loops.len; k++)

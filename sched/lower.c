@@ -301,10 +301,10 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
                 L->loop_ext[l->var->id] = ext[d];
-                /* the loop now runs over the region: its extent is at most
-                 * the region's constant size (unrolling counts on it) */
-                if (constant)
-                    l->var->extent = shape[d];
+                /* the loop now runs over the region: at most its constant
+                 * size (unrolling counts on it), from a symbolic start */
+                l->trip_bound = constant ? shape[d] : t->shape[d];
+                l->var->extent = 0;
             }
         }
     }
@@ -433,10 +433,10 @@ static Stmt *lower_stage(Lower *L, SStage *s)
             L->loop_min[l->var->id] = sch_int(a, 0);
             L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
         }
-        if (l->kind == LOOP_UNROLLED && l->var->extent > 64) {
+        if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64) {
             diag_error(L->st->g->src, l->kind_span,
                        "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
-                       l->name, s->name, (long long)l->var->extent);
+                       l->name, s->name, (long long)sch_trip_bound(l));
             L->failed = true;
             return NULL;
         }

@@ -136,7 +136,16 @@ typedef struct Loop {
     bool reduce;      /* iterates (part of) a reduction axis */
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
     Span kind_span;   /* the statement that set kind, for later errors */
+    int64_t trip_bound; /* lowering: the most iterations a loop over a
+                           region makes (its variable's range is then not
+                           0..extent-1, so var->extent is 0: unknown) */
 } Loop;
+
+/* The most iterations loop L can make. */
+static inline int64_t sch_trip_bound(const Loop *l)
+{
+    return l->trip_bound ? l->trip_bound : l->var->extent;
+}
 
 typedef enum BufScope {
     SCOPE_GLOBAL, /* a caller's buffer or a whole intermediate */
@@ -240,6 +249,10 @@ bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
+
+/* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)
+ * the default CUDA schedule of the stages WRITTEN does not mention. */
+void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written);
 
 /* simplify.c */
 Expr *sch_simplify(Arena *a, Expr *e);

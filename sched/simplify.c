@@ -175,10 +175,13 @@ static bool const_difference(Expr *x, Expr *y, int64_t *out)
     return true;
 }
 
-/* The range of X - Y over every value its variables can take (each
- * IterVar ranges over lo .. lo+extent-1); false if some atom is not a
- * variable. */
-static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi)
+/* The range of X - Y over every value its variables can take: an IterVar
+ * with an extent ranges over lo .. lo+extent-1; one without (a loop over a
+ * region, from a symbolic start) over 0 .. infinity, since every loop
+ * variable indexes a tensor and is never negative.  *LO_INF / *HI_INF say
+ * a bound is infinite.  False if some atom is not a variable. */
+static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi, bool *lo_inf,
+                             bool *hi_inf)
 {
     Linear l = {0};
     to_linear(x, 1, &l);
@@ -186,12 +189,20 @@ static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi)
     if (l.overflow)
         return false;
     *lo = *hi = l.constant;
+    *lo_inf = *hi_inf = false;
     for (int i = 0; i < l.n; i++) {
         if (l.coef[i] == 0)
             continue;
-        if (l.atom[i]->kind != EX_VAR || l.atom[i]->var->extent <= 0)
+        if (l.atom[i]->kind != EX_VAR)
             return false;
         const IterVar *v = l.atom[i]->var;
+        if (v->extent <= 0) {
+            if (l.coef[i] > 0)
+                *hi_inf = true;
+            else
+                *lo_inf = true;
+            continue;
+        }
         int64_t a = l.coef[i] * v->lo, b = l.coef[i] * (v->lo + v->extent - 1);
         *lo += a < b ? a : b;
         *hi += a < b ? b : a;
@@ -232,15 +243,16 @@ Expr *sch_simplify(Arena *a, Expr *e)
     case OP_MIN:
     case OP_MAX: {
         int64_t lo, hi;
+        bool lo_inf, hi_inf;
         if (const_difference(e->args[0], e->args[1], &d)) {
             bool first = e->op == OP_MIN ? d <= 0 : d >= 0;
             return first ? e->args[0] : e->args[1];
         }
         /* decided by the variables' ranges: min(io*4 + 3, 511) with io < 128 */
-        if (difference_range(e->args[0], e->args[1], &lo, &hi)) {
-            if (hi <= 0)
+        if (difference_range(e->args[0], e->args[1], &lo, &hi, &lo_inf, &hi_inf)) {
+            if (!hi_inf && hi <= 0)
                 return e->op == OP_MIN ? e->args[0] : e->args[1];
-            if (lo >= 0)
+            if (!lo_inf && lo >= 0)
                 return e->op == OP_MIN ? e->args[1] : e->args[0];
         }
         return e;
