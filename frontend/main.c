@@ -604,6 +604,9 @@ int main(int argc, char **argv)
         if (o.dump & DUMP_KERNELS)
             te_print_kernels(stdout, g);
     }
+    /* schedules are checked against the kernels they will apply to */
+    if (!sch_check(g))
+        goto out;
     status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g);
 out:
     arena_free(&arena);

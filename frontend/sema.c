@@ -13,7 +13,9 @@
  *      cycles; each body's names are resolved, dtypes inferred, extents of
  *      index variables inferred from the dimensions they index directly,
  *      and constant index offsets checked against the bounds;
- *   5. outputs; unused inputs (a warning); schedules (sched/check.c).
+ *   5. outputs; unused inputs (a warning); the schedules are collected
+ *      (sched/check.c checks them after the optimizer: a schedule may name
+ *      a fused kernel's loops by any stage merged into it).
  *
  * Constants without a type of their own ("untyped": literals, dims, lets
  * made of them) take the type their context needs, like Go's untyped
@@ -1188,7 +1190,5 @@ Graph *fe_sema(Arena *a, const Source *src, const Program *prog,
             diag_warning(src, t->span, "input '%s' is never used", t->name);
     }
     collect_schedules(&s, prog);
-    if (!sch_check(s.g))
-        return NULL;
     return s.failed ? NULL : s.g;
 }

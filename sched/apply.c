@@ -314,7 +314,12 @@ static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
         return false;
     }
     if (s->tensor->is_output) {
-        diag_error(src, stmt->span, "cannot inline '%s': it is an output", s->name);
+        if (strcmp(stmt->stage, s->name) != 0)
+            diag_error(src, stmt->span,
+                       "cannot inline '%s': the optimizer merged it into the output '%s' (-fno-dce and -fno-fuse keep it apart)",
+                       stmt->stage, s->name);
+        else
+            diag_error(src, stmt->span, "cannot inline '%s': it is an output", s->name);
         return false;
     }
     if (s->scheduled) {

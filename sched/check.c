@@ -21,6 +21,8 @@ typedef struct StageLoops {
     const char *name;
     const Tensor *tensor; /* NULL for a cache stage */
     PtrVec loops;         /* const char * */
+    const char *label;    /* for messages, quoted: 'z', or 'y' (fused into
+                             'z') when the statement named an alias */
 } StageLoops;
 
 typedef struct Checker {
@@ -42,12 +44,23 @@ static bool in_list(const char *name, const char *const *list, int n)
     return false;
 }
 
+/* The stage called NAME, or the fused stage NAME was merged into. */
 static StageLoops *find_stage(Checker *c, const char *name)
 {
     for (int i = 0; i < c->stages.len; i++) {
         StageLoops *s = c->stages.items[i];
-        if (strcmp(s->name, name) == 0)
+        if (strcmp(s->name, name) == 0) {
+            s->label = arena_printf(c->arena, "'%s'", s->name);
             return s;
+        }
+    }
+    for (int i = 0; i < c->stages.len; i++) {
+        StageLoops *s = c->stages.items[i];
+        for (int k = 0; s->tensor && k < s->tensor->naliases; k++)
+            if (strcmp(s->tensor->aliases[k], name) == 0) {
+                s->label = arena_printf(c->arena, "'%s' (fused into '%s')", name, s->name);
+                return s;
+            }
     }
     return NULL;
 }
@@ -73,6 +86,7 @@ static StageLoops *add_stage(Checker *c, const char *name, const Tensor *t)
 {
     StageLoops *s = arena_alloc(c->arena, sizeof *s);
     s->name = name;
+    s->label = arena_printf(c->arena, "'%s'", name);
     s->tensor = t;
     vec_push(c->arena, &c->stages, s);
     return s;
@@ -106,14 +120,14 @@ static const char *loop_list(Checker *c, const StageLoops *s)
 static bool check_loop(Checker *c, const StageLoops *s, const SchedArg *a)
 {
     if (a->kind != SA_NAME) {
-        diag_error(c->g->src, a->span, "expected a loop of stage '%s', got '%.*s'; its loops are %s",
-                   s->name, (int)(a->span.end - a->span.begin),
+        diag_error(c->g->src, a->span, "expected a loop of stage %s, got '%.*s'; its loops are %s",
+                   s->label, (int)(a->span.end - a->span.begin),
                    c->g->src->text + a->span.begin, loop_list(c, s));
         return false;
     }
     if (find_loop(s, a->name) < 0) {
-        diag_error(c->g->src, a->span, "stage '%s' has no loop '%s'; its loops are %s",
-                   s->name, a->name, loop_list(c, s));
+        diag_error(c->g->src, a->span, "stage %s has no loop '%s'; its loops are %s",
+                   s->label, a->name, loop_list(c, s));
         return false;
     }
     return true;
@@ -128,8 +142,8 @@ static bool check_new_names(Checker *c, const StageLoops *s, const SchedStmt *st
         for (int k = 0; k < i; k++)
             repeated = repeated || strcmp(st->outs[k], st->outs[i]) == 0;
         if (repeated || at >= 0) {
-            diag_error(c->g->src, st->out_spans[i], "stage '%s' already has a loop '%s'",
-                       s->name, st->outs[i]);
+            diag_error(c->g->src, st->out_spans[i], "stage %s already has a loop '%s'",
+                       s->label, st->outs[i]);
             return false;
         }
     }
@@ -348,8 +362,8 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         if (!check_args(c, st, prim, info[prim].sig, s ? s : loops))
             return false;
         if (loops->tensor && !reads(loops->tensor->body, st->stage)) {
-            diag_error(src, st->args[1].span, "stage '%s' does not read '%s'",
-                       loops->name, st->stage);
+            diag_error(src, st->args[1].span, "stage %s does not read '%s'",
+                       loops->label, st->stage);
             return false;
         }
     }
@@ -450,7 +464,7 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
     }
     case PR_COMPUTE_INLINE:
         if (s->tensor && s->tensor->is_output) {
-            diag_error(src, st->stage_span, "cannot inline '%s': it is an output", s->name);
+            diag_error(src, st->stage_span, "cannot inline %s: it is an output", s->label);
             return false;
         }
         break;
