@@ -77,6 +77,10 @@ char *cg_c_identifier(Arena *a, const char *name)
         id[k++] = '_';
     for (size_t i = 0; i < n; i++)
         id[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    /* a file called auto.te must not define a function called auto */
+    Emitter probe = { .a = a };
+    if (name_taken(&probe, id))
+        return arena_printf(a, "%s_kernel", id);
     return id;
 }
 

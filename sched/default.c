@@ -8,10 +8,8 @@
  *     into its readers (Halide's default, and the graph optimizer's fusion
  *     in miniature);
  *   - a reduction with two or more spatial axes and a wide innermost one
- *     (a matmul) gets a register-sized tile: the innermost spatial axis
- *     split by 4 vectors, the next by 4, the reduction loops between the
- *     tile's outer and inner loops, the inner rows unrolled and the inner
- *     columns vectorized;
+ *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 4
+ *     vectors accumulated in a local tile (schedule_matmul_like);
  *   - any other stage vectorizes its innermost loop when that loop is
  *     spatial;
  *   - the outermost spatial loop runs in parallel.
@@ -60,22 +58,17 @@ static void annotate(Builder *b, const char *stage, const char *prim, const char
     s->args[0] = name_arg(loop);
 }
 
-static void split(Builder *b, const char *stage, const char *loop, int64_t f,
-                  const char *outer, const char *inner)
-{
-    SchedStmt *s = emit(b, stage, "split", 2);
-    s->args[0] = name_arg(loop);
-    s->args[1] = int_arg(f);
-    s->outs[0] = outer;
-    s->outs[1] = inner;
-    s->nouts = 2;
-}
-
 static const char *suffixed(Builder *b, const char *name, const char *suffix)
 {
     return arena_printf(b->st->arena, "%s%s", name, suffix);
 }
 
+/* A register-blocked micro-kernel: the reduction accumulates a TI x TJ
+ * tile in a local buffer (vector registers: TJ/lanes vectors per row, TI
+ * rows unrolled), computed at the tile loop of the stage, which then
+ * applies its epilogue once per element.  Column blocks are the outer,
+ * parallel loop, so each thread's block of w (K x TJ) stays in its cache
+ * while the row tiles stream past it. */
 static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
 {
     const char *stage = s->name;
@@ -83,23 +76,40 @@ static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
     const char *i = s->svars[s->nsvars - 2]->name;
     int64_t jext = s->svars[s->nsvars - 1]->extent;
     int64_t iext = s->svars[s->nsvars - 2]->extent;
-    int64_t tj = jext >= 4 * lanes ? 4 * lanes : lanes;
-    int64_t ti = iext >= 4 ? 4 : iext;
+    int64_t tj = jext >= 4 * lanes ? 4 * lanes : jext >= 2 * lanes ? 2 * lanes : lanes;
+    int64_t ti = iext >= 8 ? 8 : iext;
+    const char *acc = suffixed(b, stage, "_acc");
     const char *jo = suffixed(b, j, "o"), *ji = suffixed(b, j, "i");
     const char *io = suffixed(b, i, "o"), *ii = suffixed(b, i, "i");
-    split(b, stage, j, tj, jo, ji);
-    split(b, stage, i, ti, io, ii);
-    SchedStmt *r = emit(b, stage, "reorder", 4 + s->nrvars);
+    SchedStmt *cw = emit(b, stage, "cache_write", 1);
+    cw->args[0] = name_arg("local");
+    cw->result = acc;
+    SchedStmt *t = emit(b, stage, "tile", 4);
+    t->args[0] = name_arg(i);
+    t->args[1] = name_arg(j);
+    t->args[2] = int_arg(ti);
+    t->args[3] = int_arg(tj);
+    t->outs[0] = io;
+    t->outs[1] = jo;
+    t->outs[2] = ii;
+    t->outs[3] = ji;
+    t->nouts = 4;
+    SchedStmt *r = emit(b, stage, "reorder", 2);
+    r->args[0] = name_arg(jo);
+    r->args[1] = name_arg(io);
+    SchedStmt *at = emit(b, acc, "compute_at", 2);
+    at->args[0] = name_arg(stage);
+    at->args[1] = name_arg(io);
+    SchedStmt *ar = emit(b, acc, "reorder", 2 + s->nrvars);
     int k = 0;
-    r->args[k++] = name_arg(io);
-    r->args[k++] = name_arg(jo);
     for (int a = 0; a < s->nrvars; a++)
-        r->args[k++] = name_arg(s->rvars[a]->name);
-    r->args[k++] = name_arg(ii);
-    r->args[k++] = name_arg(ji);
-    annotate(b, stage, "unroll", ii);
+        ar->args[k++] = name_arg(s->rvars[a]->name);
+    ar->args[k++] = name_arg(i);
+    ar->args[k++] = name_arg(j);
+    annotate(b, acc, "unroll", i);
+    annotate(b, acc, "vectorize", j);
     annotate(b, stage, "vectorize", ji);
-    annotate(b, stage, "parallel", s->nsvars > 2 ? s->svars[0]->name : io);
+    annotate(b, stage, "parallel", s->nsvars > 2 ? s->svars[0]->name : jo);
 }
 
 /* Does the written schedule W name stage NAME? */
