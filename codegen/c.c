@@ -579,6 +579,7 @@ static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, 
 static bool emit_vector_loop(Emitter *e, const Stmt *s);
 
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
+static void emit_prefetch(Emitter *e, const Stmt *s);
 
 static void emit_for(Emitter *e, const Stmt *s)
 {
@@ -662,9 +663,128 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
     emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
     fprintf(e->out, "; %s++) {\n", v);
     e->indent++;
+    if (l->pipeline >= 2)
+        emit_prefetch(e, s);
     emit_stmt(e, s->body);
     e->indent--;
     line(e, "}\n");
+}
+
+/* ------------------------------------------------------------------ */
+/* pipeline(loop, n) on a CPU: at the top of each iteration, prefetch the
+ * source of every tile staged at this loop (cache_read ... at loop) for
+ * iteration + n - 1, one prefetch per 64-byte line, so the copy finds it
+ * in cache.  The prefetch nest is the staging nest with its stores
+ * replaced by __builtin_prefetch of what they read and its innermost loop
+ * stepping by 16 elements. */
+
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n)
+{
+    if (!s)
+        return NULL;
+    Stmt *c = arena_alloc(e->a, sizeof *c);
+    *c = *s;
+    switch (s->kind) {
+    case S_FOR:
+        c->min = sch_subst(e->a, s->min, map, n);
+        c->extent = sch_subst(e->a, s->extent, map, n);
+        c->body = subst_stmt(e, s->body, map, n);
+        break;
+    case S_SEQ:
+        c->stmts = arena_alloc(e->a, sizeof *c->stmts * (size_t)s->n);
+        for (int i = 0; i < s->n; i++)
+            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n);
+        break;
+    case S_STORE:
+        c->index = arena_alloc(e->a, sizeof *c->index * (size_t)(s->buf->rank + 1));
+        for (int d = 0; d < s->buf->rank; d++)
+            c->index[d] = sch_subst(e->a, s->index[d], map, n);
+        c->value = sch_subst(e->a, s->value, map, n);
+        break;
+    case S_IF:
+        c->cond = sch_subst(e->a, s->cond, map, n);
+        c->body = subst_stmt(e, s->body, map, n);
+        break;
+    case S_ALLOC:
+        c->body = subst_stmt(e, s->body, map, n);
+        break;
+    }
+    return c;
+}
+
+static void emit_prefetch_nest(Emitter *e, const Stmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR: {
+        bool innermost = s->body && s->body->kind == S_STORE;
+        const char *v = var_name(e, s->loop->var);
+        line(e, "for (int64_t %s = ", v);
+        emit_expr(e, s->min, 0);
+        fprintf(e->out, "; %s < ", v);
+        emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
+        fprintf(e->out, innermost ? "; %s += 16) {\n" : "; %s++) {\n", v);
+        e->indent++;
+        emit_prefetch_nest(e, s->body);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    }
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            emit_prefetch_nest(e, s->stmts[i]);
+        break;
+    case S_STORE:
+        if (s->value->kind == EX_LOAD && s->value->nargs > 0) {
+            line(e, "__builtin_prefetch(&");
+            emit_index(e, s->value->tensor, s->value->args);
+            fputs(", 0, 3);\n", e->out);
+        }
+        break;
+    case S_IF:
+        line(e, "if (");
+        emit_expr(e, s->cond, 0);
+        fputs(") {\n", e->out);
+        e->indent++;
+        emit_prefetch_nest(e, s->body);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    case S_ALLOC:
+        break;
+    }
+}
+
+static void emit_prefetch(Emitter *e, const Stmt *s)
+{
+    Loop *l = s->loop;
+    IterVar *next = sch_new_var(e->st, arena_printf(e->a, "%s_next", l->name), 0);
+    int n = e->st->next_var;
+    Expr **map = arena_alloc(e->a, sizeof *map * (size_t)n);
+    map[l->var->id] = ex_var(e->a, (Span){ 0, 0 }, next);
+    bool any = false;
+    for (const Stmt *b = s->body; b && b->kind == S_ALLOC;) {
+        const Stmt *inner = b->body;
+        const Stmt *nest = inner && inner->kind == S_SEQ ? inner->stmts[0] : inner;
+        if (!any) {
+            line(e, "/* pipeline %s: prefetch the tiles of iteration %s + %d */\n", l->name,
+                 var_name(e, l->var), l->pipeline - 1);
+            line(e, "if (%s + %d < ", var_name(e, l->var), l->pipeline - 1);
+            emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
+            fputs(") {\n", e->out);
+            e->indent++;
+            line(e, "const int64_t %s = %s + %d;\n", var_name(e, next), var_name(e, l->var),
+                 l->pipeline - 1);
+            any = true;
+        }
+        emit_prefetch_nest(e, subst_stmt(e, nest, map, n));
+        b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
+    }
+    if (any) {
+        e->indent--;
+        line(e, "}\n");
+    }
 }
 
 static void emit_dims(Emitter *e, const Tensor *t, int from)
