@@ -27,6 +27,7 @@ enum {
     DUMP_LOOPS = 1 << 4,
     DUMP_CUDA = 1 << 5,
     DUMP_KERNELS = 1 << 6,
+    DUMP_SPACE = 1 << 7,
 };
 
 static const struct {
@@ -41,6 +42,7 @@ static const struct {
     { "loops", DUMP_LOOPS, "the loop nests after every schedule step and after lowering" },
     { "cuda", DUMP_CUDA, "the generated CUDA C (--target cuda)" },
     { "kernels", DUMP_KERNELS, "the kernels after fusion: each one's anchor and fused stages" },
+    { "space", DUMP_SPACE, "the tuner's search space and its size" },
 };
 
 typedef struct InputFile {
@@ -466,6 +468,8 @@ static int build(Arena *a, const Options *o, Graph *g)
     for (int i = 0; i < g->nschedules; i++)
         if (strcmp(g->schedules[i]->target, o->target) == 0)
             written = g->schedules[i];
+    if (o->dump & DUMP_SPACE)
+        tune_space_print(stdout, tune_space_new(a, g, written, o->target));
     if (o->tune && tune_run(a, g, &o->tuning) != 0)
         return 1;
     /* the tuning log's winner, when one matches this workload and machine */
