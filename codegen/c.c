@@ -908,9 +908,11 @@ static const char helpers[] =
     "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
     "}\n"
     "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n"
-    "TE_VMAP1(te_vexp, expf)\nTE_VMAP1(te_vlog, logf)\nTE_VMAP1(te_vsqrt, sqrtf)\n"
-    "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\nTE_VMAP1(te_vtanh, tanhf)\nTE_VMAP1(te_verf, erff)\n"
-    "TE_VMAP1(te_vabs, fabsf)\nTE_VMAP1(te_vgelu, te_gelu_f32)\nTE_VMAP1(te_vsigmoid, te_sigmoid_f32)\n"
+    "TE_VMAP1(te_vlog, logf)\nTE_VMAP1(te_vsqrt, sqrtf)\n"
+    "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\nTE_VMAP1(te_vabs, fabsf)\n"
+    "/* exp, erf, tanh, gelu and sigmoid: branch-free, within 1 ulp (codegen/vmath.c) */\n"
+    "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
+    "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
     "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
     "TE_VMAP2(te_vpow, powf)\n"
     "static inline void *te_alloc(size_t bytes)\n"
@@ -1048,6 +1050,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
     fputs(helpers, c);
+    fputs(cg_vmath_source, c);
     fprintf(c, "\nvoid %s(", o->name);
     for (int i = 0; i < g->ninputs; i++) {
         emit_param(&e, c, g->inputs[i], false);

@@ -1,9 +1,11 @@
 /* codegen.h — from the loop IR to files other programs use.
  *
  * The CPU backend writes NAME.h (the sizes, the entry point) and NAME.c
- * (portable C11 with OpenMP pragmas, standard headers only).  Names from
- * the user's program are mangled where they would clash with C keywords,
- * the C library, or texc's own generated names.
+ * (portable C11 with OpenMP pragmas, standard headers only).  The CUDA
+ * backend writes NAME.cubin (NVRTC's compilation of the CUDA C that
+ * cuda.c emits) and NAME.h (launch data and launchers built on libtexrt).
+ * Names from the user's program are mangled where they would clash with C
+ * keywords, the C library, or texc's own generated names.
  */
 #ifndef TEXC_CODEGEN_H
 #define TEXC_CODEGEN_H
@@ -20,6 +22,9 @@ typedef struct CodegenOptions {
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h);
 
+/* vmath.c: branch-free vector exp, erf, tanh, gelu, sigmoid (C text). */
+extern const char cg_vmath_source[];
+
 /* harness.c: a main() running the kernel NAME on .npy files: see there. */
 bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out);
 
@@ -34,10 +39,42 @@ typedef struct CudaOptions {
     bool verbose;       /* -v: registers, shared memory, spills */
 } CudaOptions;
 
-/* Emits CUDA C for FN, compiles it with NVRTC and writes PREFIX.cubin and
- * PREFIX.h (or only checks).  Returns an exit status after a message. */
+/* nvrtc.c: emits CUDA C for FN, compiles it with NVRTC and writes
+ * PREFIX.cubin and PREFIX.h (or only checks).  Returns an exit status
+ * after a message. */
 int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const CudaOptions *o);
+
+/* One kernel of a CUDA program: what its launcher needs. */
+typedef struct CudaKernel {
+    const char *name;        /* its extern "C" name, NAME_STAGE */
+    const char *stage;       /* the root stage it computes */
+    unsigned grid[3];        /* blocks: extents of the loops bound to block.x/y/z */
+    unsigned block[3];       /* threads: extents of the loops bound to thread.x/y/z */
+    unsigned static_smem;    /* bytes of __shared__ arrays */
+    unsigned dyn_smem;       /* bytes of dynamic shared memory (0 unless the
+                                arrays need more than the static 48 KiB) */
+    const Tensor **params;   /* the global tensors it takes, in this order */
+    int nparams;
+} CudaKernel;
+
+/* The CUDA C of a lowered function. */
+typedef struct CudaProgram {
+    char *source;            /* the .cu text, NUL-terminated, from the arena */
+    CudaKernel *kernels;     /* in launch order: one per root stage */
+    int nkernels;
+    const Tensor **temps;    /* intermediates in global memory ... */
+    int64_t *temp_offsets;   /* ... at these offsets of one workspace */
+    int ntemps;
+    int64_t workspace_bytes; /* 0 when there are none */
+} CudaProgram;
+
+/* cuda.c: the CUDA C of FN for architecture SM (e.g. 90; ARCH its name,
+ * "sm_90a", for the comments).  A schedule CUDA cannot run (too many
+ * threads, too much shared memory, two loops bound to one axis) is a
+ * diagnostic and false. */
+bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+                  const char *arch, int sm, CudaProgram *out);
 
 /* A C identifier made from NAME (the base name of a path): letters,
  * digits and '_' kept, anything else '_', a leading digit prefixed. */

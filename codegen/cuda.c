@@ -1,13 +1,2087 @@
-/* cuda.c — placeholder until the CUDA backend is written. */
+/* cuda.c — the CUDA C emitter.
+ *
+ * requires: a lowered function (sched/lower.c), its SchedState, and the
+ * target's SM number.
+ * guarantees: the text of a CUDA C++ translation unit that NVRTC compiles
+ * as it is (no host code; no includes but cuda_fp16.h and cuda_bf16.h
+ * when the program has f16 or bf16 values), with one extern "C"
+ * __global__ kernel per root stage in the order lowering computes them,
+ * each computing its stage as the CPU backend's loop nest does:
+ *
+ *   - a loop bound to block.x .. thread.z is no loop: its variable is its
+ *     first value plus blockIdx or threadIdx; the grid and the block take
+ *     the largest extent bound to each axis, and a guard skips the indices
+ *     beyond a loop's own extent (a shorter loop, a split that does not
+ *     divide);
+ *   - a position is *block-uniform* when no thread loop encloses it: all
+ *     the threads of a block run it with the same values.  A statement
+ *     there that contains no thread loop but writes shared or global
+ *     memory (a stage computed at a loop outside the thread loops, such as
+ *     x.cache_read(shared, y) at ko) is *distributed*: its outer loops are
+ *     flattened into one index strided over the block's threads, and a
+ *     __syncthreads() comes before anything reads what it wrote; another
+ *     ends the body of each block-uniform loop that wrote such a buffer,
+ *     before its next iteration overwrites it.  A shared buffer inside a
+ *     thread loop would need one copy per thread: it becomes a per-thread
+ *     array, with a warning;
+ *   - pipeline(L, n) on a block-uniform loop whose body begins with shared
+ *     buffers gives each buffer n slots: the tiles of iteration L + n - 1
+ *     are fetched while iteration L computes, with cp.async on sm_80 and
+ *     later (elements of 4 or 8 bytes; others are plain loads), plain
+ *     loads before; one barrier per iteration;
+ *   - a root reduction whose own thread loops cover the block keeps its
+ *     sums in a per-thread array (registers, when the loops indexing it
+ *     are unrolled) and stores them once, after the last reduction step;
+ *   - local buffers are per-thread arrays; unrolled loops get #pragma
+ *     unroll; vectorized loops are plain loops;
+ *   - values are computed as the CPU backend computes them: f16 and bf16
+ *     in float, rounded when stored; min, max and relu propagate NaN;
+ *     integer division by zero is 0; float-to-i32 casts saturate;
+ *   - indices are int when every tensor has fewer than 2^31 elements and
+ *     the program has no i32 values, else long long.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "codegen/codegen.h"
 
-int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
-                  const CudaOptions *o)
+static const char *const axis_names[6] = { "block.x", "block.y", "block.z",
+                                           "thread.x", "thread.y", "thread.z" };
+static const char *const axis_vars[6] = { "blockIdx.x", "blockIdx.y", "blockIdx.z",
+                                          "threadIdx.x", "threadIdx.y", "threadIdx.z" };
+
+/* A shared buffer of the kernel being emitted. */
+typedef struct ShBuf {
+    const Tensor *buf;
+    int slots;         /* pipeline stages: 1, or n of pipeline(L, n) */
+    int64_t bytes;     /* all slots */
+    int64_t offset;    /* in the dynamic shared memory, when it is used */
+    const char *slot;  /* while emitting: the slot index to use, or NULL */
+} ShBuf;
+
+/* A pipelined loop: its shared buffers' nests, fetched ahead, and the rest
+ * of its body. */
+typedef struct Pipe {
+    const Stmt *loop;
+    int stages;
+    PtrVec fetches; /* Stmt *: the nest filling each buffer */
+    PtrVec bufs;    /* ShBuf * */
+    const Stmt *rest;
+} Pipe;
+
+/* A root reduction's sums kept in a per-thread array. */
+typedef struct Acc {
+    const Stmt *seq;    /* the S_SEQ of its init nest and update nest */
+    const Stmt *outer;  /* the S_SEQ of seq and the epilogue nest, or NULL */
+    const Stmt *epilogue; /* storage = f(storage) once the sums are done */
+    const Tensor *buf;  /* the stage's storage ... */
+    Expr **idx;         /* ... at this index (the same array in both nests) */
+    Loop **loops;       /* the array's dimensions: the spatial loops inside
+                           the first reduction loop not bound to an axis */
+    int nloops;
+    const char *name;
+    DType dtype;
+} Acc;
+
+/* How the accumulator's accesses are written: not at all (ACC_OFF);
+ * in the init and update nests, as the per-thread array (ACC_ON); in the
+ * init nest again, as the store of the array (ACC_STORE); in the epilogue,
+ * loads as the array and stores as stores (ACC_EPILOGUE). */
+enum { ACC_OFF, ACC_ON, ACC_STORE, ACC_EPILOGUE };
+
+typedef struct Emitter {
+    Arena *a;
+    FILE *out;
+    SchedState *st;
+    const Source *src;
+    int sm;
+    PtrVec names;           /* const char *: names in use */
+    PtrVec tensors, tnames; /* Tensor * and the name it was given */
+    const char **var_names; /* by IterVar id */
+    const char **var_text;  /* by IterVar id: text that replaces the variable */
+    const char *int_type;   /* "int" or "long long" */
+    bool fp16, bf16;        /* the program has f16 or bf16 values */
+    int indent;
+    bool failed;
+    /* the kernel being emitted */
+    CudaKernel *k;
+    const SStage *stage;
+    int64_t dims[6];        /* grid and block extents */
+    const Loop *dim_loop[6];/* the loop giving each */
+    int64_t threads;
+    PtrVec shared;          /* ShBuf * */
+    PtrVec locals;          /* Tensor *: per-thread buffers */
+    PtrVec pipes;           /* Pipe * */
+    PtrVec params;          /* Tensor *: global tensors used */
+    PtrVec written;         /* Tensor *: the global tensors it writes */
+    Acc *acc;
+    int acc_mode;
+    bool async_copy;        /* fetching a pipelined tile with cp.async */
+    bool used_async;        /* the program uses cp.async */
+    bool dynamic_smem;
+    bool pending;           /* a distributed write awaits its barrier */
+    PtrVec pending_bufs;    /* Tensor *: what those writes wrote */
+    int distributed;        /* distributed statements emitted so far */
+    int counter;            /* for texc's own names, te_f0, te_f1, ... */
+    int names_mark, tensors_mark;
+    const PtrVec *order;    /* Tensor *: inputs, outputs, intermediates */
+} Emitter;
+
+/* ------------------------------------------------------------------ */
+/* Names.                                                              */
+
+/* Identifiers a user's name must not become: C and C++ keywords, CUDA's
+ * built-in variables and functions the generated code uses. */
+static const char *const reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true",
+    "false", "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "catch",
+    "class", "compl", "concept", "consteval", "constexpr", "constinit", "const_cast",
+    "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast",
+    "explicit", "export", "friend", "mutable", "namespace", "new", "noexcept", "not",
+    "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
+    "reinterpret_cast", "requires", "static_assert", "static_cast", "template", "this",
+    "thread_local", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
+    "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "main", "std", "threadIdx",
+    "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "half", "__half",
+    "nv_bfloat16", "__nv_bfloat16", "size_t", "int32_t", "int64_t", "uint16_t",
+    "uint32_t", "uint64_t", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "rsqrt",
+    "rsqrtf", "tanh", "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "min",
+    "max", "fmin", "fmax", "abs", "isnan", "printf", "assert", "malloc", "free",
+    "memcpy", "memset",
+};
+
+static bool name_taken(Emitter *e, const char *name)
 {
-    (void)st;
-    (void)fn;
-    (void)co;
-    (void)o;
-    fputs("texc: the cuda target does not generate code yet; use --target cpu\n", stderr);
-    return 1;
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
+        if (strcmp(reserved[i], name) == 0)
+            return true;
+    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0 || strncmp(name, "__", 2) == 0)
+        return true;
+    for (int i = 0; i < e->names.len; i++)
+        if (strcmp(e->names.items[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken. */
+static const char *claim(Emitter *e, const char *name)
+{
+    const char *c = name;
+    for (int k = 2; name_taken(e, c); k++)
+        c = arena_printf(e->a, "%s_%d", name, k);
+    vec_push(e->a, &e->names, (void *)c);
+    return c;
+}
+
+static const char *tensor_name(Emitter *e, const Tensor *t)
+{
+    for (int i = 0; i < e->tensors.len; i++)
+        if (e->tensors.items[i] == t)
+            return e->tnames.items[i];
+    const char *n = claim(e, cg_c_identifier(e->a, t->name));
+    vec_push(e->a, &e->tensors, (void *)t);
+    vec_push(e->a, &e->tnames, (void *)n);
+    return n;
+}
+
+static const char *var_name(Emitter *e, const IterVar *v)
+{
+    if (!e->var_names[v->id])
+        e->var_names[v->id] = claim(e, cg_c_identifier(e->a, v->name));
+    return e->var_names[v->id];
+}
+
+/* A name of texc's own, unique in the kernel. */
+static const char *own_name(Emitter *e, const char *base)
+{
+    return arena_printf(e->a, "te_%s%d", base, e->counter++);
+}
+
+/* ------------------------------------------------------------------ */
+/* Types.                                                              */
+
+static const char *storage_type(DType t)
+{
+    switch (t) {
+    case DT_BOOL: return "bool";
+    case DT_I32: return "int";
+    case DT_F16: return "__half";
+    case DT_BF16: return "__nv_bfloat16";
+    case DT_F32: return "float";
+    case DT_F64: return "double";
+    default: TE_UNREACHABLE();
+    }
+}
+
+/* The type values of T are computed in. */
+static const char *compute_type(Emitter *e, DType t)
+{
+    switch (t) {
+    case DT_BOOL: return "bool";
+    case DT_I32: return e->int_type;
+    case DT_F64: return "double";
+    default: return "float";
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Output.                                                             */
+
+static void line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(Emitter *e, const char *fmt, ...)
+{
+    fprintf(e->out, "%*s", e->indent * 4, "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(e->out, fmt, ap);
+    va_end(ap);
+}
+
+/* A user error about the kernel being emitted, at SP when there is one. */
+static void kernel_error(Emitter *e, Span sp, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void kernel_error(Emitter *e, Span sp, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (sp.end > sp.begin) {
+        diag_verror(e->src, sp, fmt, ap);
+    } else {
+        fprintf(diag_stream ? diag_stream : stderr, "texc: error: ");
+        vfprintf(diag_stream ? diag_stream : stderr, fmt, ap);
+        fputc('\n', diag_stream ? diag_stream : stderr);
+        diag_errors++;
+    }
+    va_end(ap);
+    e->failed = true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Buffers.                                                            */
+
+static ShBuf *shared_of(Emitter *e, const Tensor *t)
+{
+    for (int i = 0; i < e->shared.len; i++) {
+        ShBuf *b = e->shared.items[i];
+        if (b->buf == t)
+            return b;
+    }
+    return NULL;
+}
+
+static bool in_vec(const PtrVec *v, const void *p)
+{
+    for (int i = 0; i < v->len; i++)
+        if (v->items[i] == p)
+            return true;
+    return false;
+}
+
+/* Is T[IDX] the accumulated element?  (Loads copy their index array,
+ * so the indices are compared one by one; they are the same Exprs.) */
+static bool is_acc_access(Emitter *e, const Tensor *t, Expr *const *idx)
+{
+    if (!e->acc || e->acc_mode == ACC_OFF || t != e->acc->buf)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (idx[d] != e->acc->idx[d])
+            return false;
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Expressions.                                                        */
+
+static void emit_expr(Emitter *e, const Expr *x, int prec);
+
+static int c_prec(Op op)
+{
+    switch (op) {
+    case OP_OR: return 1;
+    case OP_AND: return 2;
+    case OP_EQ: case OP_NE: return 3;
+    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 4;
+    case OP_ADD: case OP_SUB: return 5;
+    case OP_MUL: case OP_DIV: case OP_MOD: return 6;
+    default: return 7;
+    }
+}
+
+static void emit_const(Emitter *e, DType t, double v)
+{
+    FILE *out = e->out;
+    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
+        if (t == DT_BOOL)
+            fputs(v != 0 ? "true" : "false", out);
+        else if (v < 0)
+            fprintf(out, "(%lld)", (long long)v);
+        else
+            fprintf(out, "%lld", (long long)v);
+        return;
+    }
+    bool dbl = t == DT_F64;
+    if (isnan(v)) {
+        fputs(dbl ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)", out);
+        return;
+    }
+    if (isinf(v)) {
+        fprintf(out, "%s%s", v < 0 ? "-" : "",
+                dbl ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".en"))
+        strcat(buf, ".0");
+    fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
+}
+
+/* The row-major offset of IDX in T: i * 768 + k. */
+static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
+{
+    if (t->rank == 0) {
+        fputc('0', e->out);
+        return;
+    }
+    int64_t stride = 1;
+    int64_t strides[TE_MAX_RANK];
+    for (int d = t->rank - 1; d >= 0; d--) {
+        strides[d] = stride;
+        stride *= t->shape[d];
+    }
+    bool first = true;
+    for (int d = 0; d < t->rank; d++) {
+        int64_t c;
+        if (sch_const_int(idx[d], &c) && c == 0)
+            continue;
+        if (!first)
+            fputs(" + ", e->out);
+        first = false;
+        emit_expr(e, idx[d], strides[d] == 1 ? 5 : 6);
+        if (strides[d] != 1)
+            fprintf(e->out, " * %lld", (long long)strides[d]);
+    }
+    if (first)
+        fputc('0', e->out);
+}
+
+/* The element T[IDX] as an lvalue: a global tensor is flat, a local or
+ * shared buffer an array of arrays (with its pipeline slot first). */
+static void emit_element(Emitter *e, const Tensor *t, Expr *const *idx, bool load)
+{
+    if (is_acc_access(e, t, idx) && (e->acc_mode == ACC_ON || (load && e->acc_mode == ACC_EPILOGUE))) {
+        fputs(e->acc->name, e->out);
+        for (int i = 0; i < e->acc->nloops; i++)
+            fprintf(e->out, "[%s]", var_name(e, e->acc->loops[i]->var));
+        return;
+    }
+    fputs(tensor_name(e, t), e->out);
+    ShBuf *sb = shared_of(e, t);
+    if (sb || in_vec(&e->locals, t)) {
+        if (sb && sb->slots > 1)
+            fprintf(e->out, "[%s]", sb->slot ? sb->slot : "0");
+        if (t->rank == 0)
+            fputs("[0]", e->out);
+        for (int d = 0; d < t->rank; d++) {
+            fputc('[', e->out);
+            emit_expr(e, idx[d], 0);
+            fputc(']', e->out);
+        }
+        return;
+    }
+    fputc('[', e->out);
+    emit_flat_index(e, t, idx);
+    fputc(']', e->out);
+}
+
+static void emit_call(Emitter *e, const char *fn, const Expr *x)
+{
+    fprintf(e->out, "%s(", fn);
+    for (int i = 0; i < x->nargs; i++) {
+        if (i)
+            fputs(", ", e->out);
+        emit_expr(e, x->args[i], 0);
+    }
+    fputc(')', e->out);
+}
+
+/* The CUDA function or texc helper for OP computed in type T. */
+static const char *func_name(Op op, DType t)
+{
+    bool dbl = t == DT_F64;
+    bool integer = t == DT_I32;
+    switch (op) {
+    case OP_EXP: return dbl ? "exp" : "expf";
+    case OP_LOG: return dbl ? "log" : "logf";
+    case OP_SQRT: return dbl ? "sqrt" : "sqrtf";
+    case OP_RSQRT: return dbl ? "te_rsqrt_f64" : "te_rsqrt_f32";
+    case OP_TANH: return dbl ? "tanh" : "tanhf";
+    case OP_ERF: return dbl ? "erf" : "erff";
+    case OP_ABS: return integer ? "te_abs_int" : dbl ? "fabs" : "fabsf";
+    case OP_GELU: return dbl ? "te_gelu_f64" : "te_gelu_f32";
+    case OP_SIGMOID: return dbl ? "te_sigmoid_f64" : "te_sigmoid_f32";
+    case OP_RELU: return integer ? "te_relu_int" : dbl ? "te_relu_f64" : "te_relu_f32";
+    case OP_POW: return dbl ? "pow" : "powf";
+    case OP_MIN: return integer ? "te_min_int" : dbl ? "te_min_f64" : "te_min_f32";
+    case OP_MAX: return integer ? "te_max_int" : dbl ? "te_max_f64" : "te_max_f32";
+    default: TE_UNREACHABLE();
+    }
+}
+
+static void emit_cast(Emitter *e, const Expr *x)
+{
+    DType to = x->dtype, from = x->args[0]->dtype;
+    const Expr *v = x->args[0];
+    if (to == DT_BOOL) {
+        fputs("(", e->out);
+        emit_expr(e, v, 3);
+        fputs(" != 0)", e->out);
+    } else if (to == DT_I32 && dtype_is_float(from)) {
+        emit_call(e, "te_f2i", x);
+    } else if (to == DT_F16) {
+        fputs("__half2float(__float2half_rn(", e->out);
+        emit_expr(e, v, 0);
+        fputs("))", e->out);
+    } else if (to == DT_BF16) {
+        fputs("__bfloat162float(__float2bfloat16_rn(", e->out);
+        emit_expr(e, v, 0);
+        fputs("))", e->out);
+    } else {
+        fprintf(e->out, "(%s)", compute_type(e, to));
+        emit_expr(e, v, 7);
+    }
+}
+
+static void emit_load(Emitter *e, const Expr *x)
+{
+    const Tensor *t = x->tensor;
+    bool acc = is_acc_access(e, t, x->args) && e->acc_mode != ACC_STORE;
+    if (acc || t->dtype == DT_F32 || t->dtype == DT_F64 || t->dtype == DT_BOOL) {
+        emit_element(e, t, x->args, true);
+    } else if (t->dtype == DT_I32) {
+        fprintf(e->out, "(%s)", e->int_type);
+        emit_element(e, t, x->args, true);
+    } else {
+        fputs(t->dtype == DT_F16 ? "__half2float(" : "__bfloat162float(", e->out);
+        emit_element(e, t, x->args, true);
+        fputc(')', e->out);
+    }
+}
+
+static void emit_expr(Emitter *e, const Expr *x, int prec)
+{
+    FILE *out = e->out;
+    switch (x->kind) {
+    case EX_CONST:
+        emit_const(e, x->dtype, x->value);
+        return;
+    case EX_VAR:
+        if (e->var_text[x->var->id]) {
+            const char *t = e->var_text[x->var->id];
+            bool simple = strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(t);
+            fprintf(out, simple || prec <= 5 ? "%s" : "(%s)", t);
+        }
+        else
+            fputs(var_name(e, x->var), out);
+        return;
+    case EX_LOAD:
+        emit_load(e, x);
+        return;
+    case EX_REDUCE:
+        TE_UNREACHABLE();
+    case EX_OP:
+        break;
+    }
+    DType t = x->nargs ? x->args[0]->dtype : x->dtype;
+    switch (x->op) {
+    case OP_NEG:
+    case OP_NOT:
+        fputs(x->op == OP_NEG ? "-" : "!", out);
+        emit_expr(e, x->args[0], 7);
+        return;
+    case OP_CAST:
+        emit_cast(e, x);
+        return;
+    case OP_SELECT:
+        fputc('(', out);
+        emit_expr(e, x->args[0], 1);
+        fputs(" ? ", out);
+        emit_expr(e, x->args[1], 1);
+        fputs(" : ", out);
+        emit_expr(e, x->args[2], 1);
+        fputc(')', out);
+        return;
+    case OP_DIV:
+    case OP_MOD:
+        if (t == DT_I32) {
+            int64_t c;
+            if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
+                emit_call(e, x->op == OP_DIV ? "te_div_int" : "te_mod_int", x);
+                return;
+            }
+        }
+        break;
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
+    case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
+        break;
+    default:
+        emit_call(e, func_name(x->op, t), x);
+        return;
+    }
+    int p = c_prec(x->op);
+    if (p < prec)
+        fputc('(', out);
+    emit_expr(e, x->args[0], p);
+    fprintf(out, " %s ", op_text(x->op));
+    emit_expr(e, x->args[1], p + 1);
+    if (p < prec)
+        fputc(')', out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Walking statements.                                                 */
+
+static bool expr_reads_any(const Expr *x, const PtrVec *bufs)
+{
+    if (x->kind == EX_LOAD && in_vec(bufs, x->tensor))
+        return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (expr_reads_any(x->args[i], bufs))
+            return true;
+    return false;
+}
+
+/* Does S read any of BUFS (in values, indices, bounds or conditions)? */
+static bool reads_any(const Stmt *s, const PtrVec *bufs)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_FOR:
+        return expr_reads_any(s->min, bufs) || expr_reads_any(s->extent, bufs) ||
+               reads_any(s->body, bufs);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (reads_any(s->stmts[i], bufs))
+                return true;
+        return false;
+    case S_STORE:
+        if (expr_reads_any(s->value, bufs))
+            return true;
+        for (int d = 0; d < s->buf->rank; d++)
+            if (expr_reads_any(s->index[d], bufs))
+                return true;
+        return false;
+    case S_IF:
+        return expr_reads_any(s->cond, bufs) || reads_any(s->body, bufs);
+    case S_ALLOC:
+        return reads_any(s->body, bufs);
+    }
+    return false;
+}
+
+static bool is_thread_loop(const Stmt *s)
+{
+    return s->kind == S_FOR && s->loop->kind == LOOP_BOUND && s->loop->gpu_axis >= 3;
+}
+
+/* Marks in BOUND the axes the loops of S are bound to. */
+static void axes_bound(const Stmt *s, bool bound[6])
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        if (s->loop->kind == LOOP_BOUND)
+            bound[s->loop->gpu_axis] = true;
+        axes_bound(s->body, bound);
+        return;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            axes_bound(s->stmts[i], bound);
+        return;
+    case S_IF:
+    case S_ALLOC:
+        axes_bound(s->body, bound);
+        return;
+    case S_STORE:
+        return;
+    }
+}
+
+static bool has_thread_loop(const Stmt *s)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_FOR:
+        return is_thread_loop(s) || has_thread_loop(s->body);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (has_thread_loop(s->stmts[i]))
+                return true;
+        return false;
+    case S_IF:
+    case S_ALLOC:
+        return has_thread_loop(s->body);
+    case S_STORE:
+        return false;
+    }
+    return false;
+}
+
+/* Collects into OUT the buffers S writes that are neither per-thread
+ * buffers of the kernel nor allocated inside S. */
+static void shared_writes(Emitter *e, const Stmt *s, PtrVec *inner, PtrVec *out)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+    case S_IF:
+        shared_writes(e, s->body, inner, out);
+        return;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            shared_writes(e, s->stmts[i], inner, out);
+        return;
+    case S_ALLOC:
+        vec_push(e->a, inner, (void *)s->buf);
+        shared_writes(e, s->body, inner, out);
+        return;
+    case S_STORE:
+        if (in_vec(inner, s->buf) || in_vec(&e->locals, s->buf) ||
+            (e->acc_mode == ACC_ON && is_acc_access(e, s->buf, s->index)))
+            return;
+        if (!in_vec(out, s->buf))
+            vec_push(e->a, out, (void *)s->buf);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Analysis of a kernel, before its text.                              */
+
+/* The grid and block extents; two loops nested on one axis are an error. */
+static void find_dims(Emitter *e, const Stmt *s, const Loop **enclosing)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR: {
+        const Loop *l = s->loop;
+        if (l->kind != LOOP_BOUND) {
+            find_dims(e, s->body, enclosing);
+            return;
+        }
+        int ax = l->gpu_axis;
+        if (enclosing[ax] && enclosing[ax] != l) {
+            kernel_error(e, l->kind_span,
+                         "cannot bind '%s' to %s: it runs inside '%s', bound to %s too", l->name,
+                         axis_names[ax], enclosing[ax]->name, axis_names[ax]);
+            return;
+        }
+        if (sch_trip_bound(l) > e->dims[ax]) {
+            e->dims[ax] = sch_trip_bound(l);
+            e->dim_loop[ax] = l;
+        }
+        const Loop *saved = enclosing[ax];
+        enclosing[ax] = l;
+        find_dims(e, s->body, enclosing);
+        enclosing[ax] = saved;
+        return;
+    }
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            find_dims(e, s->stmts[i], enclosing);
+        return;
+    case S_IF:
+    case S_ALLOC:
+        find_dims(e, s->body, enclosing);
+        return;
+    case S_STORE:
+        return;
+    }
+}
+
+static bool distributed_here(Emitter *e, const Stmt *s, bool uniform);
+
+static int64_t elems_of(const Tensor *t)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= t->shape[d];
+    return n;
+}
+
+static ShBuf *add_shared(Emitter *e, const Tensor *t)
+{
+    ShBuf *b = arena_alloc(e->a, sizeof *b);
+    b->buf = t;
+    b->slots = 1;
+    vec_push(e->a, &e->shared, b);
+    return b;
+}
+
+static void demote(Emitter *e, const Tensor *t, const char *why)
+{
+    vec_push(e->a, &e->locals, (void *)t);
+    if (!diag_quiet)
+        fprintf(stderr,
+                "texc: warning: kernel '%s': '%s' is staged in shared memory %s, so each thread "
+                "would need its own copy: it is kept per thread instead; stage it at a loop "
+                "outside the thread loops\n",
+                e->k->name, t->name, why);
+}
+
+/* Is the pipelined loop S (block-uniform) a chain of shared buffers, each
+ * filled by a nest with no thread loop that reads none of the others,
+ * followed by the rest of the body?  Then its Pipe. */
+static Pipe *plan_pipe(Emitter *e, const Stmt *s)
+{
+    Pipe *p = arena_alloc(e->a, sizeof *p);
+    p->loop = s;
+    p->stages = s->loop->pipeline;
+    const Stmt *b = s->body;
+    PtrVec tensors = {0};
+    while (b && b->kind == S_ALLOC && b->scope == SCOPE_SHARED && b->body &&
+           b->body->kind == S_SEQ && b->body->n == 2 && !has_thread_loop(b->body->stmts[0])) {
+        vec_push(e->a, &tensors, (void *)b->buf);
+        vec_push(e->a, &p->fetches, b->body->stmts[0]);
+        b = b->body->stmts[1];
+    }
+    for (int i = 0; i < p->fetches.len; i++)
+        if (reads_any(p->fetches.items[i], &tensors))
+            return NULL;
+    if (p->fetches.len == 0)
+        return NULL;
+    p->rest = b;
+    for (int i = 0; i < tensors.len; i++) {
+        ShBuf *sb = add_shared(e, tensors.items[i]);
+        sb->slots = p->stages;
+        vec_push(e->a, &p->bufs, sb);
+    }
+    return p;
+}
+
+static Pipe *pipe_of(Emitter *e, const Stmt *s)
+{
+    for (int i = 0; i < e->pipes.len; i++) {
+        Pipe *p = e->pipes.items[i];
+        if (p->loop == s)
+            return p;
+    }
+    return NULL;
+}
+
+/* Decides where each buffer lives and which loops are pipelined. */
+static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
+{
+    if (!s)
+        return;
+    if (uniform && distributed_here(e, s, uniform)) {
+        plan_buffers(e, s, false); /* per thread inside */
+        return;
+    }
+    switch (s->kind) {
+    case S_FOR:
+        if (uniform && s->loop->pipeline >= 2 && s->loop->kind != LOOP_BOUND) {
+            Pipe *p = plan_pipe(e, s);
+            if (p) {
+                vec_push(e->a, &e->pipes, p);
+                for (int i = 0; i < p->fetches.len; i++)
+                    plan_buffers(e, p->fetches.items[i], false);
+                plan_buffers(e, p->rest, true);
+                return;
+            }
+        }
+        plan_buffers(e, s->body, uniform && !is_thread_loop(s));
+        return;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            plan_buffers(e, s->stmts[i], uniform);
+        return;
+    case S_IF:
+        plan_buffers(e, s->body, uniform);
+        return;
+    case S_ALLOC:
+        if (s->scope == SCOPE_SHARED && uniform)
+            add_shared(e, s->buf);
+        else if (s->scope == SCOPE_SHARED)
+            demote(e, s->buf, "inside a thread loop");
+        else
+            vec_push(e->a, &e->locals, (void *)s->buf);
+        plan_buffers(e, s->body, uniform);
+        return;
+    case S_STORE:
+        return;
+    }
+}
+
+/* The S_SEQ node whose second statement is the S_FOR of LOOP. */
+static const Stmt *find_update(const Stmt *s, const Loop *loop)
+{
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case S_FOR:
+    case S_IF:
+    case S_ALLOC:
+        return find_update(s->body, loop);
+    case S_SEQ:
+        if (s->n == 2 && s->stmts[1]->kind == S_FOR && s->stmts[1]->loop == loop)
+            return s;
+        for (int i = 0; i < s->n; i++) {
+            const Stmt *f = find_update(s->stmts[i], loop);
+            if (f)
+                return f;
+        }
+        return NULL;
+    case S_STORE:
+        return NULL;
+    }
+    return NULL;
+}
+
+/* The S_SEQ whose statement CHILD is. */
+static const Stmt *find_parent(const Stmt *s, const Stmt *child)
+{
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case S_FOR:
+    case S_IF:
+    case S_ALLOC:
+        return find_parent(s->body, child);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++) {
+            if (s->stmts[i] == child)
+                return s;
+            const Stmt *f = find_parent(s->stmts[i], child);
+            if (f)
+                return f;
+        }
+        return NULL;
+    case S_STORE:
+        return NULL;
+    }
+    return NULL;
+}
+
+static const Stmt *find_store(const Stmt *s, const Tensor *buf)
+{
+    if (!s)
+        return NULL;
+    switch (s->kind) {
+    case S_FOR:
+    case S_IF:
+    case S_ALLOC:
+        return find_store(s->body, buf);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++) {
+            const Stmt *f = find_store(s->stmts[i], buf);
+            if (f)
+                return f;
+        }
+        return NULL;
+    case S_STORE:
+        return s->buf == buf ? s : NULL;
+    }
+    return NULL;
+}
+
+/* The per-thread accumulator of the kernel's root reduction, when its
+ * thread loops cover every thread axis of the block and its other
+ * spatial loops inside the reduction span at most 128 values. */
+static Acc *plan_acc(Emitter *e, const Stmt *body)
+{
+    const SStage *s = e->stage;
+    if (!s->is_reduce)
+        return NULL;
+    int p = 0;
+    while (p < s->loops.len && !((Loop *)s->loops.items[p])->reduce)
+        p++;
+    if (p == s->loops.len)
+        return NULL;
+    bool covered[3] = { false, false, false };
+    for (int i = 0; i < s->loops.len; i++) {
+        Loop *l = s->loops.items[i];
+        if (l->kind == LOOP_BOUND && l->gpu_axis >= 3)
+            covered[l->gpu_axis - 3] = true;
+    }
+    for (int ax = 0; ax < 3; ax++)
+        if (e->dims[3 + ax] > 1 && !covered[ax])
+            return NULL;
+    const Stmt *seq = find_update(body, s->loops.items[p]);
+    const Stmt *init = seq ? find_store(seq->stmts[0], s->storage) : NULL;
+    if (!init)
+        return NULL;
+    Acc *acc = arena_alloc(e->a, sizeof *acc);
+    acc->seq = seq;
+    acc->outer = find_parent(body, seq);
+    if (acc->outer && acc->outer->n == 2 && acc->outer->stmts[0] == seq)
+        acc->epilogue = acc->outer->stmts[1];
+    else
+        acc->outer = NULL;
+    acc->buf = s->storage;
+    acc->idx = init->index;
+    acc->dtype = s->tensor->dtype;
+    acc->loops = arena_alloc(e->a, sizeof *acc->loops * (size_t)(s->loops.len + 1));
+    int64_t size = 1;
+    for (int i = p + 1; i < s->loops.len; i++) {
+        Loop *l = s->loops.items[i];
+        if (l->reduce || l->kind == LOOP_BOUND)
+            continue;
+        size *= sch_trip_bound(l);
+        if (size > 128)
+            return NULL;
+        acc->loops[acc->nloops++] = l;
+    }
+    return acc;
+}
+
+static void collect_params_expr(Emitter *e, const Expr *x)
+{
+    if (x->kind == EX_LOAD && !shared_of(e, x->tensor) && !in_vec(&e->locals, x->tensor) &&
+        !in_vec(&e->params, x->tensor))
+        vec_push(e->a, &e->params, (void *)x->tensor);
+    for (int i = 0; i < x->nargs; i++)
+        collect_params_expr(e, x->args[i]);
+}
+
+static void collect_params(Emitter *e, const Stmt *s)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        collect_params_expr(e, s->min);
+        collect_params_expr(e, s->extent);
+        collect_params(e, s->body);
+        return;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            collect_params(e, s->stmts[i]);
+        return;
+    case S_IF:
+        collect_params_expr(e, s->cond);
+        collect_params(e, s->body);
+        return;
+    case S_ALLOC:
+        collect_params(e, s->body);
+        return;
+    case S_STORE:
+        collect_params_expr(e, s->value);
+        for (int d = 0; d < s->buf->rank; d++)
+            collect_params_expr(e, s->index[d]);
+        if (!shared_of(e, s->buf) && !in_vec(&e->locals, s->buf) && !in_vec(&e->params, s->buf))
+            vec_push(e->a, &e->params, (void *)s->buf);
+        if (!shared_of(e, s->buf) && !in_vec(&e->locals, s->buf) && !in_vec(&e->written, s->buf))
+            vec_push(e->a, &e->written, (void *)s->buf);
+        return;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements.                                                         */
+
+static void emit_stmt(Emitter *e, const Stmt *s, bool uniform);
+
+static void barrier(Emitter *e)
+{
+    if (e->threads > 1)
+        line(e, "__syncthreads();\n");
+    e->pending = false;
+    e->pending_bufs.len = 0;
+}
+
+/* A barrier, if a distributed write is waiting for one: before anything
+ * at a block-uniform position that may read it. */
+static void flush(Emitter *e)
+{
+    if (e->pending)
+        barrier(e);
+}
+
+/* Is S, at a block-uniform position, a statement the block's threads
+ * share out (see the top of the file)? */
+static bool distributed_here(Emitter *e, const Stmt *s, bool uniform)
+{
+    if (!uniform || e->threads <= 1 || has_thread_loop(s))
+        return false;
+    if (s->kind == S_FOR && s->loop->kind == LOOP_BOUND)
+        return false; /* a block loop: look inside */
+    if (s->kind == S_SEQ || s->kind == S_ALLOC)
+        return false; /* look at each part */
+    PtrVec inner = {0}, writes = {0};
+    shared_writes(e, s, &inner, &writes);
+    return writes.len > 0;
+}
+
+/* Does the loads of X index T exactly as IDX? */
+static bool same_element(const Expr *x, const Tensor *t, Expr *const *idx)
+{
+    if (x->kind != EX_LOAD || x->tensor != t)
+        return false;
+    for (int d = 0; d < t->rank; d++)
+        if (x->args[d] != idx[d])
+            return false;
+    return true;
+}
+
+static void emit_store(Emitter *e, const Stmt *s)
+{
+    FILE *out = e->out;
+    bool acc = is_acc_access(e, s->buf, s->index);
+    if (acc && e->acc_mode == ACC_STORE) {
+        /* the sums, stored once */
+        line(e, "%s", "");
+        emit_element(e, s->buf, s->index, false);
+        const char *conv = s->buf->dtype == DT_F16 ? "__float2half_rn("
+                           : s->buf->dtype == DT_BF16 ? "__float2bfloat16_rn("
+                           : s->buf->dtype == DT_I32 ? "te_sat_i32(" : "";
+        fprintf(out, " = %s%s", conv, e->acc->name);
+        for (int i = 0; i < e->acc->nloops; i++)
+            fprintf(out, "[%s]", var_name(e, e->acc->loops[i]->var));
+        fputs(*conv ? ");\n" : ";\n", out);
+        return;
+    }
+    bool to_acc = acc && e->acc_mode == ACC_ON;
+    ShBuf *sb = shared_of(e, s->buf);
+    const Expr *v = s->value;
+    if (e->async_copy && sb && v->kind == EX_LOAD && v->tensor->dtype == s->buf->dtype &&
+        !shared_of(e, v->tensor) && !in_vec(&e->locals, v->tensor) &&
+        (dtype_bytes(v->tensor->dtype) == 4 || dtype_bytes(v->tensor->dtype) == 8)) {
+        line(e, "te_cp_async%d(&", dtype_bytes(v->tensor->dtype));
+        emit_element(e, s->buf, s->index, false);
+        fputs(", &", out);
+        emit_element(e, v->tensor, v->args, true);
+        fputs(");\n", out);
+        e->used_async = true;
+        return;
+    }
+    line(e, "%s", "");
+    emit_element(e, s->buf, s->index, false);
+    DType dt = to_acc ? (s->buf->dtype == DT_F64 ? DT_F64 : dtype_is_float(s->buf->dtype) ? DT_F32
+                                                                                           : s->buf->dtype)
+                      : s->buf->dtype;
+    /* y = y + v is written y += v where no conversion is needed (and
+     * where y is one place: an epilogue reads the sums, stores memory) */
+    bool plain = (to_acc || dt == DT_F32 || dt == DT_F64) && !(acc && e->acc_mode == ACC_EPILOGUE);
+    if (plain && v->kind == EX_OP && (v->op == OP_ADD || v->op == OP_MUL) &&
+        same_element(v->args[0], s->buf, s->index)) {
+        fprintf(out, " %s= ", v->op == OP_ADD ? "+" : "*");
+        emit_expr(e, v->args[1], 0);
+        fputs(";\n", out);
+        return;
+    }
+    fputs(" = ", out);
+    if (to_acc) {
+        emit_expr(e, v, 0);
+    } else if (dt == DT_BF16 || dt == DT_F16) {
+        fputs(dt == DT_BF16 ? "__float2bfloat16_rn(" : "__float2half_rn(", out);
+        emit_expr(e, v, 0);
+        fputc(')', out);
+    } else if (dt == DT_I32) {
+        fputs("te_sat_i32(", out);
+        emit_expr(e, v, 0);
+        fputc(')', out);
+    } else {
+        emit_expr(e, v, 0);
+    }
+    fputs(";\n", out);
+}
+
+/* The text of X, for a name that stands for it (a pipeline slot). */
+static const char *expr_text(Emitter *e, const Expr *x, int prec)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&buf, &len);
+    if (!mem)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    FILE *saved = e->out;
+    e->out = mem;
+    emit_expr(e, x, prec);
+    e->out = saved;
+    fclose(mem);
+    char *text = arena_strdup(e->a, buf);
+    free(buf);
+    return text;
+}
+
+/* After S, a statement at a block-uniform position whose threads wrote
+ * memory other threads may read next (anything but the root stage's own
+ * elements, which each thread alone writes and reads): a barrier is due
+ * before the next reader, and at the end of an enclosing loop's body. */
+static void shared_out(Emitter *e, const Stmt *s)
+{
+    PtrVec inner = {0}, writes = {0};
+    shared_writes(e, s, &inner, &writes);
+    bool any = false;
+    for (int i = 0; i < writes.len; i++) {
+        if (writes.items[i] == e->stage->storage)
+            continue;
+        any = true;
+        if (!in_vec(&e->pending_bufs, writes.items[i]))
+            vec_push(e->a, &e->pending_bufs, writes.items[i]);
+    }
+    if (any) {
+        e->pending = true;
+        e->distributed++;
+    }
+}
+
+/* A loop bound to a GPU axis: its variable, and a guard where the axis is
+ * longer than the loop. */
+static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
+{
+    const Loop *l = s->loop;
+    int ax = l->gpu_axis;
+    if (uniform && ax >= 3)
+        flush(e);
+    /* the threads a statement's thread loops do not tell apart would all
+     * do its writes: only those of index 0 along the other axes do */
+    bool covered[6] = { false };
+    axes_bound(s, covered);
+    const char *sep = "";
+    bool narrowed = false;
+    PtrVec inner = {0}, writes = {0};
+    if (uniform && ax >= 3)
+        shared_writes(e, s, &inner, &writes);
+    for (int a = 3; a < 6 && writes.len > 0; a++) {
+        if (covered[a] || e->dims[a] == 1)
+            continue;
+        if (!narrowed)
+            line(e, "if (");
+        fprintf(e->out, "%s%s == 0", sep, axis_vars[a]);
+        sep = " && ";
+        narrowed = true;
+    }
+    if (narrowed) {
+        fputs(") {\n", e->out);
+        e->indent++;
+    }
+    const char *v = var_name(e, l->var);
+    int64_t min = -1, ext = -1;
+    bool zero_min = sch_const_int(s->min, &min) && min == 0;
+    bool full = sch_const_int(s->extent, &ext) && ext == e->dims[ax];
+    line(e, "{\n");
+    e->indent++;
+    line(e, "const %s %s = ", e->int_type, v);
+    if (!zero_min) {
+        emit_expr(e, s->min, 5);
+        fputs(" + ", e->out);
+    }
+    fprintf(e->out, "(%s)%s; /* %s */\n", e->int_type, axis_vars[ax], axis_names[ax]);
+    if (!full) {
+        line(e, "if (%s < ", v);
+        emit_expr(e, sch_simplify(e->a, sch_add(e->a, s->min, s->extent)), 5);
+        fputs(") {\n", e->out);
+        e->indent++;
+    }
+    emit_stmt(e, s->body, uniform && ax < 3);
+    if (!full) {
+        e->indent--;
+        line(e, "}\n");
+    }
+    e->indent--;
+    line(e, "}\n");
+    if (narrowed) {
+        e->indent--;
+        line(e, "}\n");
+    }
+    if (uniform && ax >= 3)
+        shared_out(e, s);
+}
+
+static void emit_for_header(Emitter *e, const Stmt *s, const Expr *end, const char *comment)
+{
+    const char *v = var_name(e, s->loop->var);
+    line(e, "for (%s %s = ", e->int_type, v);
+    emit_expr(e, s->min, 0);
+    fprintf(e->out, "; %s < ", v);
+    emit_expr(e, end, 4);
+    fprintf(e->out, "; %s++) {%s\n", v, comment);
+}
+
+static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
+{
+    const Loop *l = s->loop;
+    int64_t ext;
+    bool constant = sch_const_int(s->extent, &ext);
+    if (uniform)
+        flush(e);
+    int before = e->distributed;
+    Expr *end = sch_simplify(e->a, sch_add(e->a, s->min, s->extent));
+    bool guarded = false;
+    if (l->pipeline >= 2)
+        line(e, "/* pipeline(%s, %d) has no effect: no shared tile is staged at %s outside the "
+                "thread loops */\n", l->name, l->pipeline, l->name);
+    if (l->kind == LOOP_UNROLLED) {
+        line(e, "#pragma unroll\n");
+        if (!constant) {
+            /* a constant trip count, so that it does unroll */
+            emit_for_header(e, s, sch_simplify(e->a, sch_add(e->a, s->min,
+                                                             sch_int(e->a, sch_trip_bound(l)))), "");
+            e->indent++;
+            line(e, "if (%s < ", var_name(e, l->var));
+            emit_expr(e, end, 5);
+            fputs(") {\n", e->out);
+            guarded = true;
+        } else {
+            emit_for_header(e, s, end, "");
+        }
+    } else {
+        emit_for_header(e, s, end, l->kind == LOOP_VECTORIZED ? " /* vectorized on the CPU */" : "");
+    }
+    e->indent++;
+    emit_stmt(e, s->body, uniform);
+    /* the next iteration must not overwrite what slower threads still read */
+    if (uniform && e->distributed > before)
+        barrier(e);
+    e->indent--;
+    line(e, "}\n");
+    if (guarded) {
+        e->indent--;
+        line(e, "}\n");
+    }
+}
+
+/* The loops and conditions a distributed statement flattens. */
+typedef struct Flat {
+    const Stmt *loops[TE_MAX_RANK * 4];
+    int nloops;
+    const Expr *conds[TE_MAX_RANK * 4];
+    int nconds;
+    const Stmt *body;
+} Flat;
+
+/* The spatial loops nested at the top of S, and the conditions between
+ * them (they depend on no thread, so every element may test them). */
+static void flatten(const Stmt *s, Flat *f)
+{
+    while (s && f->nloops < TE_MAX_RANK * 4 && f->nconds < TE_MAX_RANK * 4) {
+        if (s->kind == S_FOR && s->loop->kind != LOOP_BOUND && !s->loop->reduce)
+            f->loops[f->nloops++] = s;
+        else if (s->kind == S_IF)
+            f->conds[f->nconds++] = s->cond;
+        else
+            break;
+        s = s->body;
+    }
+    f->body = s;
+}
+
+static bool full_extent(const Stmt *loop)
+{
+    int64_t ext;
+    return sch_const_int(loop->extent, &ext) && ext == sch_trip_bound(loop->loop);
+}
+
+/* Is X a multiple of V for all values of its variables? */
+static bool multiple_of(const Expr *x, int64_t v)
+{
+    int64_t c;
+    if (sch_const_int(x, &c))
+        return c % v == 0;
+    if (x->kind != EX_OP)
+        return false;
+    switch (x->op) {
+    case OP_NEG:
+        return multiple_of(x->args[0], v);
+    case OP_ADD:
+    case OP_SUB:
+    case OP_MIN:
+    case OP_MAX:
+        return multiple_of(x->args[0], v) && multiple_of(x->args[1], v);
+    case OP_MUL:
+        return multiple_of(x->args[0], v) || multiple_of(x->args[1], v);
+    default:
+        return false;
+    }
+}
+
+/* How X changes when VAR grows by one (a constant), or false. */
+static bool step_of(Emitter *e, const Expr *x, const IterVar *var, int64_t *step)
+{
+    Expr **map = arena_alloc(e->a, sizeof *map * (size_t)(var->id + 1));
+    map[var->id] = sch_add(e->a, ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->a, 1));
+    Expr *moved = sch_subst(e->a, (Expr *)x, map, var->id + 1);
+    return sch_const_int(sch_simplify(e->a, sch_sub(e->a, moved, (Expr *)x)), step);
+}
+
+/* The elements a distributed copy F may move at once: 16 bytes' worth when
+ * it copies a global tensor's rows into a shared buffer's, both contiguous
+ * along the innermost flattened loop and aligned to 16 bytes wherever a
+ * vector starts (global buffers are, as cudaMalloc's are), else 1. */
+static int64_t copy_width(Emitter *e, const Flat *f)
+{
+    const Stmt *st = f->body;
+    if (f->nloops == 0 || !st || st->kind != S_STORE || !shared_of(e, st->buf) ||
+        st->value->kind != EX_LOAD)
+        return 1;
+    const Tensor *dst = st->buf, *src = st->value->tensor;
+    if (src->dtype != dst->dtype || shared_of(e, src) || in_vec(&e->locals, src) || dst->rank == 0)
+        return 1;
+    int64_t v = 16 / dtype_bytes(dst->dtype);
+    const Stmt *inner = f->loops[f->nloops - 1];
+    const IterVar *var = inner->loop->var;
+    int64_t step;
+    for (int d = 0; d < dst->rank; d++)
+        if (!step_of(e, st->index[d], var, &step) || step != (d == dst->rank - 1))
+            return 1;
+    for (int d = 0; d < src->rank; d++)
+        if (!step_of(e, st->value->args[d], var, &step) || step != (d == src->rank - 1))
+            return 1;
+    for (int i = 0; i < f->nconds; i++)
+        if (!step_of(e, f->conds[i], var, &step) || step != 0)
+            return 1;
+    /* vectors start at multiples of V, in both buffers, and do not cross
+     * the loop's (clamped) end */
+    Expr *src_off = sch_simplify(e->a, sch_sub(e->a, st->value->args[src->rank - 1],
+                                               ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var)));
+    Expr *dst_off = sch_simplify(e->a, sch_sub(e->a, st->index[dst->rank - 1],
+                                               ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var)));
+    if (v < 2 || sch_trip_bound(inner->loop) % v != 0 || dst->shape[dst->rank - 1] % v != 0 ||
+        src->shape[src->rank - 1] % v != 0 || !multiple_of(inner->min, v) ||
+        !multiple_of(sch_simplify(e->a, sch_add(e->a, inner->min, inner->extent)), v) ||
+        !multiple_of(src_off, v) || !multiple_of(dst_off, v))
+        return 1;
+    return v;
+}
+
+/* S's outer loops flattened into one index strided over the block's
+ * threads; a statement with none runs on thread 0. */
+static void emit_distributed(Emitter *e, const Stmt *s)
+{
+    PtrVec inner = {0}, writes = {0};
+    shared_writes(e, s, &inner, &writes);
+    if (e->pending && reads_any(s, &e->pending_bufs))
+        barrier(e);
+    Flat f = {0};
+    flatten(s, &f);
+    int64_t width = copy_width(e, &f);
+    int64_t total = 1;
+    for (int i = 0; i < f.nloops; i++)
+        total *= sch_trip_bound(f.loops[i]->loop);
+    total /= width;
+    if (f.nloops == 0 || total >= ((int64_t)1 << 31)) {
+        line(e, "if (te_tid == 0) {\n");
+        e->indent++;
+        emit_stmt(e, s, false);
+        e->indent--;
+        line(e, "}\n");
+    } else {
+        const char *rep = own_name(e, "r"), *flat = own_name(e, "f");
+        int64_t reps = (total + e->threads - 1) / e->threads;
+        line(e, "/* ");
+        for (int i = 0; i < f.nloops; i++)
+            fprintf(e->out, "%s%lld", i ? " x " : "", (long long)sch_trip_bound(f.loops[i]->loop));
+        if (width > 1)
+            fprintf(e->out, " elements, %lld at a time,", (long long)width);
+        else
+            fprintf(e->out, " element%s", total == 1 ? "" : "s");
+        fprintf(e->out, " over %lld threads */\n", (long long)e->threads);
+        if (reps <= 16)
+            line(e, "#pragma unroll\n");
+        line(e, "for (int %s = 0; %s < %lld; %s++) {\n", rep, rep, (long long)reps, rep);
+        e->indent++;
+        line(e, "const int %s = te_tid + %s * %lld;\n", flat, rep, (long long)e->threads);
+        int64_t stride = total;
+        for (int i = 0; i < f.nloops; i++) {
+            const Stmt *fl = f.loops[i];
+            bool last = i == f.nloops - 1;
+            int64_t n = sch_trip_bound(fl->loop) / (last ? width : 1), m;
+            stride /= n;
+            line(e, "const %s %s = ", e->int_type, var_name(e, fl->loop->var));
+            bool zero_min = sch_const_int(fl->min, &m) && m == 0;
+            if (n == 1) { /* the loop has one value */
+                emit_expr(e, fl->min, 0);
+                fputs(";\n", e->out);
+                continue;
+            }
+            if (!zero_min) {
+                emit_expr(e, fl->min, 5);
+                fputs(" + ", e->out);
+            }
+            const char *scale = last && width > 1 ? arena_printf(e->a, " * %lld", (long long)width) : "";
+            bool paren = *scale && !(i == 0 && stride == 1);
+            fputs(paren ? "(" : "", e->out);
+            if (i == 0 && stride == 1)
+                fprintf(e->out, "%s", flat);
+            else if (i == 0)
+                fprintf(e->out, "%s / %lld", flat, (long long)stride);
+            else if (stride == 1)
+                fprintf(e->out, "%s %% %lld", flat, (long long)n);
+            else
+                fprintf(e->out, "%s / %lld %% %lld", flat, (long long)stride, (long long)n);
+            fprintf(e->out, "%s%s;\n", paren ? ")" : "", scale);
+        }
+        /* the elements past the last, past each loop's own extent, and
+         * the conditions */
+        bool any = total % e->threads != 0 || f.nconds > 0;
+        for (int i = 0; i < f.nloops; i++)
+            any = any || !full_extent(f.loops[i]);
+        if (any) {
+            line(e, "if (");
+            const char *sep = "";
+            if (total % e->threads != 0) {
+                fprintf(e->out, "%s < %lld", flat, (long long)total);
+                sep = " && ";
+            }
+            for (int i = 0; i < f.nloops; i++) {
+                const Stmt *fl = f.loops[i];
+                if (full_extent(fl))
+                    continue;
+                fprintf(e->out, "%s%s < ", sep, var_name(e, fl->loop->var));
+                emit_expr(e, sch_simplify(e->a, sch_add(e->a, fl->min, fl->extent)), 5);
+                sep = " && ";
+            }
+            for (int i = 0; i < f.nconds; i++) {
+                fputs(sep, e->out);
+                emit_expr(e, f.conds[i], 3);
+                sep = " && ";
+            }
+            fputs(") {\n", e->out);
+            e->indent++;
+        }
+        if (width > 1) {
+            const Stmt *st = f.body;
+            if (e->async_copy) {
+                line(e, "te_cp_async16(&");
+                e->used_async = true;
+            } else {
+                line(e, "*(uint4 *)&");
+            }
+            emit_element(e, st->buf, st->index, false);
+            fputs(e->async_copy ? ", &" : " = *(const uint4 *)&", e->out);
+            emit_element(e, st->value->tensor, st->value->args, true);
+            fputs(e->async_copy ? ");\n" : ";\n", e->out);
+        } else {
+            emit_stmt(e, f.body, false);
+        }
+        if (any) {
+            e->indent--;
+            line(e, "}\n");
+        }
+        e->indent--;
+        line(e, "}\n");
+    }
+    e->distributed++;
+    e->pending = true;
+    for (int i = 0; i < writes.len; i++)
+        if (!in_vec(&e->pending_bufs, writes.items[i]))
+            vec_push(e->a, &e->pending_bufs, writes.items[i]);
+}
+
+/* The tiles of a pipelined loop for iteration NEXT (a variable's name)
+ * into slot SLOT (an expression's text). */
+static void emit_fetch(Emitter *e, Pipe *p, const char *next, const char *slot)
+{
+    const IterVar *v = p->loop->loop->var;
+    e->var_text[v->id] = next;
+    for (int i = 0; i < p->bufs.len; i++)
+        ((ShBuf *)p->bufs.items[i])->slot = slot;
+    e->async_copy = e->sm >= 80;
+    for (int i = 0; i < p->fetches.len; i++) {
+        const Stmt *f = p->fetches.items[i];
+        if (e->threads > 1)
+            emit_distributed(e, f);
+        else
+            emit_stmt(e, f, false);
+    }
+    e->async_copy = false;
+    e->var_text[v->id] = NULL;
+    for (int i = 0; i < p->bufs.len; i++)
+        ((ShBuf *)p->bufs.items[i])->slot = NULL;
+    /* the barrier at the top of the loop's next iteration covers these */
+    e->pending = false;
+    e->pending_bufs.len = 0;
+}
+
+/* pipeline(L, n): n slots per tile; the tiles fetched n - 1 iterations
+ * ahead; one barrier per iteration. */
+static void emit_pipelined(Emitter *e, const Stmt *s, Pipe *p)
+{
+    const Loop *l = s->loop;
+    const char *v = var_name(e, l->var);
+    int n = p->stages;
+    bool async = e->sm >= 80;
+    flush(e);
+    line(e, "/* %s: pipelined in %d stages: the tiles of ", l->name, n);
+    for (int i = 0; i < p->bufs.len; i++)
+        fprintf(e->out, "%s%s", i ? " and " : "", tensor_name(e, ((ShBuf *)p->bufs.items[i])->buf));
+    fprintf(e->out, " for %s + %d are fetched%s while %s computes */\n", l->name, n - 1,
+            async ? " with cp.async" : "", l->name);
+    Expr *end = sch_simplify(e->a, sch_add(e->a, s->min, s->extent));
+    const char *next = claim(e, arena_printf(e->a, "%s_next", v));
+    const char *first = own_name(e, "s");
+    int64_t m;
+    bool zero_min = sch_const_int(s->min, &m) && m == 0;
+    /* the prologue: the tiles of the first n - 1 iterations */
+    line(e, "#pragma unroll\n");
+    line(e, "for (int %s = 0; %s < %d; %s++) {\n", first, first, n - 1, first);
+    e->indent++;
+    line(e, "const %s %s = ", e->int_type, next);
+    if (!zero_min) {
+        emit_expr(e, s->min, 5);
+        fputs(" + ", e->out);
+    }
+    fprintf(e->out, "%s;\n", first);
+    line(e, "if (%s < ", next);
+    emit_expr(e, end, 5);
+    fputs(") {\n", e->out);
+    e->indent++;
+    emit_fetch(e, p, next, first);
+    e->indent--;
+    line(e, "}\n");
+    if (async)
+        line(e, "te_cp_async_commit();\n");
+    e->indent--;
+    line(e, "}\n");
+    /* the loop: wait for this iteration's tiles, fetch ahead, compute */
+    emit_for_header(e, s, end, "");
+    e->indent++;
+    if (async)
+        line(e, "te_cp_async_wait<%d>(); /* the tiles of %s have landed */\n", n - 2, v);
+    if (e->threads > 1)
+        line(e, "__syncthreads();\n");
+    line(e, "{\n");
+    e->indent++;
+    line(e, "const %s %s = %s + %d;\n", e->int_type, next, v, n - 1);
+    line(e, "if (%s < ", next);
+    emit_expr(e, end, 5);
+    fputs(") {\n", e->out);
+    e->indent++;
+    const char *next_slot = zero_min ? arena_printf(e->a, "%s %% %d", next, n)
+                                     : arena_printf(e->a, "(%s - %s) %% %d", next,
+                                                    expr_text(e, s->min, 5), n);
+    emit_fetch(e, p, next, next_slot);
+    e->indent--;
+    line(e, "}\n");
+    if (async)
+        line(e, "te_cp_async_commit();\n");
+    e->indent--;
+    line(e, "}\n");
+    const char *slot = zero_min ? arena_printf(e->a, "%s %% %d", v, n)
+                                : arena_printf(e->a, "(%s - %s) %% %d", v, expr_text(e, s->min, 5), n);
+    for (int i = 0; i < p->bufs.len; i++)
+        ((ShBuf *)p->bufs.items[i])->slot = slot;
+    int before = e->distributed;
+    emit_stmt(e, p->rest, true);
+    if (e->distributed > before)
+        barrier(e);
+    for (int i = 0; i < p->bufs.len; i++)
+        ((ShBuf *)p->bufs.items[i])->slot = NULL;
+    e->indent--;
+    line(e, "}\n");
+    /* the buffers are free again once every thread is past the loop */
+    if (async)
+        line(e, "te_cp_async_wait<0>();\n");
+    if (e->threads > 1)
+        line(e, "__syncthreads();\n");
+}
+
+/* The root reduction's init and update nests on the per-thread sums, then
+ * its epilogue on them, or their store. */
+static void emit_acc(Emitter *e, bool uniform)
+{
+    Acc *acc = e->acc;
+    if (uniform)
+        flush(e);
+    line(e, "%s %s", compute_type(e, acc->dtype), acc->name);
+    for (int i = 0; i < acc->nloops; i++)
+        fprintf(e->out, "[%lld]", (long long)sch_trip_bound(acc->loops[i]));
+    fprintf(e->out, "; /* the sums of '%s', per thread */\n", e->stage->name);
+    e->acc_mode = ACC_ON;
+    emit_stmt(e, acc->seq->stmts[0], uniform);
+    emit_stmt(e, acc->seq->stmts[1], uniform);
+    if (acc->epilogue) {
+        e->acc_mode = ACC_EPILOGUE;
+        emit_stmt(e, acc->epilogue, uniform);
+    } else {
+        e->acc_mode = ACC_STORE;
+        emit_stmt(e, acc->seq->stmts[0], uniform);
+    }
+    e->acc_mode = ACC_OFF;
+}
+
+static void emit_stmt(Emitter *e, const Stmt *s, bool uniform)
+{
+    if (!s)
+        return;
+    if (e->acc && e->acc_mode == ACC_OFF && s == (e->acc->outer ? e->acc->outer : e->acc->seq)) {
+        emit_acc(e, uniform);
+        return;
+    }
+    if (distributed_here(e, s, uniform)) {
+        emit_distributed(e, s);
+        return;
+    }
+    switch (s->kind) {
+    case S_FOR: {
+        Pipe *p = uniform ? pipe_of(e, s) : NULL;
+        if (p)
+            emit_pipelined(e, s, p);
+        else if (s->loop->kind == LOOP_BOUND)
+            emit_bound(e, s, uniform);
+        else
+            emit_loop(e, s, uniform);
+        break;
+    }
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            emit_stmt(e, s->stmts[i], uniform);
+        break;
+    case S_STORE:
+        if (uniform)
+            flush(e);
+        emit_store(e, s);
+        break;
+    case S_IF:
+        if (uniform)
+            flush(e);
+        line(e, "if (");
+        emit_expr(e, s->cond, 0);
+        fputs(") {\n", e->out);
+        e->indent++;
+        emit_stmt(e, s->body, uniform);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    case S_ALLOC:
+        if (shared_of(e, s->buf)) {
+            /* declared at the top of the kernel */
+            emit_stmt(e, s->body, uniform);
+            break;
+        }
+        line(e, "{\n");
+        e->indent++;
+        line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
+        if (s->buf->rank == 0)
+            fputs("[1]", e->out);
+        for (int d = 0; d < s->buf->rank; d++)
+            fprintf(e->out, "[%lld]", (long long)s->buf->shape[d]);
+        fprintf(e->out, ";%s\n", s->scope == SCOPE_SHARED ? " /* asked for in shared memory */" : "");
+        emit_stmt(e, s->body, uniform);
+        e->indent--;
+        line(e, "}\n");
+        break;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Kernels.                                                            */
+
+/* The largest dynamic shared memory a block may opt into on SM. */
+static int64_t smem_limit(int sm)
+{
+    switch (sm) {
+    case 70: case 72: return 98304;
+    case 75: return 65536;
+    case 80: case 87: return 166912;
+    case 86: case 88: case 89: case 120: case 121: return 101376;
+    case 90: case 100: case 103: case 110: return 232448;
+    default: return 49152;
+    }
+}
+
+static void emit_param_list(Emitter *e)
+{
+    for (int i = 0; i < e->params.len; i++) {
+        const Tensor *t = e->params.items[i];
+        fprintf(e->out, "%s%s%s *__restrict__ %s", i ? ",\n    " : "\n    ",
+                in_vec(&e->written, t) ? "" : "const ", storage_type(t->dtype), tensor_name(e, t));
+    }
+}
+
+static void emit_shared_decls(Emitter *e)
+{
+    int64_t total = 0;
+    for (int i = 0; i < e->shared.len; i++) {
+        ShBuf *b = e->shared.items[i];
+        b->bytes = elems_of(b->buf) * dtype_bytes(b->buf->dtype) * b->slots;
+        b->offset = total;
+        total += (b->bytes + 15) / 16 * 16;
+    }
+    e->dynamic_smem = total > 48 * 1024;
+    if (total > smem_limit(e->sm)) {
+        kernel_error(e, (Span){ 0, 0 },
+                     "kernel '%s' needs %lld bytes of shared memory; sm_%d allows a block %lld: "
+                     "stage smaller tiles",
+                     e->k->name, (long long)total, e->sm, (long long)smem_limit(e->sm));
+        return;
+    }
+    if (e->dynamic_smem) {
+        e->k->dyn_smem = (unsigned)total;
+        line(e, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
+             (long long)total);
+    } else {
+        e->k->static_smem = (unsigned)total;
+    }
+    for (int i = 0; i < e->shared.len; i++) {
+        ShBuf *b = e->shared.items[i];
+        const Tensor *t = b->buf;
+        const char *ty = storage_type(t->dtype), *n = tensor_name(e, t);
+        char dims[TE_MAX_RANK * 24 + 32] = "";
+        size_t len = 0;
+        if (t->rank == 0)
+            len += (size_t)snprintf(dims + len, sizeof dims - len, "[1]");
+        for (int d = 0; d < t->rank; d++)
+            len += (size_t)snprintf(dims + len, sizeof dims - len, "[%lld]", (long long)t->shape[d]);
+        const char *slots = b->slots > 1 ? arena_printf(e->a, "[%d]", b->slots) : "";
+        if (e->dynamic_smem) {
+            /* a pointer to the array's first element: indexing reads the same */
+            const char *inner = strchr(b->slots > 1 ? dims : dims + 1, '[');
+            if (b->slots > 1)
+                inner = dims;
+            line(e, "%s (*%s)%s = (%s (*)%s)(te_smem + %lld);\n", ty, n, inner ? inner : "", ty,
+                 inner ? inner : "", (long long)b->offset);
+        } else {
+            line(e, "__shared__ __align__(16) %s %s%s%s;\n", ty, n, slots, dims);
+        }
+    }
+}
+
+/* The kernel of root stage S, whose nest is BODY. */
+static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
+{
+    e->k = k;
+    e->stage = s;
+    memset(e->dims, 0, sizeof e->dims);
+    memset(e->dim_loop, 0, sizeof e->dim_loop);
+    e->shared = (PtrVec){0};
+    e->locals = (PtrVec){0};
+    e->pipes = (PtrVec){0};
+    e->params = (PtrVec){0};
+    e->written = (PtrVec){0};
+    e->pending_bufs = (PtrVec){0};
+    e->acc = NULL;
+    e->pending = false;
+    e->distributed = 0;
+    e->counter = 0;
+    e->names_mark = e->names.len;
+    e->tensors_mark = e->tensors.len;
+
+    const Loop *enclosing[6] = { NULL };
+    find_dims(e, body, enclosing);
+    for (int ax = 0; ax < 6; ax++)
+        if (e->dims[ax] == 0)
+            e->dims[ax] = 1;
+    static const int64_t limits[6] = { 2147483647, 65535, 65535, 1024, 1024, 64 };
+    for (int ax = 0; ax < 6 && !e->failed; ax++)
+        if (e->dims[ax] > limits[ax])
+            kernel_error(e, e->dim_loop[ax]->kind_span,
+                         "cannot bind '%s' of '%s' to %s: its extent %lld is more than the %lld CUDA allows; split it first",
+                         e->dim_loop[ax]->name, s->name, axis_names[ax], (long long)e->dims[ax],
+                         (long long)limits[ax]);
+    e->threads = e->dims[3] * e->dims[4] * e->dims[5];
+    if (!e->failed && e->threads > 1024) {
+        const Loop *l = e->dim_loop[3] ? e->dim_loop[3] : e->dim_loop[4] ? e->dim_loop[4] : e->dim_loop[5];
+        kernel_error(e, l->kind_span,
+                     "the blocks of '%s' would have %lld x %lld x %lld = %lld threads; CUDA allows 1024: bind shorter loops to the thread axes",
+                     s->name, (long long)e->dims[3], (long long)e->dims[4], (long long)e->dims[5],
+                     (long long)e->threads);
+    }
+    if (e->failed)
+        return;
+    for (int ax = 0; ax < 3; ax++) {
+        k->grid[ax] = (unsigned)e->dims[ax];
+        k->block[ax] = (unsigned)e->dims[3 + ax];
+    }
+    plan_buffers(e, body, true);
+    e->acc = plan_acc(e, body);
+    if (e->acc)
+        e->acc->name = claim(e, arena_printf(e->a, "%s_acc", cg_c_identifier(e->a, s->name)));
+    collect_params(e, body);
+    /* parameters in the order of the program's inputs, outputs, then
+     * intermediates */
+    PtrVec ordered = {0};
+    for (int i = 0; i < e->order->len; i++)
+        if (in_vec(&e->params, e->order->items[i]))
+            vec_push(e->a, &ordered, e->order->items[i]);
+    TE_ASSERT(ordered.len == e->params.len);
+    e->params = ordered;
+    k->nparams = ordered.len;
+    k->params = arena_alloc(e->a, sizeof *k->params * (size_t)(ordered.len + 1));
+    for (int i = 0; i < ordered.len; i++)
+        k->params[i] = ordered.items[i];
+
+    /* the body first, to know what its prologue needs */
+    char *text = NULL;
+    size_t len = 0;
+    FILE *saved = e->out;
+    e->out = open_memstream(&text, &len);
+    if (!e->out)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    e->indent = 1;
+    emit_stmt(e, body, true);
+    fclose(e->out);
+    e->out = saved;
+
+    FILE *out = e->out;
+    fprintf(out, "/* %s: stage '%s'; grid (%u, %u, %u), block (%u, %u, %u) */\n", k->name, s->name,
+            k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)e->threads,
+            k->name);
+    emit_param_list(e);
+    fputs(")\n{\n", out);
+    emit_shared_decls(e);
+    if (strstr(text, "te_tid") && e->dims[4] == 1 && e->dims[5] == 1)
+        line(e, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
+    else if (strstr(text, "te_tid"))
+        line(e, "const int te_tid = (int)(threadIdx.x + %lld * (threadIdx.y + %lld * threadIdx.z));\n",
+             (long long)e->dims[3], (long long)e->dims[4]);
+    fputs(text, out);
+    fputs("}\n\n", out);
+    free(text);
+    /* names of this kernel's variables and buffers are free again */
+    e->names.len = e->names_mark;
+    e->tensors.len = e->tnames.len = e->tensors_mark;
+}
+
+/* ------------------------------------------------------------------ */
+/* The translation unit.                                               */
+
+/* Helpers, in the types the program computes in (%1$s: the integer type). */
+static const char helpers[] =
+    "#define TE_DEVICE static __device__ __forceinline__\n"
+    "TE_DEVICE float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
+    "TE_DEVICE double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
+    "TE_DEVICE float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
+    "TE_DEVICE double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
+    "TE_DEVICE float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
+    "TE_DEVICE double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
+    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
+    "TE_DEVICE float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
+    "TE_DEVICE float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
+    "TE_DEVICE double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
+    "TE_DEVICE double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
+    "TE_DEVICE float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
+    "TE_DEVICE double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
+    "TE_DEVICE %1$s te_min_int(%1$s a, %1$s b) { return a < b ? a : b; }\n"
+    "TE_DEVICE %1$s te_max_int(%1$s a, %1$s b) { return a > b ? a : b; }\n"
+    "TE_DEVICE %1$s te_abs_int(%1$s a) { return a < 0 ? -a : a; }\n"
+    "TE_DEVICE %1$s te_relu_int(%1$s a) { return a > 0 ? a : 0; }\n"
+    "/* integer division by zero is 0, as in the reference evaluator */\n"
+    "TE_DEVICE %1$s te_div_int(%1$s a, %1$s b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
+    "TE_DEVICE %1$s te_mod_int(%1$s a, %1$s b) { return b == 0 || b == -1 ? 0 : a %% b; }\n"
+    "/* an i32 stage's value saturates to the i32 range when stored */\n"
+    "TE_DEVICE int te_sat_i32(%1$s x) { return x > 2147483647 ? 2147483647 : x < -2147483647 - 1 ? -2147483647 - 1 : (int)x; }\n"
+    "/* float to i32: NaN is 0, out of range saturates */\n"
+    "TE_DEVICE %1$s te_f2i(double x)\n"
+    "{\n"
+    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (%1$s)x;\n"
+    "}\n";
+
+/* cp.async (sm_80 and later): global to shared memory without a register.
+ * Compiled for the host (tests/cudaemu.h) they are plain copies. */
+static const char async_helpers[] =
+    "#if defined(__CUDA_ARCH__)\n"
+    "#define TE_CP_ASYNC(kind, bytes)                                                 \\\n"
+    "    asm volatile(\"cp.async.\" kind \".shared.global [%0], [%1], \" #bytes \";\\n\" \\\n"
+    "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global) : \"memory\")\n"
+    "#else\n"
+    "#define TE_CP_ASYNC(kind, bytes) memcpy(shared, global, bytes)\n"
+    "#endif\n"
+    "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n"
+    "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n"
+    "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n"
+    "TE_DEVICE void te_cp_async_commit()\n"
+    "{\n"
+    "#if defined(__CUDA_ARCH__)\n"
+    "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
+    "#endif\n"
+    "}\n"
+    "template <int N> TE_DEVICE void te_cp_async_wait()\n"
+    "{\n"
+    "#if defined(__CUDA_ARCH__)\n"
+    "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+    "#endif\n"
+    "}\n";
+
+/* What the program's values need: wide indices, f16, bf16. */
+static void scan_expr(Emitter *e, const Expr *x, bool *wide)
+{
+    if (x->dtype == DT_F16)
+        e->fp16 = true;
+    if (x->dtype == DT_BF16)
+        e->bf16 = true;
+    if (x->kind == EX_LOAD && x->tensor->dtype == DT_I32)
+        *wide = true;
+    if (x->kind == EX_OP && x->op == OP_CAST && x->dtype == DT_I32)
+        *wide = true;
+    if (x->kind == EX_LOAD && tensor_elems(x->tensor) >= ((int64_t)1 << 31))
+        *wide = true;
+    for (int i = 0; i < x->nargs; i++)
+        scan_expr(e, x->args[i], wide);
+}
+
+static void scan_stmt(Emitter *e, const Stmt *s, bool *wide)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        scan_expr(e, s->min, wide);
+        scan_expr(e, s->extent, wide);
+        scan_stmt(e, s->body, wide);
+        return;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            scan_stmt(e, s->stmts[i], wide);
+        return;
+    case S_IF:
+        scan_expr(e, s->cond, wide);
+        scan_stmt(e, s->body, wide);
+        return;
+    case S_ALLOC:
+        scan_stmt(e, s->body, wide);
+        return;
+    case S_STORE:
+        scan_expr(e, s->value, wide);
+        for (int d = 0; d < s->buf->rank; d++)
+            scan_expr(e, s->index[d], wide);
+        if (s->buf->dtype == DT_F16)
+            e->fp16 = true;
+        if (s->buf->dtype == DT_BF16)
+            e->bf16 = true;
+        if (s->buf->dtype == DT_I32 || tensor_elems(s->buf) >= ((int64_t)1 << 31))
+            *wide = true;
+        return;
+    }
+}
+
+bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+                  const char *arch, int sm, CudaProgram *out)
+{
+    Arena *a = st->arena;
+    const Graph *g = st->g;
+    Emitter e = { .a = a, .st = st, .src = g->src, .sm = sm };
+    e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
+    e.var_text = arena_alloc(a, sizeof *e.var_text * (size_t)(st->next_var + 1));
+    bool wide = false;
+    scan_stmt(&e, fn->body, &wide);
+    for (int i = 0; i < g->ninputs; i++) {
+        e.fp16 = e.fp16 || g->inputs[i]->dtype == DT_F16;
+        e.bf16 = e.bf16 || g->inputs[i]->dtype == DT_BF16;
+    }
+    e.int_type = wide ? "long long" : "int";
+
+    /* the root stages, one kernel each, and their nests: lowering chains
+     * them as seq(seq(seq(first, second), third), ...) */
+    PtrVec roots = {0};
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (!s->inlined && !s->attach)
+            vec_push(a, &roots, s);
+    }
+    int n = roots.len;
+    const Stmt **bodies = arena_alloc(a, sizeof *bodies * (size_t)(n + 1));
+    const Stmt *rest = fn->body;
+    for (int i = n - 1; i > 0; i--) {
+        TE_ASSERT(rest && rest->kind == S_SEQ && rest->n == 2);
+        bodies[i] = rest->stmts[1];
+        rest = rest->stmts[0];
+    }
+    if (n > 0)
+        bodies[0] = rest;
+
+    /* names used by every kernel: the entry's, the kernels', the tensors' */
+    claim(&e, co->name);
+    for (int i = 0; i < g->ninputs; i++)
+        tensor_name(&e, g->inputs[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        tensor_name(&e, g->outputs[i]);
+    for (int i = 0; i < fn->temps.len; i++)
+        tensor_name(&e, fn->temps.items[i]);
+    PtrVec order = {0};
+    for (int i = 0; i < g->ninputs; i++)
+        vec_push(a, &order, g->inputs[i]);
+    for (int i = 0; i < g->noutputs; i++)
+        vec_push(a, &order, g->outputs[i]);
+    for (int i = 0; i < fn->temps.len; i++)
+        vec_push(a, &order, fn->temps.items[i]);
+    e.order = &order;
+    CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
+    for (int i = 0; i < n; i++) {
+        const SStage *s = roots.items[i];
+        kernels[i].name = claim(&e, arena_printf(a, "%s_%s", co->name, cg_c_identifier(a, s->name)));
+        kernels[i].stage = s->name;
+    }
+
+    char *text = NULL;
+    size_t len = 0;
+    e.out = open_memstream(&text, &len);
+    if (!e.out)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < n && !e.failed; i++)
+        emit_kernel(&e, &kernels[i], roots.items[i], bodies[i]);
+    fclose(e.out);
+    if (e.failed) {
+        free(text);
+        return false;
+    }
+
+    /* the translation unit: a header comment, includes, helpers, kernels */
+    char *unit = NULL;
+    size_t unit_len = 0;
+    FILE *u = open_memstream(&unit, &unit_len);
+    if (!u)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    fprintf(u, "/* %s.cu — generated by texc %s from %s.\n", co->name, TE_VERSION, co->source_path);
+    fprintf(u, " * target: cuda, %s (CUDA C++ for NVRTC); indices are %s\n", arch, e.int_type);
+    fputs(" * schedule:\n", u);
+    for (int i = 0; i < st->trace.len; i++) {
+        fputs(" *   ", u);
+        sch_print_trace_stmt(u, st->trace.items[i]);
+    }
+    fputs(" * kernels, in launch order:\n", u);
+    for (int i = 0; i < n; i++) {
+        CudaKernel *k = &kernels[i];
+        fprintf(u, " *   %s: grid (%u, %u, %u), block (%u, %u, %u)", k->name, k->grid[0], k->grid[1],
+                k->grid[2], k->block[0], k->block[1], k->block[2]);
+        if (k->static_smem || k->dyn_smem)
+            fprintf(u, ", %u bytes of %s shared memory", k->static_smem + k->dyn_smem,
+                    k->dyn_smem ? "dynamic" : "static");
+        fputc('\n', u);
+    }
+    fputs(" * Do not edit: regenerate with texc.\n */\n", u);
+    if (e.fp16)
+        fputs("#include <cuda_fp16.h>\n", u);
+    if (e.bf16)
+        fputs("#include <cuda_bf16.h>\n", u);
+    if (e.fp16 || e.bf16)
+        fputc('\n', u);
+    fprintf(u, helpers, e.int_type);
+    if (e.used_async)
+        fputs(async_helpers, u);
+    fputc('\n', u);
+    fwrite(text, 1, len, u);
+    fclose(u);
+    free(text);
+    out->source = arena_strdup(a, unit);
+    free(unit);
+
+    out->kernels = kernels;
+    out->nkernels = n;
+    out->ntemps = fn->temps.len;
+    out->temps = arena_alloc(a, sizeof *out->temps * (size_t)(fn->temps.len + 1));
+    out->temp_offsets = arena_alloc(a, sizeof *out->temp_offsets * (size_t)(fn->temps.len + 1));
+    int64_t offset = 0;
+    for (int i = 0; i < fn->temps.len; i++) {
+        const Tensor *t = fn->temps.items[i];
+        out->temps[i] = t;
+        out->temp_offsets[i] = offset;
+        offset += (tensor_elems(t) * dtype_bytes(t->dtype) + 255) / 256 * 256;
+    }
+    out->workspace_bytes = offset;
+    return true;
 }

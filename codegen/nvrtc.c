@@ -1,0 +1,626 @@
+/* nvrtc.c — the cuda target's build: the architecture, NVRTC, and the
+ * NAME.cubin + NAME.h pair other programs use.
+ *
+ * requires: a lowered function and its SchedState.
+ * guarantees: cg_cuda_build
+ *   - picks the architecture: --arch sm_XX[a|f] (checked against the list
+ *     NVRTC gives), or the local device's through libtexrt, or says there
+ *     is none and names the flag;
+ *   - emits the CUDA C (cuda.c), prints it for --dump=cuda, compiles it
+ *     with NVRTC to a cubin; a failure shows NVRTC's log with the source
+ *     line each message is about; -v prints each kernel's registers,
+ *     shared memory and spills (ptxas's report);
+ *   - unless --check, writes PREFIX.cubin (not with --embed), PREFIX.h and,
+ *     with --keep, PREFIX.cu: each first as PATH.tmp, all renamed once all
+ *     are written, none left behind on an error.
+ * The header (see write_header) is C and C++: the sizes, the architecture,
+ * the texc and NVRTC versions, one texc_cuda_kernel per kernel (name,
+ * grid, block, shared memory), one texc_cuda_tensor per input and output,
+ * and static inline functions that load the cubin and launch the kernels
+ * through libtexrt (texrt.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/codegen.h" /* first: config.h says whether NVRTC is here */
+#include "runtime/texrt.h"
+
+#ifdef TEXC_HAVE_CUDA
+#include <nvrtc.h>
+#endif
+
+#ifdef TEXC_HAVE_CUDA
+
+/* A target: sm_90 is {90, 0}, sm_90a {90, 'a'}, sm_100f {100, 'f'}. */
+typedef struct Arch {
+    int sm;
+    char suffix;
+    const char *name;
+} Arch;
+
+static bool parse_arch(const char *text, Arch *out)
+{
+    if (strncmp(text, "sm_", 3) != 0 || !isdigit((unsigned char)text[3]))
+        return false;
+    char *end;
+    long sm = strtol(text + 3, &end, 10);
+    if (sm < 10 || sm > 999)
+        return false;
+    out->sm = (int)sm;
+    out->suffix = 0;
+    if (*end == 'a' || *end == 'f')
+        out->suffix = *end++;
+    out->name = text;
+    return *end == '\0';
+}
+
+/* Checks ARCH against NVRTC's list; prints what it supports if not. */
+static bool arch_supported(const Arch *arch, int major, int minor)
+{
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+        return true; /* NVRTC will say */
+    int *list = malloc(sizeof *list * (size_t)n);
+    if (!list || nvrtcGetSupportedArchs(list) != NVRTC_SUCCESS) {
+        free(list);
+        return true;
+    }
+    bool found = false;
+    for (int i = 0; i < n; i++)
+        found = found || list[i] == arch->sm;
+    /* architecture-specific targets: sm_90a and later; families: sm_100f and later */
+    bool suffix_ok = arch->suffix == 0 || (arch->suffix == 'a' && arch->sm >= 90) ||
+                     (arch->suffix == 'f' && arch->sm >= 100);
+    if (!found || !suffix_ok) {
+        fprintf(stderr, "texc: --arch %s: NVRTC %d.%d cannot compile for it; it supports", arch->name,
+                major, minor);
+        for (int i = 0; i < n; i++)
+            fprintf(stderr, " sm_%d", list[i]);
+        fprintf(stderr, " (and sm_XXa from sm_90, sm_XXf from sm_100)\n");
+    }
+    free(list);
+    return found && suffix_ok;
+}
+
+/* The architecture to build for: --arch, or device 0's. */
+static bool pick_arch(Arena *a, const CudaOptions *o, Arch *arch, int major, int minor)
+{
+    if (o->arch) {
+        if (!parse_arch(o->arch, arch)) {
+            fprintf(stderr, "texc: --arch %s: expected sm_XX, sm_XXa or sm_XXf (e.g. --arch sm_90)\n",
+                    o->arch);
+            return false;
+        }
+        return arch_supported(arch, major, minor);
+    }
+    int count = 0, sm = 0;
+    if (texrt_device_count(&count) != TEXRT_OK || count == 0) {
+        fprintf(stderr, "texc: no CUDA device here (%s): pass --arch sm_XX (e.g. --arch sm_90)\n",
+                count == 0 && !*texrt_last_error() ? "the driver reports none" : texrt_last_error());
+        return false;
+    }
+    if (texrt_device_arch(0, &sm) != TEXRT_OK) {
+        fprintf(stderr, "texc: cannot read the architecture of device 0 (%s): pass --arch sm_XX\n",
+                texrt_last_error());
+        return false;
+    }
+    arch->sm = sm;
+    arch->suffix = 0;
+    arch->name = arena_printf(a, "sm_%d", sm);
+    if (o->verbose) {
+        char name[128] = "";
+        texrt_device_name(0, name, sizeof name);
+        fprintf(stderr, "texc: building for %s, the architecture of device 0 (%s)\n", arch->name,
+                name);
+    }
+    return arch_supported(arch, major, minor);
+}
+
+/* Prints NVRTC's LOG; after each "FILE(LINE): ..." message, that line of
+ * SOURCE. */
+static void print_log(const char *log, const char *file, const char *source)
+{
+    size_t flen = strlen(file);
+    for (const char *p = log; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t n = eol ? (size_t)(eol - p) : strlen(p);
+        fprintf(stderr, "  %.*s\n", (int)n, p);
+        long lineno = 0;
+        if (n > flen + 2 && strncmp(p, file, flen) == 0 && p[flen] == '(')
+            lineno = strtol(p + flen + 1, NULL, 10);
+        if (lineno > 0) {
+            const char *s = source;
+            for (long l = 1; l < lineno && s; l++) {
+                s = strchr(s, '\n');
+                if (s)
+                    s++;
+            }
+            if (s) {
+                const char *end = strchr(s, '\n');
+                fprintf(stderr, "  %5ld | %.*s\n", lineno, (int)(end ? end - s : (long)strlen(s)), s);
+            }
+        }
+        p = eol ? eol + 1 : p + n;
+    }
+}
+
+/* The number just before WORD in LINE ("128 bytes smem"), or 0. */
+static long number_before(const char *line, const char *eol, const char *word)
+{
+    const char *w = strstr(line, word);
+    if (!w || w > eol)
+        return 0;
+    while (w > line && w[-1] == ' ')
+        w--;
+    while (w > line && isdigit((unsigned char)w[-1]))
+        w--;
+    return strtol(w, NULL, 10);
+}
+
+/* -v: ptxas's report, one line per kernel:
+ *   ptxas info    : Compiling entry function 'NAME' for 'sm_90'
+ *   ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 40 registers, used 1 barriers, 16384 bytes smem, ... */
+static void print_resources(const char *log)
+{
+    char name[256] = "?";
+    long stack = 0, stores = 0, loads = 0;
+    for (const char *line = log; *line;) {
+        const char *eol = strchr(line, '\n');
+        if (!eol)
+            eol = line + strlen(line);
+        const char *c = strstr(line, "Compiling entry function '");
+        if (c && c < eol) {
+            c += strlen("Compiling entry function '");
+            const char *q = memchr(c, '\'', (size_t)(eol - c));
+            snprintf(name, sizeof name, "%.*s", (int)(q ? q - c : eol - c), c);
+            stack = stores = loads = 0;
+        }
+        const char *frame = strstr(line, "bytes stack frame");
+        if (frame && frame < eol) {
+            stack = number_before(line, eol, "bytes stack frame");
+            stores = number_before(line, eol, "bytes spill stores");
+            loads = number_before(line, eol, "bytes spill loads");
+        }
+        const char *used = strstr(line, "Used ");
+        if (used && used < eol) {
+            long regs = strtol(used + 5, NULL, 10);
+            long smem = number_before(line, eol, "bytes smem");
+            fprintf(stderr,
+                    "texc: kernel %s: %ld registers, %ld bytes of static shared memory, "
+                    "%ld bytes of stack, spills: %ld bytes stored, %ld loaded%s\n",
+                    name, regs, smem, stack, stores, loads,
+                    stores || loads ? " (slow: a smaller register tile would avoid them)" : "");
+        }
+        line = *eol ? eol + 1 : eol;
+    }
+}
+
+/* Compiles SOURCE for ARCH; the cubin is malloc'ed. */
+static bool compile(const char *file, const char *source, const Arch *arch, bool verbose,
+                    char **cubin, size_t *cubin_size)
+{
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, file, 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS) {
+        fprintf(stderr, "texc: NVRTC: %s\n", nvrtcGetErrorString(r));
+        return false;
+    }
+    char gpu[64], include[512];
+    snprintf(gpu, sizeof gpu, "--gpu-architecture=%s", arch->name);
+    snprintf(include, sizeof include, "--include-path=%s/include", TEXC_CUDA_HOME);
+    const char *opts[] = { gpu, "--std=c++17", "-lineinfo", include, "--ptxas-options=-v" };
+    int nopts = verbose ? 5 : 4;
+    r = nvrtcCompileProgram(prog, nopts, opts);
+    size_t log_size = 0;
+    char *log = NULL;
+    if (nvrtcGetProgramLogSize(prog, &log_size) == NVRTC_SUCCESS && log_size > 1) {
+        log = malloc(log_size);
+        if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS)
+            log[0] = '\0';
+    }
+    bool ok = r == NVRTC_SUCCESS;
+    if (!ok) {
+        fprintf(stderr,
+                "texc: internal error: NVRTC could not compile the generated CUDA C for %s (%s); "
+                "its log:\n",
+                arch->name, nvrtcGetErrorString(r));
+        if (log)
+            print_log(log, file, source);
+        fputs("texc: this is a bug in texc; --dump=cuda prints the whole source\n", stderr);
+    } else if (verbose && log) {
+        print_resources(log);
+    }
+    free(log);
+    if (ok) {
+        ok = nvrtcGetCUBINSize(prog, cubin_size) == NVRTC_SUCCESS && *cubin_size > 0 &&
+             (*cubin = malloc(*cubin_size)) != NULL && nvrtcGetCUBIN(prog, *cubin) == NVRTC_SUCCESS;
+        if (!ok)
+            fprintf(stderr, "texc: NVRTC produced no cubin for %s\n", arch->name);
+    }
+    nvrtcDestroyProgram(&prog);
+    return ok;
+}
+
+/* ------------------------------------------------------------------ */
+/* The header.                                                         */
+
+typedef struct Header {
+    Arena *a;
+    FILE *h;
+    const char *name;      /* the identifier: NAME_load, ... */
+    const char *macro;     /* NAME in capitals */
+    const Graph *g;
+    const CudaProgram *p;
+    PtrVec cnames;         /* const char *: C names of the launch function's parameters */
+    PtrVec ctensors;       /* ... and their tensors */
+} Header;
+
+static char *upper(Arena *a, const char *s)
+{
+    char *u = arena_strdup(a, s);
+    for (char *c = u; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    return u;
+}
+
+/* C and C++ keywords and the launchers' own names, which a tensor's
+ * parameter must not take. */
+static const char *const header_reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double", "else",
+    "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long", "register",
+    "restrict", "return", "short", "signed", "sizeof", "static", "struct", "switch", "typedef",
+    "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "class", "new",
+    "delete", "this", "template", "typename", "namespace", "operator", "private", "public",
+    "protected", "virtual", "friend", "using", "nullptr", "module", "workspace", "kernel",
+    "rc", "args", "tensors", "device", "cubin_path",
+};
+
+static const char *param_name(Header *hd, const Tensor *t)
+{
+    for (int i = 0; i < hd->ctensors.len; i++)
+        if (hd->ctensors.items[i] == t)
+            return hd->cnames.items[i];
+    const char *n = cg_c_identifier(hd->a, t->name);
+    for (bool clash = true; clash;) {
+        clash = false;
+        for (size_t i = 0; i < sizeof header_reserved / sizeof header_reserved[0]; i++)
+            clash = clash || strcmp(n, header_reserved[i]) == 0;
+        for (int i = 0; i < hd->cnames.len; i++)
+            clash = clash || strcmp(n, hd->cnames.items[i]) == 0;
+        if (clash)
+            n = arena_printf(hd->a, "%s_", n);
+    }
+    vec_push(hd->a, &hd->ctensors, (void *)t);
+    vec_push(hd->a, &hd->cnames, (void *)n);
+    return n;
+}
+
+/* The header's own macros, NAME_... : a dim's macro must not take one. */
+static const char *const own_macros[] = {
+    "CUDA_H", "ARCH", "SM", "TEXC_VERSION", "NVRTC_VERSION", "CUBIN", "NKERNELS", "NTENSORS",
+    "WORKSPACE_BYTES",
+};
+
+/* #define NAME_DIM value for each dim; a clash with another dim's macro or
+ * the header's own gets a suffix, _2, _3, ... */
+static void write_dims(Header *hd)
+{
+    PtrVec macros = {0};
+    for (size_t i = 0; i < sizeof own_macros / sizeof own_macros[0]; i++)
+        vec_push(hd->a, &macros, upper(hd->a, arena_printf(hd->a, "%s_%s", hd->name, own_macros[i])));
+    for (int d = 0; d < hd->g->ndims; d++) {
+        const char *m = upper(hd->a, arena_printf(hd->a, "%s_%s", hd->name, hd->g->dims[d].name));
+        for (int k = 2;; k++) {
+            bool clash = false;
+            for (int i = 0; i < macros.len; i++)
+                clash = clash || strcmp(macros.items[i], m) == 0;
+            if (!clash)
+                break;
+            m = upper(hd->a, arena_printf(hd->a, "%s_%s_%d", hd->name, hd->g->dims[d].name, k));
+        }
+        vec_push(hd->a, &macros, (void *)m);
+        fprintf(hd->h, "#define %s %lld\n", m, (long long)hd->g->dims[d].value);
+    }
+}
+
+static const char types[] =
+    "#ifndef TEXC_CUDA_TYPES\n"
+    "#define TEXC_CUDA_TYPES\n"
+    "/* A kernel of a texc program and how it is launched. */\n"
+    "typedef struct texc_cuda_kernel {\n"
+    "    const char *name;     /* its symbol in the cubin */\n"
+    "    unsigned grid[3];     /* blocks along x, y, z */\n"
+    "    unsigned block[3];    /* threads per block along x, y, z */\n"
+    "    unsigned dyn_smem;    /* bytes of dynamic shared memory to launch with */\n"
+    "    unsigned static_smem; /* bytes of static shared memory it declares */\n"
+    "} texc_cuda_kernel;\n"
+    "\n"
+    "/* An input or output of a texc program: a row-major array. */\n"
+    "typedef struct texc_cuda_tensor {\n"
+    "    const char *name;\n"
+    "    const char *dtype;    /* f32 f64 f16 bf16 i32 bool */\n"
+    "    int rank;\n"
+    "    int64_t shape[16];\n"
+    "    uint64_t bytes;\n"
+    "    int is_output;\n"
+    "} texc_cuda_tensor;\n"
+    "#endif\n\n";
+
+static void write_tensor_comment(FILE *h, const Tensor *t, const char *what)
+{
+    fprintf(h, "\n *   %s %s : %s%s[", what, t->name, t->is_const ? "const " : "", dtype_name(t->dtype));
+    for (int d = 0; d < t->rank; d++)
+        fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    fputc(']', h);
+}
+
+/* "x, w, b, z" or "uint64_t x, uint64_t w, ..." */
+static void write_params(Header *hd, bool typed)
+{
+    const Graph *g = hd->g;
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(hd->h, "%s%s%s", i ? ", " : "", typed ? "uint64_t " : "", param_name(hd, t));
+    }
+}
+
+static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const CudaOptions *o,
+                         const Graph *g, const CudaProgram *p, const Arch *arch, int major,
+                         int minor, const char *cubin_path, const char *cubin, size_t cubin_size)
+{
+    Header hd = { a, h, co->name, upper(a, co->name), g, p, {0}, {0} };
+    const char *n = co->name, *M = hd.macro;
+    int ntensors = g->ninputs + g->noutputs;
+    fprintf(h, "/* %s.h — generated by texc %s from %s (target cuda, %s, NVRTC %d.%d).\n", n,
+            TE_VERSION, co->source_path, arch->name, major, minor);
+    fprintf(h, " *\n * Runs %s on the GPU through libtexrt (cc ... $(pkg-config --cflags --libs texrt)):\n *\n", n);
+    fprintf(h, " *   texrt_module *m;\n");
+    fprintf(h, " *   if (%s_load(&m, NULL, 0) != TEXRT_OK)      (NULL: %s)\n", n,
+            o->embed ? "the cubin embedded below" : "the cubin texc wrote");
+    fprintf(h, " *       fprintf(stderr, \"%%s\\n\", texrt_last_error());\n");
+    fprintf(h, " *   %s_run(m, ", n);
+    write_params(&hd, false);
+    fprintf(h, ");   (device pointers)\n");
+    fprintf(h, " *   texrt_module_unload(m);\n *\n");
+    fprintf(h, " * The tensors, row-major:");
+    for (int i = 0; i < g->ninputs; i++)
+        write_tensor_comment(h, g->inputs[i], "input ");
+    for (int i = 0; i < g->noutputs; i++)
+        write_tensor_comment(h, g->outputs[i], "output");
+    fprintf(h, "\n *\n * Do not edit: regenerate with texc.\n */\n");
+    fprintf(h, "#ifndef %s_CUDA_H\n#define %s_CUDA_H\n\n", M, M);
+    fputs("#include <stdint.h>\n\n#include <texrt.h>\n\n", h);
+    fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
+    write_dims(&hd);
+    fprintf(h, "#define %s_ARCH \"%s\"           /* the cubin's architecture */\n", M, arch->name);
+    fprintf(h, "#define %s_SM %d\n", M, arch->sm);
+    fprintf(h, "#define %s_TEXC_VERSION \"%s\"\n", M, TE_VERSION);
+    fprintf(h, "#define %s_NVRTC_VERSION \"%d.%d\"\n", M, major, minor);
+    if (!o->embed)
+        fprintf(h, "#define %s_CUBIN \"%s\"      /* where texc wrote it */\n", M, cubin_path);
+    fprintf(h, "#define %s_NKERNELS %d\n", M, p->nkernels);
+    fprintf(h, "#define %s_NTENSORS %d          /* inputs, then outputs */\n", M, ntensors);
+    fprintf(h, "#define %s_WORKSPACE_BYTES %lld /* device memory for intermediates */\n\n", M,
+            (long long)p->workspace_bytes);
+    fputs(types, h);
+
+    fprintf(h, "/* The kernels, in launch order. */\n");
+    fprintf(h, "static const texc_cuda_kernel %s_kernels[%d] = {\n", n, p->nkernels);
+    for (int i = 0; i < p->nkernels; i++) {
+        const CudaKernel *k = &p->kernels[i];
+        fprintf(h, "    { \"%s\", { %u, %u, %u }, { %u, %u, %u }, %u, %u }, /* stage %s */\n", k->name,
+                k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
+                k->dyn_smem, k->static_smem, k->stage);
+    }
+    fputs("};\n\n", h);
+    fprintf(h, "static const texc_cuda_tensor %s_tensors[%d] = {\n", n, ntensors);
+    for (int i = 0; i < ntensors; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(h, "    { \"%s\", \"%s\", %d, {", t->name, dtype_name(t->dtype), t->rank);
+        for (int d = 0; d < t->rank; d++)
+            fprintf(h, "%s%lld", d ? ", " : " ", (long long)t->shape[d]);
+        fprintf(h, "%s}, %lluull, %d },\n", t->rank ? " " : "",
+                (unsigned long long)(tensor_elems(t) * dtype_bytes(t->dtype)), i >= g->ninputs);
+    }
+    fputs("};\n\n", h);
+
+    if (o->embed) {
+        fprintf(h, "/* %s.cubin, %zu bytes. */\n", n, cubin_size);
+        fprintf(h, "static const unsigned char %s_cubin_image[%zu] __attribute__((aligned(64))) = {", n,
+                cubin_size);
+        for (size_t i = 0; i < cubin_size; i++)
+            fprintf(h, "%s0x%02x,", i % 16 ? " " : "\n    ", (unsigned char)cubin[i]);
+        fputs("\n};\n\n", h);
+    }
+
+    /* NAME_load */
+    fprintf(h, "/* Loads the cubin (CUBIN_PATH, or %s when NULL) on DEVICE and finds its\n"
+               " * kernels.  A cubin of another architecture than the device's is refused\n"
+               " * with a message naming both (texrt_last_error()). */\n",
+            o->embed ? "the image above" : arena_printf(a, "%s_CUBIN", M));
+    fprintf(h, "static inline int %s_load(texrt_module **module, const char *cubin_path, int device)\n{\n", n);
+    if (o->embed)
+        fprintf(h, "    int rc = cubin_path ? texrt_module_load_file(module, cubin_path, device)\n"
+                   "                        : texrt_module_load(module, %s_cubin_image, sizeof %s_cubin_image,\n"
+                   "                                            \"%s.cubin\", device);\n",
+                n, n, n);
+    else
+        fprintf(h, "    int rc = texrt_module_load_file(module, cubin_path ? cubin_path : %s_CUBIN, device);\n", M);
+    fprintf(h, "    for (int i = 0; rc == TEXRT_OK && i < %s_NKERNELS; i++) {\n"
+               "        texrt_kernel *kernel;\n"
+               "        rc = texrt_kernel_get(*module, %s_kernels[i].name, &kernel);\n"
+               "        if (rc != TEXRT_OK) {\n"
+               "            texrt_module_unload(*module);\n"
+               "            *module = NULL;\n"
+               "        }\n"
+               "    }\n"
+               "    return rc;\n}\n\n",
+            M, n);
+
+    /* NAME_launch: the kernels on TENSORS (in NAME_tensors order) */
+    fprintf(h, "/* Launches the kernels, asynchronously, on the device pointers TENSORS\n"
+               " * (in the order of %s_tensors), with WORKSPACE (%s_WORKSPACE_BYTES of\n"
+               " * device memory; ignored when that is 0) for the intermediates. */\n", n, M);
+    fprintf(h, "static inline int %s_launch(texrt_module *module, uint64_t workspace, const uint64_t *tensors)\n{\n", n);
+    for (int i = 0; i < ntensors; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(h, "    uint64_t %s = tensors[%d];\n", param_name(&hd, t), i);
+    }
+    for (int i = 0; i < p->ntemps; i++)
+        fprintf(h, "    uint64_t %s = workspace + %lldu; /* intermediate */\n", param_name(&hd, p->temps[i]),
+                (long long)p->temp_offsets[i]);
+    if (p->ntemps == 0)
+        fputs("    (void)workspace;\n", h);
+    fputs("    texrt_kernel *kernel;\n    int rc;\n", h);
+    for (int i = 0; i < p->nkernels; i++) {
+        const CudaKernel *k = &p->kernels[i];
+        fprintf(h, "    {\n        void *args[] = {");
+        for (int j = 0; j < k->nparams; j++)
+            fprintf(h, "%s&%s", j ? ", " : " ", param_name(&hd, k->params[j]));
+        fprintf(h, "%s};\n", k->nparams ? " " : " NULL ");
+        fprintf(h, "        const texc_cuda_kernel *info = &%s_kernels[%d];\n", n, i);
+        fputs("        if ((rc = texrt_kernel_get(module, info->name, &kernel)) != TEXRT_OK ||\n"
+              "            (rc = texrt_launch(kernel, info->grid, info->block, info->dyn_smem, args)) != TEXRT_OK)\n"
+              "            return rc;\n    }\n", h);
+    }
+    fputs("    return TEXRT_OK;\n}\n\n", h);
+
+    /* NAME_run_ws and NAME_run */
+    fprintf(h, "/* The same with the tensors as parameters; asynchronous. */\n");
+    fprintf(h, "static inline int %s_run_ws(texrt_module *module, uint64_t workspace, ", n);
+    write_params(&hd, true);
+    fprintf(h, ")\n{\n    const uint64_t tensors[%d] = { ", ntensors);
+    write_params(&hd, false);
+    fprintf(h, " };\n    return %s_launch(module, workspace, tensors);\n}\n\n", n);
+    fprintf(h, "/* Runs %s and waits for it: allocates the workspace, launches, synchronizes. */\n", n);
+    fprintf(h, "static inline int %s_run(texrt_module *module, ", n);
+    write_params(&hd, true);
+    fputs(")\n{\n    uint64_t workspace = 0;\n    int rc = TEXRT_OK;\n", h);
+    if (p->workspace_bytes > 0)
+        fprintf(h, "    if ((rc = texrt_dev_alloc(&workspace, %s_WORKSPACE_BYTES)) != TEXRT_OK)\n"
+                   "        return rc;\n", M);
+    fprintf(h, "    rc = %s_run_ws(module, workspace, ", n);
+    write_params(&hd, false);
+    fputs(");\n    if (rc == TEXRT_OK)\n        rc = texrt_synchronize();\n", h);
+    if (p->workspace_bytes > 0)
+        fputs("    texrt_dev_free(workspace);\n", h);
+    fputs("    return rc;\n}\n\n", h);
+    fprintf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
+    return !ferror(h);
+}
+
+/* ------------------------------------------------------------------ */
+/* Output files: PATH.tmp first, renamed when all are written.         */
+
+typedef struct OutFile {
+    const char *path, *tmp;
+    FILE *f;
+} OutFile;
+
+static bool out_open(Arena *a, OutFile *o, const char *path, const char *mode)
+{
+    o->path = path;
+    o->tmp = arena_printf(a, "%s.tmp", path);
+    o->f = fopen(o->tmp, mode);
+    if (!o->f)
+        fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
+    return o->f != NULL;
+}
+
+int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+                  const CudaOptions *o)
+{
+    Arena *a = st->arena;
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    Arch arch;
+    if (!pick_arch(a, o, &arch, major, minor))
+        return 1;
+    CudaProgram prog;
+    if (!cg_cuda_emit(st, fn, co, arch.name, arch.sm, &prog))
+        return 1;
+    if (o->dump)
+        fputs(prog.source, stdout);
+    for (int i = 0; o->verbose && i < prog.nkernels; i++) {
+        const CudaKernel *k = &prog.kernels[i];
+        unsigned threads = k->block[0] * k->block[1] * k->block[2];
+        fprintf(stderr, "texc: kernel %s (stage %s): grid (%u, %u, %u), block (%u, %u, %u)%s\n",
+                k->name, k->stage, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
+                k->block[2],
+                threads == 1 ? ": one thread per block (bind loops to thread.x/y/z to use more)" : "");
+    }
+    char *cubin = NULL;
+    size_t cubin_size = 0;
+    const char *cu_file = arena_printf(a, "%s.cu", co->name);
+    if (!compile(cu_file, prog.source, &arch, o->verbose, &cubin, &cubin_size))
+        return 1;
+    if (o->check_only) {
+        free(cubin);
+        return 0;
+    }
+
+    const char *cubin_path = arena_printf(a, "%s.cubin", o->prefix);
+    const char *h_path = arena_printf(a, "%s.h", o->prefix);
+    const char *cu_path = arena_printf(a, "%s.cu", o->prefix);
+    OutFile files[3] = { { 0 } };
+    OutFile *cb = &files[0], *hf = &files[1], *cu = &files[2];
+    bool ok = (o->embed || out_open(a, cb, cubin_path, "wb")) && out_open(a, hf, h_path, "w") &&
+              (!o->keep || out_open(a, cu, cu_path, "w"));
+    if (ok && !o->embed)
+        ok = fwrite(cubin, 1, cubin_size, cb->f) == cubin_size;
+    if (ok)
+        ok = write_header(a, hf->f, co, o, st->g, &prog, &arch, major, minor, cubin_path, cubin,
+                          cubin_size);
+    if (ok && o->keep)
+        ok = fputs(prog.source, cu->f) >= 0;
+    free(cubin);
+    for (int i = 0; i < 3; i++) {
+        if (files[i].f && fclose(files[i].f) != 0 && ok) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", files[i].tmp, strerror(errno));
+            ok = false;
+        }
+        files[i].f = NULL;
+    }
+    for (int i = 0; i < 3 && ok; i++) {
+        if (files[i].tmp && rename(files[i].tmp, files[i].path) != 0) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", files[i].path, strerror(errno));
+            for (int k = 0; k < i; k++)
+                if (files[k].tmp)
+                    remove(files[k].path);
+            ok = false;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        if (files[i].tmp)
+            remove(files[i].tmp);
+    if (!ok)
+        return 1;
+    if (o->verbose) {
+        fprintf(stderr, "texc: wrote %s", h_path);
+        if (!o->embed)
+            fprintf(stderr, " and %s", cubin_path);
+        if (o->keep)
+            fprintf(stderr, " and %s", cu_path);
+        fprintf(stderr, " (%s, %d kernel%s)\n", arch.name, prog.nkernels, prog.nkernels == 1 ? "" : "s");
+    }
+    return 0;
+}
+
+#else /* !TEXC_HAVE_CUDA */
+
+int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+                  const CudaOptions *o)
+{
+    (void)st;
+    (void)fn;
+    (void)co;
+    (void)o;
+    fputs("texc: the cuda target was disabled at configure time (no NVRTC found); "
+          "reconfigure with --with-cuda=DIR\n", stderr);
+    return 1;
+}
+
+#endif
