@@ -835,8 +835,7 @@ static void emit_stmt(Emitter *e, const Stmt *s)
             fprintf(e->out, " = (float (*)");
             emit_dims(e, b, 1);
             fprintf(e->out, ")%s_v;\n", n);
-            if (b->rank == 1)
-                line(e, "(void)%s;\n", n);
+            line(e, "(void)%s; /* used by the scalar edge loops, if any */\n", n);
         } else {
             line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
             if (s->buf->rank == 0)
