@@ -290,19 +290,28 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
 }
 
 /* Does stage S's computation read tensor T? */
-static bool expr_reads(const Expr *e, const Tensor *t)
+/* Does E read T, directly or through stages inlined into it? */
+static bool expr_reads(SchedState *st, const Expr *e, const Tensor *t)
 {
-    if (e->kind == EX_LOAD && e->tensor == t)
-        return true;
+    if (e->kind == EX_LOAD) {
+        if (e->tensor == t)
+            return true;
+        for (int i = 0; i < st->stages.len; i++) {
+            SStage *p = st->stages.items[i];
+            if (p->tensor == e->tensor && p->inlined && expr_reads(st, p->value, t))
+                return true;
+        }
+    }
     for (int i = 0; i < e->nargs; i++)
-        if (expr_reads(e->args[i], t))
+        if (expr_reads(st, e->args[i], t))
             return true;
     return false;
 }
 
-static bool stage_reads(const SStage *s, const Tensor *t)
+static bool stage_reads(SchedState *st, const SStage *s, const Tensor *t)
 {
-    return !s->inlined && expr_reads(s->value, t);
+    return !s->inlined && (expr_reads(st, s->value, t) ||
+                           (s->epilogue && expr_reads(st, s->epilogue, t)));
 }
 
 static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
@@ -352,14 +361,14 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
                    c->name, s->inlined ? s->name : c->name);
         return false;
     }
-    if (!stage_reads(c, s->tensor)) {
+    if (!stage_reads(st, c, s->tensor)) {
         diag_error(src, stmt->args[0].span, "cannot compute '%s' at '%s': '%s' does not read it",
                    s->name, c->name, c->name);
         return false;
     }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *o = st->stages.items[i];
-        if (o != c && o != s && stage_reads(o, s->tensor)) {
+        if (o != c && o != s && stage_reads(st, o, s->tensor)) {
             diag_error(src, stmt->span,
                        "cannot compute '%s' at '%s': '%s' reads it too",
                        s->name, c->name, o->name);
@@ -488,7 +497,7 @@ static BufScope scope_of(const char *name)
 static bool do_cache_read(SchedState *st, const SchedStmt *stmt, Tensor *t, SStage *c)
 {
     const Source *src = src_of(st);
-    if (!stage_reads(c, t)) {
+    if (!stage_reads(st, c, t)) {
         diag_error(src, stmt->args[1].span, "stage '%s' does not read '%s'", c->name, t->name);
         return false;
     }
