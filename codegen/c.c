@@ -58,9 +58,12 @@ static bool name_taken(Emitter *e, const char *name)
     return false;
 }
 
-/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken. */
+/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken.  te_ names
+ * are texc's own: a user's te_a becomes u_te_a. */
 static const char *claim(Emitter *e, const char *name)
 {
+    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0)
+        name = arena_printf(e->a, "u_%s", name);
     const char *c = name;
     for (int k = 2; name_taken(e, c); k++)
         c = arena_printf(e->a, "%s_%d", name, k);
@@ -264,6 +267,11 @@ static void emit_expr(Emitter *e, const Expr *x, int prec)
         } else if (x->tensor->dtype == DT_F16) {
             fputs("(float)", out);
             emit_index(e, x->tensor, x->args);
+        } else if (x->tensor->dtype == DT_I32) {
+            /* i32 values are computed in int64_t, like the evaluator's
+             * exact arithmetic, and saturate when stored */
+            fputs("(int64_t)", out);
+            emit_index(e, x->tensor, x->args);
         } else {
             emit_index(e, x->tensor, x->args);
         }
@@ -346,8 +354,12 @@ static void emit_store(Emitter *e, const Stmt *s)
         fputc(')', e->out);
         break;
     case DT_F16:
-    case DT_I32:
         fprintf(e->out, "(%s)(", storage_type(s->buf->dtype));
+        emit_expr(e, s->value, 0);
+        fputc(')', e->out);
+        break;
+    case DT_I32:
+        fputs("te_sat_i32(", e->out);
         emit_expr(e, s->value, 0);
         fputc(')', e->out);
         break;
@@ -883,6 +895,7 @@ static const char helpers[] =
     "static inline int64_t te_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
     "static inline int64_t te_abs_i64(int64_t a) { return a < 0 ? -a : a; }\n"
     "static inline int64_t te_relu_i64(int64_t a) { return a > 0 ? a : 0; }\n"
+    "static inline int32_t te_sat_i32(int64_t a) { return a > 2147483647 ? 2147483647 : a < -2147483647 - 1 ? -2147483647 - 1 : (int32_t)a; }\n"
     "/* integer division by zero is 0, as in the reference evaluator */\n"
     "static inline int64_t te_div_i64(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
     "static inline int64_t te_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
@@ -925,7 +938,8 @@ static const char helpers[] =
 static void emit_param(Emitter *e, FILE *out, const Tensor *t, bool in_header)
 {
     fprintf(out, "%s%s *%s%s", t->kind == TK_INPUT ? "const " : "", storage_type(t->dtype),
-            in_header ? "" : "restrict ", in_header ? t->name : arena_printf(e->a, "%s_", tensor_name(e, t)));
+            in_header ? "" : "restrict ",
+            in_header ? tensor_name(e, t) : arena_printf(e->a, "%s_", tensor_name(e, t)));
 }
 
 /* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;" */

@@ -18,6 +18,7 @@
  *     the innermost loop they involve or become an if around the body.
  * Errors: a vectorized loop that is not innermost.
  */
+#include <math.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -111,6 +112,16 @@ typedef struct Bounds {
     Expr *lo, *hi;
 } Bounds;
 
+static bool depends_on(const Expr *e, const bool *varying, int n)
+{
+    if (e->kind == EX_VAR)
+        return e->var->id < n && varying[e->var->id];
+    for (int i = 0; i < e->nargs; i++)
+        if (depends_on(e->args[i], varying, n))
+            return true;
+    return false;
+}
+
 /* The range of E when the variables of VARYING loops take every value of
  * their range and all others are fixed.  False if E is beyond interval
  * arithmetic. */
@@ -119,6 +130,11 @@ static bool bounds(Lower *L, Expr *e, bool *varying, Bounds *out)
     Arena *a = L->a;
     int64_t c;
     Bounds x, y;
+    if (!depends_on(e, varying, L->st->next_var)) {
+        /* fixed while the region's loops run: a single point */
+        *out = (Bounds){ e, e };
+        return true;
+    }
     switch (e->kind) {
     case EX_CONST:
         *out = (Bounds){ e, e };
@@ -322,6 +338,26 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         buf->is_output = false;
         c->storage = buf;
     } else {
+        /* a whole-tensor buffer inside a parallel loop would be written by
+         * several threads at once */
+        const Loop *par = NULL;
+        const SStage *o = s;
+        int limit = pos;
+        while (o && !par) {
+            for (int i = 0; i <= limit && i < o->loops.len; i++)
+                if (((Loop *)o->loops.items[i])->kind == LOOP_PARALLEL)
+                    par = o->loops.items[i];
+            if (o->attach)
+                limit = sch_loop_index(o->attach, o->attach_loop);
+            o = o->attach;
+        }
+        if (par) {
+            Loop *at = s->loops.items[pos];
+            diag_error(L->st->g->src, c->tensor->span,
+                       "cannot compute '%s' at '%s' of '%s': the region it needs there has no constant size, so it would be a whole tensor that the parallel loop '%s' shares between threads; tile '%s' so that the region is a fixed tile",
+                       c->name, at->name, s->name, par->name, s->name);
+            L->failed = true;
+        }
         c->storage = c->tensor;
         for (int d = 0; d < t->rank; d++)
             c->region_lo[d] = sch_int(a, 0);
@@ -411,7 +447,13 @@ static Expr *redirect_self(Lower *L, Expr *e, const Tensor *t, Expr *self)
 
 static Expr *identity(Lower *L, SStage *s)
 {
-    return ex_const(L->a, no_span, s->tensor->dtype, reducer_identity(s->reducer));
+    double v = reducer_identity(s->reducer);
+    /* integers have no infinities: the extreme values are the identities */
+    if (s->tensor->dtype == DT_I32 && v == -INFINITY)
+        v = -2147483648.0;
+    else if (s->tensor->dtype == DT_I32 && v == INFINITY)
+        v = 2147483647.0;
+    return ex_const(L->a, no_span, s->tensor->dtype, v);
 }
 
 static Expr *combine(Lower *L, SStage *s, Expr *acc, Expr *v)
