@@ -30,6 +30,9 @@ typedef struct Lower {
     Arena *a;
     Expr **loop_min; /* by loop variable id, while its stage is lowered */
     Expr **loop_ext;
+    int64_t *loop_trip; /* by loop variable id: the most iterations */
+    bool trip_mode;     /* bounds() lets varying loops run their most
+                           iterations: an upper bound on a region's size */
     LoweredFunc *out;
     bool failed;
 } Lower;
@@ -142,7 +145,8 @@ static bool bounds(Lower *L, Expr *e, bool *varying, Bounds *out)
     case EX_VAR:
         if (e->var->id < L->st->next_var && varying[e->var->id]) {
             Expr *min = L->loop_min[e->var->id];
-            Expr *ext = L->loop_ext[e->var->id];
+            Expr *ext = L->trip_mode && L->loop_trip[e->var->id] > 0
+                            ? sch_int(a, L->loop_trip[e->var->id]) : L->loop_ext[e->var->id];
             *out = (Bounds){ min, sch_sub(a, sch_add(a, min, ext), sch_int(a, 1)) };
         } else {
             *out = (Bounds){ e, e };
@@ -292,6 +296,13 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     Bounds r[TE_MAX_RANK];
     bool seen[TE_MAX_RANK] = { false };
     region_of_loads(L, value, c->tensor, varying, r, seen);
+    /* the same with every varying loop at its most iterations: where the
+     * exact size is not a constant (edge tiles), this bounds it */
+    Bounds rb[TE_MAX_RANK];
+    bool seen_b[TE_MAX_RANK] = { false };
+    L->trip_mode = true;
+    region_of_loads(L, value, c->tensor, varying, rb, seen_b);
+    L->trip_mode = false;
     const Tensor *t = c->tensor;
     bool constant = true;
     int64_t shape[TE_MAX_RANK];
@@ -300,7 +311,11 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         if (!seen[d])
             r[d] = (Bounds){ sch_int(a, 0), sch_int(a, t->shape[d] - 1) };
         Expr *size = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
+        if (!sch_const_int(size, &shape[d]) && seen_b[d])
+            size = sch_add(a, sch_sub(a, rb[d].hi, rb[d].lo), sch_int(a, 1));
         constant = constant && sch_const_int(size, &shape[d]) && shape[d] > 0;
+        if (constant && shape[d] > t->shape[d])
+            shape[d] = t->shape[d];
         /* clamp to the tensor: lo' = max(lo, 0), and the extent
          * min(hi, S-1) - lo' + 1 written as min(hi - lo' + 1, S - lo') so
          * that it simplifies */
@@ -317,6 +332,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
                 L->loop_ext[l->var->id] = ext[d];
+                L->loop_trip[l->var->id] = constant ? shape[d] : t->shape[d];
                 /* the loop now runs over the region: at most its constant
                  * size (unrolling counts on it), from a symbolic start */
                 l->trip_bound = constant ? shape[d] : t->shape[d];
@@ -474,6 +490,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         if (!s->attach || l->reduce || !L->loop_min[l->var->id]) {
             L->loop_min[l->var->id] = sch_int(a, 0);
             L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
+            L->loop_trip[l->var->id] = l->var->extent;
         }
         if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64) {
             diag_error(L->st->g->src, l->kind_span,
@@ -559,9 +576,10 @@ static Stmt *lower_stage(Lower *L, SStage *s)
 
 bool sch_lower(SchedState *st, LoweredFunc *out)
 {
-    Lower L = { st, st->arena, NULL, NULL, out, false };
+    Lower L = { st, st->arena, NULL, NULL, NULL, false, out, false };
     L.loop_min = arena_alloc(st->arena, sizeof *L.loop_min * (size_t)(st->next_var + 1));
     L.loop_ext = arena_alloc(st->arena, sizeof *L.loop_ext * (size_t)(st->next_var + 1));
+    L.loop_trip = arena_alloc(st->arena, sizeof *L.loop_trip * (size_t)(st->next_var + 1));
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         s->value = inline_expr(&L, s->value);
