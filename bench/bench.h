@@ -25,6 +25,6 @@ void bench_naive(int m, int n, int k, const float *x, const float *w,
 
 /* peak.c */
 extern const char bench_fma_isa[];
-double bench_fma_peak(int threads);
+double bench_fma_peak(int threads); /* GFLOP per CPU-second of one core */
 
 #endif

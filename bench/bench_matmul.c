@@ -26,8 +26,10 @@
  * a mismatch above 1e-4 (or any NaN) marks the row and makes the exit
  * status 1.  Thread counts are set with omp_set_num_threads (texc, the
  * GELU pass, oneDNN's OpenMP runtime) and openblas_set_num_threads, and
- * read back.  % peak is of the FMA loop's peak (peak.c) measured with the
- * same number of threads.
+ * read back.  % peak is of the FMA loop's one-thread peak (peak.c) times
+ * the row's threads.  The machine may be shared: each row also reports
+ * the CPU time the process got over the wall time its threads had (the
+ * cpu column), and the best call beside the median.
  *
  * The report (a Markdown table, with the machine, versions and date
  * above it) goes to stdout and to --out; progress goes to stderr.
@@ -167,8 +169,10 @@ typedef void RunFn(void *ctx);
 
 typedef struct Timing {
     double median, p25, p75;   /* seconds per call */
+    double best;               /* the fastest call */
     int reps;                  /* timed calls */
-    double cpu_share;          /* process CPU time / (wall time x threads) over them */
+    double cpu_secs;           /* process CPU time (all threads) over them */
+    double cpu_share;          /* cpu_secs / (their wall time x threads) */
 } Timing;
 
 static int cmp_double(const void *a, const void *b)
@@ -224,10 +228,11 @@ static Timing measure(RunFn *run, void *ctx, int threads, double min_time)
         if (total >= min_time && count >= min_reps)
             break;
     }
-    double cpu_share = (cpu_seconds() - cpu0) / ((now() - wall0) * threads);
+    double cpu_secs = cpu_seconds() - cpu0;
+    double cpu_share = cpu_secs / ((now() - wall0) * threads);
     qsort(samples, count, sizeof *samples, cmp_double);
     Timing t = {percentile(samples, count, 0.5), percentile(samples, count, 0.25),
-                percentile(samples, count, 0.75), count, cpu_share};
+                percentile(samples, count, 0.75), samples[0], count, cpu_secs, cpu_share};
     free(samples);
     return t;
 }
@@ -436,7 +441,9 @@ typedef struct Row {
     const char *impl;          /* naive, openblas, onednn, texc-sched, texc-default */
     RowState state;
     Timing timing;
-    double gflops, error;
+    double gflops;             /* at the median call */
+    double cpu_gflops;         /* flops of all timed calls / the CPU time they took */
+    double error;
     char note[320];
 } Row;
 
@@ -462,7 +469,9 @@ static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
     size_t count = (size_t)p->m * p->n;
     fill_nan(p->z, count);
     r->timing = measure(run, ctx, r->threads, min_time);
-    r->gflops = 2.0 * p->m * p->n * p->k / r->timing.median * 1e-9;
+    double gflop = 2.0 * p->m * p->n * p->k * 1e-9;
+    r->gflops = gflop / r->timing.median;
+    r->cpu_gflops = gflop * r->timing.reps / (r->timing.cpu_secs / r->threads);
     r->error = ref ? rel_error(p->z, ref, count) : 0.0;
     r->state = r->error <= TOLERANCE ? ROW_OK : ROW_MISMATCH;
     fprintf(stderr, "  %-13s %2d thr %10.3f ms %9.2f GFLOP/s  err %.2e  cpu %3.0f%%%s\n", r->impl,
@@ -532,6 +541,38 @@ static void read_load(char *buf, size_t size)
     fclose(f);
 }
 
+/* Idle and total jiffies of all CPUs, from the first line of /proc/stat. */
+static int read_cpu_jiffies(unsigned long long *idle, unsigned long long *total)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5)
+        return 0;
+    *idle = v[3] + v[4]; /* idle + iowait */
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    return 1;
+}
+
+/* Share of the machine's CPU time used over one second while this process
+ * sleeps: what everyone else is running.  < 0 when /proc/stat is unreadable. */
+static double others_busy(void)
+{
+    unsigned long long idle0, total0, idle1, total1;
+    if (!read_cpu_jiffies(&idle0, &total0))
+        return -1.0;
+    sleep_s(1.0);
+    if (!read_cpu_jiffies(&idle1, &total1) || total1 == total0)
+        return -1.0;
+    return 1.0 - (double)(idle1 - idle0) / (double)(total1 - total0);
+}
+
 /* The first line TEXC -V prints. */
 static void texc_version(const char *texc, char *buf, size_t size)
 {
@@ -546,8 +587,9 @@ static void texc_version(const char *texc, char *buf, size_t size)
     pclose(f);
 }
 
-/* Wall time of one `TEXC TE -o DIR/x`, process start to exit; < 0 on failure. */
-static double time_texc_once(const char *texc, const char *te, const char *prefix)
+/* Wall time of one `TEXC TE -o DIR/x`, process start to exit, and the CPU
+ * time (user + system) it used in *CPU; < 0 on failure. */
+static double time_texc_once(const char *texc, const char *te, const char *prefix, double *cpu)
 {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
@@ -556,16 +598,20 @@ static double time_texc_once(const char *texc, const char *te, const char *prefi
     double start = now();
     pid_t pid;
     int status;
+    struct rusage ru;
     int err = posix_spawn(&pid, texc, &actions, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&actions);
-    if (err != 0 || waitpid(pid, &status, 0) != pid)
+    if (err != 0 || wait4(pid, &status, 0, &ru) != pid)
         return -1.0;
     double secs = now() - start;
+    *cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? secs : -1.0;
 }
 
 typedef struct CompileTime {
-    double median_ms, min_ms, max_ms;
+    double median_ms, min_ms, max_ms;  /* wall */
+    double cpu_median_ms;              /* user + system */
     int runs;
 } CompileTime;
 
@@ -577,10 +623,11 @@ static int compile_time(const char *texc, const char *te, CompileTime *ct)
     char prefix[64], path[80];
     snprintf(prefix, sizeof prefix, "%s/x", dir);
     enum { RUNS = 10 };
-    double ms[RUNS];
-    int ok = time_texc_once(texc, te, prefix) >= 0.0; /* warm-up: page cache */
+    double ms[RUNS], cpu_ms[RUNS], cpu;
+    int ok = time_texc_once(texc, te, prefix, &cpu) >= 0.0; /* warm-up: page cache */
     for (int i = 0; ok && i < RUNS; i++) {
-        ms[i] = time_texc_once(texc, te, prefix) * 1e3;
+        ms[i] = time_texc_once(texc, te, prefix, &cpu) * 1e3;
+        cpu_ms[i] = cpu * 1e3;
         ok = ms[i] >= 0.0;
     }
     snprintf(path, sizeof path, "%s.c", prefix);
@@ -591,7 +638,9 @@ static int compile_time(const char *texc, const char *te, CompileTime *ct)
     if (!ok)
         return 0;
     qsort(ms, RUNS, sizeof ms[0], cmp_double);
-    *ct = (CompileTime){percentile(ms, RUNS, 0.5), ms[0], ms[RUNS - 1], RUNS};
+    qsort(cpu_ms, RUNS, sizeof cpu_ms[0], cmp_double);
+    *ct = (CompileTime){percentile(ms, RUNS, 0.5), ms[0], ms[RUNS - 1],
+                        percentile(cpu_ms, RUNS, 0.5), RUNS};
     return 1;
 }
 
@@ -600,49 +649,50 @@ static int compile_time(const char *texc, const char *te, CompileTime *ct)
 typedef struct Report {
     Machine machine;
     char load_before[64], load_after[64];  /* /proc/loadavg around the run */
+    double busy_before, busy_after;        /* share of the CPUs others used, < 0: unknown */
     char texc_version[128];
     CompileTime compile;
     int have_compile;
     int thread_counts[MAX_THREAD_COUNTS], nthread_counts;
-    double peak[MAX_THREAD_COUNTS];  /* FMA peak with thread_counts[i] threads */
+    double peak_core;                /* FMA peak of one thread: one core */
+    double peak[MAX_THREAD_COUNTS];  /* FMA loop measured with thread_counts[i] threads */
     double min_time;
     char openblas[256];              /* what was found, or "not found" */
     char onednn[256];
     const char *asm_file;
 } Report;
 
+/* The peak of THREADS cores: the per-core peak times THREADS. */
 static double peak_for(const Report *rep, int threads)
 {
-    for (int i = 0; i < rep->nthread_counts; i++)
-        if (rep->thread_counts[i] == threads)
-            return rep->peak[i];
-    return 0.0;
+    return rep->peak_core * threads;
 }
 
 static void print_ratio(FILE *out, const Row *texc, const Row *r)
 {
     if (texc && texc->state == ROW_OK && r->state == ROW_OK)
-        fprintf(out, " %.2f |", texc->gflops / r->gflops);
+        fprintf(out, " %.3g |", texc->gflops / r->gflops);
     else
         fputs(" — |", out);
 }
 
 static void print_table(FILE *out, const Report *rep)
 {
-    fputs("| M×K×N | thr | impl | median ms | IQR ms | GFLOP/s | % peak | sched ÷ this | default ÷ this | max rel err | check | cpu | notes |\n"
-          "|---|--:|---|--:|---|--:|--:|--:|--:|--:|---|--:|---|\n", out);
+    fputs("| M×K×N | thr | impl | median ms | IQR ms | GFLOP/s | best GFLOP/s | GFLOP/s per CPU-s | % peak | sched ÷ this | default ÷ this | max rel err | check | cpu | notes |\n"
+          "|---|--:|---|--:|---|--:|--:|--:|--:|--:|--:|--:|---|--:|---|\n", out);
     for (int i = 0; i < nrows; i++) {
         const Row *r = &rows[i];
         const Shape *s = r->shape;
         fprintf(out, "| %d×%d×%d | %d | %s |", s->m, s->k, s->n, r->threads, r->impl);
         if (r->state == ROW_ABSENT || r->state == ROW_FAILED) {
-            fprintf(out, " — | — | — | — | — | — | — | %s | — | %s |\n",
+            fprintf(out, " — | — | — | — | — | — | — | — | — | %s | — | %s |\n",
                     r->state == ROW_ABSENT ? "not found" : "FAILED", r->note);
             continue;
         }
         double peak = peak_for(rep, r->threads);
-        fprintf(out, " %.3f | %.3f–%.3f | %.1f | %.1f |", r->timing.median * 1e3,
+        fprintf(out, " %.3f | %.3f–%.3f | %.1f | %.1f | %.1f | %.1f |", r->timing.median * 1e3,
                 r->timing.p25 * 1e3, r->timing.p75 * 1e3, r->gflops,
+                r->gflops * r->timing.median / r->timing.best, r->cpu_gflops,
                 peak > 0.0 ? 100.0 * r->gflops / peak : 0.0);
         print_ratio(out, find_row(s, r->threads, "texc-sched"), r);
         print_ratio(out, find_row(s, r->threads, "texc-default"), r);
@@ -664,10 +714,21 @@ static void print_report(FILE *out, const Report *rep)
     fputs("z = gelu(x @ w * 0.125 + b), f32, row-major (samples/matmul_gelu.te); "
           "GFLOP/s counts 2·M·N·K flops.  Written by `make bench` (bench/bench_matmul.c).\n\n", out);
     fprintf(out, "- date: %s\n", date);
-    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s; "
-                 "load average (1, 5, 15 min) %s before the run, %s after\n",
-            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no",
-            rep->load_before, rep->load_after);
+    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s\n",
+            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no");
+    fprintf(out, "- other load: load average (1, 5, 15 min) %s before the run, %s after; "
+                 "CPU time used by other processes in a 1 s sample: %.0f%% before, %.0f%% after",
+            rep->load_before, rep->load_after, 100.0 * rep->busy_before, 100.0 * rep->busy_after);
+    int contended = 0, measured = 0;
+    for (int i = 0; i < nrows; i++)
+        if (rows[i].state == ROW_OK || rows[i].state == ROW_MISMATCH) {
+            measured++;
+            contended += rows[i].timing.cpu_share < CONTENDED;
+        }
+    if (contended)
+        fprintf(out, "; **%d of %d rows ran below %.0f%% of their threads' CPU time (⚠): "
+                     "their numbers understate the code**", contended, measured, 100.0 * CONTENDED);
+    fputs("\n", out);
 #if defined(__clang__)
     fprintf(out, "- compiler: clang %s", __clang_version__);
 #elif defined(__GNUC__)
@@ -679,28 +740,36 @@ static void print_report(FILE *out, const Report *rep)
     fprintf(out, "- texc: %s; compile time of matmul_gelu.te (`texc samples/matmul_gelu.te -o DIR/x`, "
                  "process start to exit, parse to written .c): ", rep->texc_version);
     if (rep->have_compile)
-        fprintf(out, "median %.2f ms of %d runs (min %.2f, max %.2f)\n", rep->compile.median_ms,
-                rep->compile.runs, rep->compile.min_ms, rep->compile.max_ms);
+        fprintf(out, "**median %.1f ms** wall of %d runs (min %.1f, max %.1f); "
+                     "median CPU time (user + system) %.1f ms\n", rep->compile.median_ms,
+                rep->compile.runs, rep->compile.min_ms, rep->compile.max_ms,
+                rep->compile.cpu_median_ms);
     else
         fputs("could not be measured\n", out);
-    fprintf(out, "- FMA peak (%s, 16 independent accumulators, best of 6):", bench_fma_isa);
+    fprintf(out, "- FMA peak (%s, 16 independent accumulators, flops per thread CPU-second, "
+                 "best of 20 runs of >= 20 ms): **%.1f GFLOP/s per core**; %% peak is of that "
+                 "times the row's threads.  Per core with every thread running at once:",
+            bench_fma_isa, rep->peak_core);
     for (int i = 0; i < rep->nthread_counts; i++)
-        fprintf(out, "%s %d thread%s %.1f GFLOP/s (%.1f per core)", i ? ";" : "",
-                rep->thread_counts[i], rep->thread_counts[i] > 1 ? "s" : "", rep->peak[i],
-                rep->peak[i] / rep->thread_counts[i]);
-    fputs("\n", out);
+        if (rep->thread_counts[i] > 1)
+            fprintf(out, " %d threads %.1f GFLOP/s (%.0f%%)", rep->thread_counts[i], rep->peak[i],
+                    100.0 * rep->peak[i] / rep->peak_core);
+    fputs(" (below 100%: the virtual CPUs share a physical core's FMA units)\n", out);
     fprintf(out, "- OpenBLAS: %s\n", rep->openblas);
     fprintf(out, "- oneDNN: %s\n", rep->onednn);
     fprintf(out, "- method: inputs uniform in [-1, 1), fixed seed; warm caches; >= 0.05 s warm-up, "
                  "then the median of separately timed calls (>= %.2g s and >= 10 calls; >= 3 for calls over 1 s); "
-                 "IQR = 25th–75th percentile; threads set with omp_set_num_threads and "
+                 "IQR = 25th–75th percentile; GFLOP/s is at the median, best GFLOP/s at the fastest call, "
+                 "GFLOP/s per CPU-s = all timed calls' flops / (the process's CPU time / threads), "
+                 "an estimate of the speed when not preempted (idle OpenMP threads spinning count as busy); threads set with omp_set_num_threads and "
                  "openblas_set_num_threads (OMP_NUM_THREADS and OPENBLAS_NUM_THREADS hold the maximum); "
                  "naive runs on one thread only\n", rep->min_time);
     fprintf(out, "- check: every row's output against naive's, max|z − z_naive| / max|z_naive| <= %.0e; "
-                 "%% peak is of the FMA peak at the row's thread count; "
+                 "%% peak is of the per-core FMA peak times the row's threads; "
                  "\"sched ÷ this\" and \"default ÷ this\" are texc's GFLOP/s over the row's (> 1: texc faster); "
                  "cpu = the process's CPU time / (wall time × the row's threads) over the timed calls, "
-                 "⚠ below %.0f%%: the row did not have its cores to itself (other load on the machine)\n\n",
+                 "⚠ below %.0f%%: the row's threads were not all running (other load on the machine, "
+                 "or a kernel with fewer parallel iterations than threads)\n\n",
             TOLERANCE, 100.0 * CONTENDED);
     print_table(out, rep);
 
@@ -792,6 +861,7 @@ int main(int argc, char **argv)
     /* Facts first: they do not depend on the measurements. */
     read_machine(&rep.machine);
     read_load(rep.load_before, sizeof rep.load_before);
+    rep.busy_before = others_busy();
     texc_version(texc, rep.texc_version, sizeof rep.texc_version);
     fprintf(stderr, "texc compile time (10 runs)...\n");
     rep.have_compile = compile_time(texc, te, &rep.compile);
@@ -823,10 +893,10 @@ int main(int argc, char **argv)
 #else
     snprintf(rep.onednn, sizeof rep.onednn, "not found by configure: rows skipped");
 #endif
-    for (int i = 0; i < rep.nthread_counts; i++) {
-        fprintf(stderr, "FMA peak, %d thread(s)...\n", rep.thread_counts[i]);
-        rep.peak[i] = bench_fma_peak(rep.thread_counts[i]);
-    }
+    fprintf(stderr, "FMA peak...\n");
+    rep.peak_core = bench_fma_peak(1);
+    for (int i = 0; i < rep.nthread_counts; i++)
+        rep.peak[i] = rep.thread_counts[i] == 1 ? rep.peak_core : bench_fma_peak(rep.thread_counts[i]);
 
     for (int si = 0; si < NSHAPES; si++) {
         const Shape *s = &shapes[si];
@@ -891,6 +961,7 @@ int main(int argc, char **argv)
     }
 
     read_load(rep.load_after, sizeof rep.load_after);
+    rep.busy_after = others_busy();
     print_report(stdout, &rep);
     if (out_path) {
         FILE *f = fopen(out_path, "w");

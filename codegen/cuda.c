@@ -1834,6 +1834,10 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     emit_param_list(e);
     fputs(")\n{\n", out);
     emit_shared_decls(e);
+    if (e->failed) {
+        free(text);
+        return;
+    }
     if (strstr(text, "te_tid") && e->dims[4] == 1 && e->dims[5] == 1)
         line(e, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
     else if (strstr(text, "te_tid"))

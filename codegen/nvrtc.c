@@ -300,7 +300,7 @@ static const char *param_name(Header *hd, const Tensor *t)
 
 /* The header's own macros, NAME_... : a dim's macro must not take one. */
 static const char *const own_macros[] = {
-    "CUDA_H", "ARCH", "SM", "TEXC_VERSION", "NVRTC_VERSION", "CUBIN", "NKERNELS", "NTENSORS",
+    "ARCH", "SM", "TEXC_VERSION", "NVRTC_VERSION", "CUBIN", "NKERNELS", "NTENSORS",
     "WORKSPACE_BYTES",
 };
 
@@ -391,7 +391,7 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     for (int i = 0; i < g->noutputs; i++)
         write_tensor_comment(h, g->outputs[i], "output");
     fprintf(h, "\n *\n * Do not edit: regenerate with texc.\n */\n");
-    fprintf(h, "#ifndef %s_CUDA_H\n#define %s_CUDA_H\n\n", M, M);
+    fprintf(h, "#ifndef TEXC_%s_CUDA_H\n#define TEXC_%s_CUDA_H\n\n", M, M);
     fputs("#include <stdint.h>\n\n#include <texrt.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     write_dims(&hd);

@@ -12,21 +12,27 @@
  * What a folded value is.  The value is computed exactly as eval.c
  * computes the operator (integer division by zero gives 0, float-to-int
  * casts saturate, gelu and sigmoid by the same formulas), in double, and
- * then rounded to the operator's dtype with dtype_round: once per folded
- * operator, as if its result were stored.  For +, -, *, / and sqrt in f32
- * and f64 this is exactly the IEEE operation in the dtype, i.e. what the
- * generated code computes, so folding is exact there; for libm functions
- * (exp, tanh, pow, ...) the folded value is the double result correctly
- * rounded, which can differ from the target's float libm by an ulp.  f16
- * and bf16 folds round to the narrow type at each folded operator; the
- * generated code keeps f16/bf16 intermediates in float, so a folded narrow
- * constant can differ from the unfolded expression by half a narrow ulp —
- * well inside those dtypes' tolerance, and the reason folding rounds at
- * all: the dtype says what a value is.  The evaluator, which works in
- * double without rounding, therefore sees the folded constant as rounded
- * (1.0 / 3.0 in f32 becomes 0.333333343), a difference of at most half an
- * ulp of the dtype.  This is done even under -fstrict-fp, whose promise is
- * "only rewrites exact in the dtype".
+ * then rounded once per folded operator to the precision the operator is
+ * computed in (arith_round):
+ *   - f32 and f64: the dtype itself (dtype_round).  For +, -, *, / and
+ *     sqrt this is exactly the IEEE operation in the dtype, i.e. what the
+ *     generated code computes, so folding is exact there
+ *     (1.0 / sqrt(64.0) is 0.125, 1.0 / 3.0 in f32 is 0.333333343); for
+ *     libm functions (exp, tanh, pow, ...) the folded value is the double
+ *     result correctly rounded, which can differ from the target's libm by
+ *     an ulp.
+ *   - f16 and bf16: f32, not the narrow type.  The code generators compute
+ *     narrow floats in float and round only when a value is stored, so an
+ *     f32-rounded fold is what the unfolded expression computes; rounding
+ *     to bf16 would put an error of up to 2^-9 into every use of the
+ *     constant that the program as written does not have.  (A constant's
+ *     value need not be representable in its dtype: sema keeps the
+ *     literal 0.1 in an f16 expression as written, too.)
+ *   - i32 and bool: exact integers (see below).
+ * The evaluator, which works in double without rounding, therefore sees a
+ * folded f32 constant as rounded (1.0 / 3.0), a difference of at most
+ * half an f32 ulp.  Folding is done even under -fstrict-fp, whose promise
+ * ("only rewrites exact in the dtype") it keeps for the basic operators.
  *
  * Results that are NaN or infinite are folded too: IEEE arithmetic gives
  * the same NaN or infinity at run time, and the printer and the code
@@ -61,6 +67,13 @@ static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
         break;
     }
     TE_UNREACHABLE();
+}
+
+/* V rounded to the precision an operator of dtype T is computed in: f32
+ * for the narrow floats (see the top of the file). */
+static double arith_round(DType t, double v)
+{
+    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
 }
 
 /* OP applied to the constants V[0..n), as eval.c computes it.  False for
@@ -124,7 +137,8 @@ static bool fold_value(const Expr *e, Expr **args, double *out)
     if (e->dtype == DT_I32 && e->op != OP_CAST &&
         !(r >= (double)INT32_MIN && r <= (double)INT32_MAX))
         return false;
-    *out = dtype_round(e->dtype, r);
+    /* a cast rounds to its dtype: that is what it is for */
+    *out = e->op == OP_CAST ? dtype_round(e->dtype, r) : arith_round(e->dtype, r);
     return true;
 }
 
@@ -139,26 +153,25 @@ static bool is_const(const Expr *e, double *v)
 
 /* Folds E bottom-up; returns E itself when nothing changed.  Counts each
  * maximal folded subtree once: a folded operator whose operands were
- * themselves folded takes their place in the count. */
+ * themselves folded takes their place in the count.  A constant stage's
+ * value replacing a load is not counted again. */
 static Expr *fold(Fold *f, Expr *e)
 {
     Arena *a = f->c->arena;
-    if (e->kind == EX_LOAD && f->const_stage[e->tensor->id]) {
-        f->c->stats->folded++;
-        return f->const_stage[e->tensor->id];
-    }
+    if (e->kind == EX_LOAD && f->const_stage[e->tensor->id])
+        return f->const_stage[e->tensor->id]; /* counted where it folded */
     if (e->nargs == 0)
         return e;
     Expr *args[3], **argv = args;
     if (e->nargs > 3)
         argv = arena_alloc(a, sizeof *argv * (size_t)e->nargs);
     bool changed = false, all_const = true;
-    int counted = 0; /* operands that became constants here, each counted */
+    int counted = 0; /* operators among the operands that folded, each counted */
     for (int i = 0; i < e->nargs; i++) {
         argv[i] = fold(f, e->args[i]);
         changed |= argv[i] != e->args[i];
         all_const &= is_const(argv[i], NULL);
-        counted += !is_const(e->args[i], NULL) && is_const(argv[i], NULL);
+        counted += e->args[i]->kind == EX_OP && is_const(argv[i], NULL);
     }
     if (e->kind == EX_OP) {
         double v;

@@ -16,7 +16,9 @@
  *      graph records "computed once"; a code generator that memoizes
  *      emitted nodes (or the C compiler's own CSE) computes it once.
  *      Plain loads, variables and constants are not counted (sharing them
- *      saves nothing), though equal operators over them are.
+ *      saves nothing), though equal operators over them are.  Later passes
+ *      rewrite trees: where they change something under a shared node,
+ *      each use gets its own rewritten copy (correct, merely unshared).
  * Stages are visited in dependency order with loads already redirected,
  * so chains of duplicates (b2 = f(a2) with a2 a copy of a1) merge in one
  * visit.  OptStats.cse counts merged stages plus maximal shared subtrees.
@@ -280,7 +282,7 @@ static bool merge(Cse *s, Graph *g, Tensor *kept, Tensor *later)
     Arena *a = s->c->arena;
     if (later->is_output && kept->is_output)
         return false;
-    const char *note;
+    char *note;
     if (later->is_output) {
         const char *old = kept->name;
         add_aliases(a, kept, old, later);
@@ -328,8 +330,8 @@ bool te_pass_cse(OptCtx *c, Graph *g)
         Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE || s.repl[i])
             continue;
-        size_t cap = 16;
-        while (cap < 2 * count_nodes(t->body))
+        size_t cap = 16, nodes = count_nodes(t->body);
+        while (cap < 2 * nodes)
             cap *= 2;
         s.table.slot = arena_alloc(a, sizeof *s.table.slot * cap);
         s.table.hash = arena_alloc(a, sizeof *s.table.hash * cap);

@@ -189,7 +189,8 @@ bool te_pass_dce(OptCtx *c, Graph *g)
         if (z->kind != TK_STAGE)
             continue;
         stages++;
-        Tensor *s = identity_source(&d, z);
+        /* a dead identity needs no alias: compaction drops it */
+        Tensor *s = z->is_output || z->uses ? identity_source(&d, z) : NULL;
         if (s)
             alias(&d, g, z, s);
     }

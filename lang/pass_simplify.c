@@ -19,7 +19,9 @@
  *                                           NaN - NaN are NaN, not 0)
  *   4. -(-x) -> x                           exact
  *   5. (x * c1) * c2 -> x * (c1 * c2)       rounding (reassociation; c1*c2
- *                                           is rounded to the dtype)
+ *      (x * c1) / c2 -> x * (c1 / c2)      and c1/c2 are rounded to the
+ *                                           dtype's arithmetic: f32 for
+ *                                           f16 and bf16)
  *   6. sum(k) (... * c * ...) -> (sum(k) ...) * c
  *                                           rounding (distributivity): a
  *                                           constant factor of a sum's
@@ -33,8 +35,9 @@
  *      Exact: copies do not change values.
  *   8. the scale on a reduction's result: a stage ys[i, j] = y[i, j] * c
  *      (or c * y[i, j], or y[i, j] / c) whose operand y is a reduction
- *      stage that only ys reads, at ys's own index variables and shape, is
- *      merged with y: ys[i, j] = (sum(k) ...) * c, one stage in which the
+ *      stage (a reduction in its body, possibly under an epilogue already)
+ *      that only ys reads, at ys's own index variables, shape and dtype,
+ *      and that is no output, is merged with y: ys[i, j] = (sum(k) ...) * c, one stage in which the
  *      reduction's result is scaled once (the "alpha" of a GEMM).  ys
  *      keeps its name (it may be an output) and takes y's index variables;
  *      y becomes its anchor (Tensor.anchor: schedules written for y apply)
@@ -72,6 +75,14 @@ static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
         break;
     }
     TE_UNREACHABLE();
+}
+
+/* V rounded to the precision an operator of dtype T is computed in: the
+ * code generators compute f16 and bf16 in f32 (pass_constfold.c says
+ * why constants follow that). */
+static double arith_round(DType t, double v)
+{
+    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
 }
 
 static bool const_is(const Expr *e, double v)
@@ -113,7 +124,7 @@ static Expr *mul(Arena *a, Span sp, DType t, Expr *x, Expr *y)
 static Expr *strip_factors(Arena *a, Expr *e, double *factor, int *found)
 {
     if (e->kind == EX_CONST) {
-        *factor = dtype_round(e->dtype, *factor * e->value);
+        *factor = arith_round(e->dtype, *factor * e->value);
         ++*found;
         return NULL;
     }
@@ -162,12 +173,19 @@ static Expr *rewrite(Simp *s, Expr *e)
             return y;
         if (fast && is_mul_by_const(e, &inner, &k2) && is_mul_by_const(inner, &inner, &k1)) {
             /* rule 5 */
-            double k = dtype_round(t, k1->value * k2->value);
+            double k = arith_round(t, k1->value * k2->value);
             return mul(a, e->span, t, inner, ex_const(a, k2->span, t, k));
         }
         return e;
     case OP_DIV:
-        return const_is(y, 1.0) ? x : e; /* rule 1 */
+        if (const_is(y, 1.0))
+            return x; /* rule 1 */
+        if (fast && y->kind == EX_CONST && is_mul_by_const(x, &inner, &k1)) {
+            /* rule 5 */
+            double k = arith_round(t, k1->value / y->value);
+            return mul(a, e->span, t, inner, ex_const(a, y->span, t, k));
+        }
+        return e;
     case OP_ADD:
         /* rule 2 */
         if (is_zero(y, true) || (is_zero(y, false) && (is_int || fast)))
@@ -346,7 +364,7 @@ static bool fold_scale(Simp *s, Tensor *t)
 bool te_pass_simplify(OptCtx *c, Graph *g)
 {
     Simp s = { c, g, NULL };
-    int stages = 0;
+    int stages = 0, folded = 0;
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE)
@@ -355,11 +373,11 @@ bool te_pass_simplify(OptCtx *c, Graph *g)
         s.stage = t;
         t->body = simp(&s, t->body);
         compose_copies(&s, t);
-        fold_scale(&s, t);
+        folded += fold_scale(&s, t);
     }
     te_graph_compact(c->arena, g);
     for (int i = 0; i < g->ntensors; i++)
         stages -= g->tensors[i]->kind == TK_STAGE;
-    c->stats->removed += stages;
+    c->stats->removed += stages - folded; /* a folded reduction is not dead */
     return true;
 }

@@ -6,10 +6,11 @@
  * operator's dtype.  The rules (x any operand, c a constant):
  *
  *   1. x / c -> x * (1/c), floats, c finite and nonzero:
- *      exact when 1/c is exactly representable in the dtype, i.e. c is a
- *      power of two (x / c and x * (1/c) then have the same real value,
- *      hence the same rounding, subnormals included); otherwise rounding
- *      (1/c is rounded to the dtype, then the product is rounded again).
+ *      exact when 1/c is exactly representable in the dtype's arithmetic
+ *      (f32 for f16 and bf16), i.e. c is a power of two (x / c and
+ *      x * (1/c) then have the same real value, hence the same rounding,
+ *      subnormals included); otherwise rounding (1/c is rounded, then the
+ *      product is rounded again).
  *      Integer division truncates and is never rewritten.
  *   2. pow(x, 1) -> x                      exact (pow(x, 1) is x, NaN too)
  *   3. pow(x, 2) -> x * x                  exact: x * x is the correctly
@@ -56,6 +57,14 @@ static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
     TE_UNREACHABLE();
 }
 
+/* V rounded to the precision an operator of dtype T is computed in: the
+ * code generators compute f16 and bf16 in f32 (pass_constfold.c says
+ * why constants follow that). */
+static double arith_round(DType t, double v)
+{
+    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
+}
+
 /* Is E at most *BUDGET nodes of loads, variables, constants, casts and
  * arithmetic operators? */
 static bool cheap(const Expr *e, int *budget)
@@ -98,10 +107,10 @@ static Expr *rewrite(Subst *s, Expr *e)
         if (!k || !dtype_is_float(t) || !isfinite(k->value) || k->value == 0.0)
             return e;
         double r = 1.0 / k->value;
-        bool exact = power_of_two(k->value) && dtype_round(t, r) == r;
+        bool exact = power_of_two(k->value) && arith_round(t, r) == r;
         if (!exact && !fast)
             return e;
-        Expr *args[2] = { x, ex_const(a, k->span, t, dtype_round(t, r)) };
+        Expr *args[2] = { x, ex_const(a, k->span, t, arith_round(t, r)) };
         return ex_op(a, e->span, OP_MUL, t, args, 2);
     }
     case OP_POW:

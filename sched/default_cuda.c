@@ -17,7 +17,9 @@
  *   each thread a TM x TN register tile (BM = BN = 128, TM = TN = 8 when
  *   the output is large enough to fill the GPU with such blocks, else 64
  *   and 4; smaller axes get smaller tiles), the outer spatial axes fused
- *   into block.z.  With a single reduction axis k, the k loop is split by
+ *   into block.z.  A thread's outputs are 16 apart (j = jo*BN + jr*16 +
+ *   jt), so that a warp's reads of a shared tile and its stores of the
+ *   results are consecutive: no bank conflicts, coalesced stores.  With a single reduction axis k, the k loop is split by
  *   16 and the operands the stage reads at plain (i, k), (k, j) ... indices
  *   are staged in shared memory tiles at ko, fetched one step ahead
  *   (pipeline 2):
@@ -261,7 +263,7 @@ static void schedule_tiled(Builder *b)
         const char *ib = fresh(b, arena_printf(a, "%sb", i));
         ir = fresh(b, arena_printf(a, "%sr", i));
         split(b, i, bm, io, ib);
-        split(b, ib, tm, it, ir);
+        split(b, ib, bm / tm, ir, it);
     } else {
         split(b, i, bm, io, it);
     }
@@ -269,7 +271,7 @@ static void schedule_tiled(Builder *b)
         const char *jb = fresh(b, arena_printf(a, "%sb", j));
         jr = fresh(b, arena_printf(a, "%sr", j));
         split(b, j, bn, jo, jb);
-        split(b, jb, tn, jt, jr);
+        split(b, jb, bn / tn, jr, jt);
     } else {
         split(b, j, bn, jo, jt);
     }

@@ -3,7 +3,6 @@
 # that must fail (tests/diag) through the fuzz target, without libFuzzer:
 # every file must give a diagnostic or a graph, never a crash.  The TAP
 # lines come from tests/fuzz/replay itself.
-dirs=$srcdir/tests/fuzz/corpus
-[ -d "$srcdir/tests/diag" ] && dirs="$dirs $srcdir/tests/diag"
-# shellcheck disable=SC2086 # two directories, split on purpose
-exec "$builddir/tests/fuzz/replay" $dirs
+set -- "${srcdir:-.}/tests/fuzz/corpus"
+[ -d "${srcdir:-.}/tests/diag" ] && set -- "$@" "${srcdir:-.}/tests/diag"
+exec "${builddir:-.}/tests/fuzz/replay" "$@"

@@ -43,7 +43,8 @@
  *
  * Legality: the rules of each plan prune what cannot apply or cannot pay
  * before anything is built (a variant that needs a split it does not
- * have, an unroll longer than 16, a register tile of more accumulators
+ * have, a plan that emits no statement and so leaves the stage to the
+ * default schedule, an unroll longer than 16, a register tile of more accumulators
  * than the vector registers, a fuse that would swallow the vectorized
  * loop, duplicates such as unrolling a tile of one row).
  * tune_space_check then applies and lowers candidate points in a child
@@ -291,20 +292,27 @@ static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
     int nt = 0;
     if (s->nsvars >= 1) {
         const char *j = p->svar[s->nsvars - 1];
-        taken[nt++] = p->jo = fresh_name(a, s, j, "o", taken, nt);
-        taken[nt++] = p->ji = fresh_name(a, s, j, "i", taken, nt);
+        p->jo = fresh_name(a, s, j, "o", taken, nt);
+        taken[nt++] = p->jo;
+        p->ji = fresh_name(a, s, j, "i", taken, nt);
+        taken[nt++] = p->ji;
     }
     if (s->nsvars >= 2) {
         const char *i = p->svar[s->nsvars - 2];
-        taken[nt++] = p->io = fresh_name(a, s, i, "o", taken, nt);
-        taken[nt++] = p->ii = fresh_name(a, s, i, "i", taken, nt);
+        p->io = fresh_name(a, s, i, "o", taken, nt);
+        taken[nt++] = p->io;
+        p->ii = fresh_name(a, s, i, "i", taken, nt);
+        taken[nt++] = p->ii;
     }
     if (s->nrvars >= 1) {
         const char *k = p->rvar[p->rsplit];
-        taken[nt++] = p->ko = fresh_name(a, s, k, "o", taken, nt);
-        taken[nt++] = p->ki = fresh_name(a, s, k, "i", taken, nt);
+        p->ko = fresh_name(a, s, k, "o", taken, nt);
+        taken[nt++] = p->ko;
+        p->ki = fresh_name(a, s, k, "i", taken, nt);
+        taken[nt++] = p->ki;
     }
-    taken[nt++] = p->fused = fresh_name(a, s, "f", "", taken, nt);
+    p->fused = fresh_name(a, s, "f", "", taken, nt);
+        taken[nt++] = p->fused;
     p->first = b->params.len;
     return p;
 }
@@ -493,6 +501,8 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
             enumerate_plan(a, sp->plans[i], pp);
             sp->size *= sp->plans[i]->nlegal;
         }
+        if (sp->nplans == 0)
+            sp->size = 0; /* nothing to vary: only the default is measured */
     }
     int nf = 0;
     for (int i = 0; i < sp->nparams; i++)
@@ -523,6 +533,8 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         return true;
     }
     case PLAN_ELEMWISE: {
+        if (v[E_VS] == 0 && v[E_PAR] == 2)
+            return false; /* no statement: the default schedule's point */
         int loops = p->nsvars + (v[E_VS] > 1);
         int outer = v[E_VS] >= 1 ? loops - 1 : loops; /* loops outside the vector */
         if (v[E_PAR] == 0 && outer < 1)
@@ -532,6 +544,8 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         return true;
     }
     case PLAN_REDUCE:
+        if (v[R_TK] == 0 && v[R_PAR] == 2)
+            return false; /* no statement: the default schedule's point */
         if (v[R_PAR] == 1 && p->nsvars < 2)
             return false;
         return true;
@@ -770,6 +784,7 @@ void tune_space_check(Arena *a, Graph *g, const Space *sp, int *const *points, i
         fflush(NULL);
         pid_t pid = fork();
         if (pid == 0) {
+            tune_die_with_parent();
             close(fds[0]);
             FILE *null = fopen("/dev/null", "w");
             diag_stream = null ? null : stderr;

@@ -1,26 +1,889 @@
-/* tune.c — placeholder until the autotuner is written: --tune says so. */
+/* tune.c — texc FILE.te --tune: the search loop.
+ *
+ * tune_run, in order:
+ *   1. the search space (space.c): the file's knobs, or an automatic
+ *      space derived from the stages;
+ *   2. the log (log.c): every record of this workload, machine, compiler,
+ *      texc version and space is resumed: its configuration is never
+ *      rebuilt, and valid ones seed the best so far and the cost model;
+ *   3. the bench (measure.c): random inputs and the reference outputs,
+ *      computed once, only when something is left to measure;
+ *   4. the default schedule, measured first (the baseline of the
+ *      speed-up), then batches of candidates:
+ *        exhaustive, when the legal points left fit in the trial budget:
+ *          every point, in order;
+ *        guided otherwise: the first batches at random, then each batch
+ *          drawn from mutations of the best measured points (one or two
+ *          parameters changed) and fresh random points, ranked by the cost
+ *          model (model.c) refitted on every valid measurement so far; a
+ *          quarter of each batch is random, so that a wrong model cannot
+ *          trap the search;
+ *      each batch is checked (applied and lowered in a child), built in
+ *      parallel (--jobs compilers), then measured one candidate at a time
+ *      with nothing else running, each measurement appended to the log as
+ *      it completes;
+ *   5. stop at --trials candidates, at --time-budget seconds (counted from
+ *      the start, the reference included), when the space is exhausted,
+ *      or (guided) when the best has not improved by 0.5% for
+ *      max(24, trials / 4) candidates;
+ *   6. the summary: the best configuration as schedule text to paste into
+ *      the file, its speed-up over the default schedule, the log's path,
+ *      and --plot's picture.
+ *
+ * The build that follows (frontend/main.c) calls tune_best, which finds
+ * the winner in the log like any later build would.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
-int tune_run(Arena *a, Graph *g, const TuneOptions *o)
+typedef struct Tuner {
+    Arena *a;
+    Graph *g;
+    const TuneOptions *o;
+    Space *sp;
+    Workload w;
+    Machine m;
+    const char *log;
+    Bench bench;
+    bool bench_ready;
+    json_t *seen;          /* config key -> true: measured, pending or pruned */
+    /* the measurements of this space, for the cost model */
+    double *hx, *hy;
+    int **hpoint;          /* the points themselves, for mutation */
+    int nhist, caphist;
+    /* the best valid measurement, from the log or this run */
+    double best_time;      /* 0: none */
+    json_t *best;          /* its record */
+    double default_time;   /* 0: unknown */
+    /* this run */
+    int trials, jobs, batch;
+    double budget, start;
+    int next_trial;        /* trial numbers handed out */
+    int measured;          /* candidates recorded in this run */
+    int counts[TS_COUNT];
+    int resumed, pruned, planned;
+    double *trial_gflops;  /* per recorded candidate, 0 if it failed */
+    int last_improvement;  /* measured when the best last improved */
+    bool exhaustive;
+    PtrVec candidates;     /* Candidate *: their configs are freed at the end */
+    /* the cost model's predictions and the measurements that followed */
+    double *pred, *meas;
+    int npred;
+    uint64_t rng;
+    bool tty;
+    /* exhaustive enumeration: the next point of the odometer */
+    int *odometer;
+    bool odometer_done;
+} Tuner;
+
+/* The configuration of the default schedule, as config_key writes it. */
+#define DEFAULT_KEY "{\"default\":true}"
+
+static void on_signal(int sig)
 {
-    (void)a;
-    (void)g;
-    (void)o;
-    fputs("texc: --tune is not implemented yet\n", stderr);
-    return 1;
+    (void)sig;
+    tune_interrupted = 1;
 }
 
-const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o)
+/* ------------------------------------------------------------------ */
+/* Keys, history, records.                                             */
+
+static char *config_key(Arena *a, json_t *config)
 {
-    (void)a;
-    (void)g;
-    (void)o;
-    return written;
+    char *s = json_dumps(config, JSON_COMPACT | JSON_SORT_KEYS);
+    char *k = arena_strdup(a, s ? s : "");
+    free(s);
+    return k;
 }
 
-int tune_log_summary(const char *path)
+static void add_history(Tuner *t, const int *point, double seconds)
 {
-    (void)path;
-    fputs("texc: --log-summary is not implemented yet\n", stderr);
-    return 1;
+    if (t->nhist == t->caphist) {
+        t->caphist = t->caphist ? 2 * t->caphist : 64;
+        t->hx = realloc(t->hx, sizeof *t->hx * (size_t)t->caphist * (size_t)t->sp->nfeatures);
+        t->hy = realloc(t->hy, sizeof *t->hy * (size_t)t->caphist);
+        t->hpoint = realloc(t->hpoint, sizeof *t->hpoint * (size_t)t->caphist);
+    }
+    tune_space_features(t->sp, point, t->hx + (size_t)t->nhist * t->sp->nfeatures);
+    int *copy = arena_alloc(t->a, sizeof *copy * (size_t)(t->sp->nparams + 1));
+    memcpy(copy, point, sizeof *copy * (size_t)t->sp->nparams);
+    t->hpoint[t->nhist] = copy;
+    t->hy[t->nhist++] = log(seconds);
+}
+
+static void consider_best(Tuner *t, json_t *record, double seconds, bool is_default)
+{
+    if (is_default && (t->default_time == 0 || seconds < t->default_time))
+        t->default_time = seconds;
+    if (t->best_time == 0 || seconds < t->best_time) {
+        if (t->best_time > 0 && seconds < t->best_time * 0.995)
+            t->last_improvement = t->measured;
+        if (t->best_time == 0)
+            t->last_improvement = t->measured;
+        t->best_time = seconds;
+        json_decref(t->best);
+        t->best = json_incref(record);
+    }
+}
+
+/* Resumes the log's records of this workload, machine and space. */
+static void load_log(Tuner *t)
+{
+    json_t **recs;
+    int invalid;
+    int n = tune_log_read(t->log, &recs, &invalid, t->o->quiet);
+    int *point = arena_alloc(t->a, sizeof *point * (size_t)(t->sp->nparams + 1));
+    for (int i = 0; i < n; i++) {
+        json_t *r = recs[i];
+        if (!tune_record_matches(r, &t->w, &t->m, NULL) ||
+            strcmp(json_string_value(json_object_get(r, "space")) ? json_string_value(json_object_get(r, "space")) : "", t->sp->id) != 0)
+            continue;
+        json_t *config = json_object_get(r, "config");
+        bool is_default = json_is_true(json_object_get(config, "default"));
+        bool is_point = !is_default && tune_space_point_of(t->sp, config, point);
+        if (!is_default && !is_point)
+            continue;
+        const char *key = config_key(t->a, config);
+        if (!json_object_get(t->seen, key))
+            t->resumed++;
+        json_object_set_new(t->seen, key, json_true());
+        const char *status = json_string_value(json_object_get(r, "status"));
+        double secs = json_number_value(json_object_get(r, "time_s"));
+        if (status && strcmp(status, "ok") == 0 && secs > 0) {
+            consider_best(t, r, secs, is_default);
+            if (is_point)
+                add_history(t, point, secs);
+        } else if (status && strcmp(status, "timeout") == 0 && is_point) {
+            double limit = json_number_value(json_object_get(r, "limit_s"));
+            if (limit > 0)
+                add_history(t, point, limit);
+        }
+    }
+    for (int i = 0; i < n; i++)
+        json_decref(recs[i]);
+    free(recs);
+}
+
+static double gflops_of(const Tuner *t, double seconds)
+{
+    return seconds > 0 ? t->w.flop / seconds * 1e-9 : 0;
+}
+
+static json_t *record_of(Tuner *t, Candidate *c, double limit)
+{
+    json_t *r = tune_record_new(&t->w, &t->m, t->sp);
+    json_object_set(r, "config", c->config);
+    json_object_set_new(r, "schedule", json_string(c->schedule_text ? c->schedule_text : ""));
+    json_object_set_new(r, "status", json_string(tune_status_name(c->status)));
+    if (c->detail[0])
+        json_object_set_new(r, "detail", json_string(c->detail));
+    if (c->status == TS_OK) {
+        json_object_set_new(r, "time_s", json_real(c->time_s));
+        json_object_set_new(r, "gflops", json_real(gflops_of(t, c->time_s)));
+        json_object_set_new(r, "first_s", json_real(c->first_s));
+        json_object_set_new(r, "repeats", json_integer(c->repeats));
+    }
+    if (c->status == TS_OK || c->status == TS_WRONG)
+        json_object_set_new(r, "max_err", isfinite(c->max_err) ? json_real(c->max_err) : json_null());
+    if (c->status == TS_TIMEOUT)
+        json_object_set_new(r, "limit_s", json_real(limit));
+    json_object_set_new(r, "build_s", json_real(c->build_s));
+    json_object_set_new(r, "search", json_string(!c->point ? "default"
+                                                 : t->exhaustive ? "exhaustive"
+                                                 : c->guided ? "guided" : "random"));
+    if (!isnan(c->predicted))
+        json_object_set_new(r, "predicted_s", json_real(exp(c->predicted)));
+    json_object_set_new(r, "trial", json_integer(c->trial));
+    json_object_set_new(r, "seed", json_integer((json_int_t)t->o->seed));
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Progress.                                                           */
+
+static void clock_text(char *out, size_t size, double s)
+{
+    if (s < 0)
+        s = 0;
+    long v = (long)(s + 0.5);
+    snprintf(out, size, "%ld:%02ld", v / 60, v % 60);
+}
+
+/* "TI=32 TJ=64" from a configuration. */
+static void config_text(json_t *config, char *out, size_t size)
+{
+    out[0] = '\0';
+    if (json_is_true(json_object_get(config, "default"))) {
+        snprintf(out, size, "the default schedule");
+        return;
+    }
+    size_t len = 0;
+    const char *key;
+    json_t *v;
+    json_object_foreach(config, key, v) {
+        if (len < size)
+            len += (size_t)snprintf(out + len, size - len, "%s%s=%lld", len ? " " : "", key,
+                                    (long long)json_integer_value(v));
+    }
+}
+
+static int failures(const Tuner *t)
+{
+    return t->measured - t->counts[TS_OK];
+}
+
+static void progress(Tuner *t, const Candidate *c)
+{
+    if (t->o->quiet)
+        return;
+    double elapsed = tune_now() - t->start;
+    int done = t->measured;
+    double left = t->budget - elapsed;
+    if (done > 0 && t->planned > done) {
+        double est = elapsed / done * (t->planned - done);
+        if (est < left)
+            left = est;
+    }
+    if (t->planned <= done)
+        left = 0;
+    char el[32], rem[32];
+    clock_text(el, sizeof el, elapsed);
+    clock_text(rem, sizeof rem, left);
+    double best = gflops_of(t, t->best_time);
+    if (t->tty) {
+        int width = 24, fill = t->planned > 0 ? done * width / t->planned : 0;
+        if (fill > width)
+            fill = width;
+        char bar[64];
+        for (int i = 0; i < width; i++)
+            bar[i] = i < fill ? '#' : '.';
+        bar[width] = '\0';
+        fprintf(stderr, "\r\033[Ktexc: tuning [%s] %d/%d  best %.3g GFLOP/s  %d failed  %s elapsed, ~%s left",
+                bar, done, t->planned, best, failures(t), el, rem);
+        fflush(stderr);
+        return;
+    }
+    char cfg[512];
+    config_text(c->config, cfg, sizeof cfg);
+    if (c->status == TS_OK)
+        fprintf(stderr, "texc: trial %d/%d: ok %.3g s (%.3g GFLOP/s), best %.3g GFLOP/s, %s elapsed: %s\n",
+                done, t->planned, c->time_s, gflops_of(t, c->time_s), best, el, cfg);
+    else
+        fprintf(stderr, "texc: trial %d/%d: %s (%s), %s elapsed: %s\n", done, t->planned,
+                tune_status_name(c->status), c->detail, el, cfg);
+}
+
+static void progress_end(Tuner *t)
+{
+    if (t->tty && !t->o->quiet && t->measured > 0)
+        fputc('\n', stderr);
+}
+
+/* ------------------------------------------------------------------ */
+/* Candidates.                                                         */
+
+static Candidate *new_candidate(Tuner *t, const int *point)
+{
+    Candidate *c = arena_alloc(t->a, sizeof *c);
+    c->predicted = NAN;
+    if (point) {
+        c->point = arena_alloc(t->a, sizeof *c->point * (size_t)(t->sp->nparams + 1));
+        memcpy(c->point, point, sizeof *point * (size_t)t->sp->nparams);
+        c->config = tune_space_config(t->sp, point);
+        c->sched = tune_space_schedule(t->a, t->sp, point);
+    } else {
+        c->config = json_pack("{s:b}", "default", 1);
+        /* the default: what a build does untuned (an auto space extends the
+           file's schedule, a knob space replaces it) */
+        int *none = arena_alloc(t->a, sizeof *none * (size_t)(t->sp->nparams + 1));
+        Space plain = *t->sp;
+        plain.nplans = 0;
+        c->sched = t->sp->is_auto ? tune_space_schedule(t->a, &plain, none)
+                                  : arena_alloc(t->a, sizeof *c->sched);
+        c->sched->target = t->sp->target;
+    }
+    c->key = config_key(t->a, c->config);
+    vec_push(t->a, &t->candidates, c);
+    return c;
+}
+
+static bool is_seen(Tuner *t, json_t *config)
+{
+    Arena scratch = { 0 };
+    bool seen = json_object_get(t->seen, config_key(&scratch, config)) != NULL;
+    arena_free(&scratch);
+    return seen;
+}
+
+static bool point_seen(Tuner *t, const int *point)
+{
+    json_t *config = tune_space_config(t->sp, point);
+    bool seen = is_seen(t, config);
+    json_decref(config);
+    return seen;
+}
+
+static void mark_seen(Tuner *t, const int *point)
+{
+    json_t *config = tune_space_config(t->sp, point);
+    Arena scratch = { 0 };
+    json_object_set_new(t->seen, config_key(&scratch, config), json_true());
+    arena_free(&scratch);
+    json_decref(config);
+}
+
+/* Keeps the points of PTS (N) that apply; marks the others seen.
+ * Returns how many are kept (compacted to the front). */
+static int keep_legal(Tuner *t, int **pts, int n)
+{
+    if (n == 0)
+        return 0;
+    bool *ok = calloc((size_t)n, sizeof *ok);
+    tune_space_check(t->a, t->g, t->sp, pts, n, ok);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        if (ok[i]) {
+            pts[k++] = pts[i];
+        } else {
+            mark_seen(t, pts[i]);
+            t->pruned++;
+        }
+    }
+    free(ok);
+    return k;
+}
+
+/* The next N unseen legal points in odometer order. */
+static int propose_exhaustive(Tuner *t, int **out, int n)
+{
+    int got = 0;
+    int np = t->sp->nparams;
+    while (got < n && !t->odometer_done) {
+        int want = 0;
+        int **pts = calloc((size_t)n, sizeof *pts);
+        while (want < n - got && !t->odometer_done) {
+            if (tune_space_legal(t->sp, t->odometer) && !point_seen(t, t->odometer)) {
+                pts[want] = arena_alloc(t->a, sizeof **pts * (size_t)(np + 1));
+                memcpy(pts[want], t->odometer, sizeof **pts * (size_t)np);
+                mark_seen(t, pts[want]);
+                want++;
+            }
+            int d = np - 1;
+            while (d >= 0 && ++t->odometer[d] == t->sp->params[d].nvalues)
+                t->odometer[d--] = 0;
+            if (d < 0)
+                t->odometer_done = true;
+        }
+        int k = keep_legal(t, pts, want);
+        for (int i = 0; i < k; i++)
+            out[got++] = pts[i];
+        free(pts);
+    }
+    return got;
+}
+
+/* A copy of P with one or two parameters changed, passing the rules. */
+static bool mutate(Tuner *t, const int *p, int *out)
+{
+    int np = t->sp->nparams;
+    for (int attempt = 0; attempt < 20; attempt++) {
+        memcpy(out, p, sizeof *out * (size_t)np);
+        int changes = 1 + (int)(tune_rand(&t->rng) % 2);
+        for (int c = 0; c < changes; c++) {
+            int k = (int)(tune_rand(&t->rng) % (uint64_t)np);
+            int nv = t->sp->params[k].nvalues;
+            if (nv < 2)
+                continue;
+            if (!t->sp->params[k].categorical && tune_rand(&t->rng) % 2) {
+                /* a size: usually its neighbour */
+                int step = tune_rand(&t->rng) % 2 ? 1 : -1;
+                int v = out[k] + step;
+                out[k] = v < 0 ? 1 : v >= nv ? nv - 2 : v;
+            } else {
+                int v = (int)(tune_rand(&t->rng) % (uint64_t)(nv - 1));
+                out[k] = v >= out[k] ? v + 1 : v;
+            }
+        }
+        if (memcmp(out, p, sizeof *out * (size_t)np) != 0 && tune_space_legal(t->sp, out))
+            return true;
+    }
+    return false;
+}
+
+typedef struct Scored {
+    int *point;
+    double score;
+} Scored;
+
+static int by_score(const void *x, const void *y)
+{
+    double a = ((const Scored *)x)->score, b = ((const Scored *)y)->score;
+    return a < b ? -1 : a > b;
+}
+
+/* The indices of the NMAX fastest measurements in the history. */
+static int best_history(const Tuner *t, int *out, int nmax)
+{
+    int n = 0;
+    for (int i = 0; i < t->nhist; i++) {
+        int k = n < nmax ? n++ : nmax;
+        if (k == nmax && t->hy[i] >= t->hy[out[nmax - 1]])
+            continue;
+        if (k == nmax)
+            k = nmax - 1;
+        while (k > 0 && t->hy[out[k - 1]] > t->hy[i]) {
+            out[k] = out[k - 1];
+            k--;
+        }
+        out[k] = i;
+    }
+    return n;
+}
+
+/* Up to N candidates chosen by the cost model (or at random). */
+static int propose_guided(Tuner *t, int **out, int n, double *predicted, bool *guided)
+{
+    int parents[6];
+    int nparents = best_history(t, parents, 6);
+    int np = t->sp->nparams, nf = t->sp->nfeatures;
+    Arena scratch = { 0 };
+    CostModel *model = tune_model_fit(&scratch, t->hx, t->hy, t->nhist, nf);
+    PtrVec pool = { 0 };
+    json_t *in_pool = json_object();
+    int *buf = arena_alloc(&scratch, sizeof *buf * (size_t)(np + 1));
+    /* mutations of the best measured points, then random points */
+    int want_mut = model ? 24 : 0, want_rand = model ? 64 : 4 * n;
+    for (int i = 0; i < nparents; i++) {
+        for (int k = 0; k < want_mut; k++) {
+            if (!mutate(t, t->hpoint[parents[i]], buf))
+                continue;
+            json_t *config = tune_space_config(t->sp, buf);
+            char *key = config_key(&scratch, config);
+            if (!json_object_get(t->seen, key) && !json_object_get(in_pool, key)) {
+                json_object_set_new(in_pool, key, json_true());
+                int *p = arena_alloc(t->a, sizeof *p * (size_t)(np + 1));
+                memcpy(p, buf, sizeof *p * (size_t)np);
+                vec_push(&scratch, &pool, p);
+            }
+            json_decref(config);
+        }
+    }
+    int nmut = pool.len;
+    for (int k = 0, tries = 0; k < want_rand && tries < 20 * want_rand; tries++) {
+        if (!tune_space_random(t->sp, &t->rng, buf) || !tune_space_legal(t->sp, buf))
+            continue;
+        json_t *config = tune_space_config(t->sp, buf);
+        char *key = config_key(&scratch, config);
+        if (!json_object_get(t->seen, key) && !json_object_get(in_pool, key)) {
+            json_object_set_new(in_pool, key, json_true());
+            int *p = arena_alloc(t->a, sizeof *p * (size_t)(np + 1));
+            memcpy(p, buf, sizeof *p * (size_t)np);
+            vec_push(&scratch, &pool, p);
+            k++;
+        }
+        json_decref(config);
+    }
+    json_decref(in_pool);
+    int got = 0;
+    if (pool.len > 0) {
+        Scored *s = arena_alloc(&scratch, sizeof *s * (size_t)pool.len);
+        double *feat = arena_alloc(&scratch, sizeof *feat * (size_t)(nf + 1));
+        for (int i = 0; i < pool.len; i++) {
+            s[i].point = pool.items[i];
+            if (model) {
+                tune_space_features(t->sp, s[i].point, feat);
+                s[i].score = tune_model_predict(model, feat);
+            } else {
+                s[i].score = (double)(tune_rand(&t->rng) % 1000000);
+            }
+        }
+        /* the model's picks first; a quarter (at least one) at random from
+           the random part of the pool */
+        int nrandom = !model ? n : n >= 2 ? (n / 4 > 1 ? n / 4 : 1) : 0;
+        int nmodel = n - nrandom;
+        qsort(s, (size_t)pool.len, sizeof *s, by_score);
+        bool *taken = arena_alloc(&scratch, sizeof *taken * (size_t)pool.len);
+        int **pick = calloc((size_t)n, sizeof *pick);
+        double *pick_pred = calloc((size_t)n, sizeof *pick_pred);
+        bool *pick_guided = calloc((size_t)n, sizeof *pick_guided);
+        int npick = 0;
+        for (int i = 0; i < pool.len && npick < nmodel; i++) {
+            taken[i] = true;
+            pick_pred[npick] = s[i].score;
+            pick_guided[npick] = true;
+            pick[npick++] = s[i].point;
+        }
+        for (int tries = 0; npick < n && tries < 8 * pool.len; tries++) {
+            int i = (int)(tune_rand(&t->rng) % (uint64_t)pool.len);
+            if (taken[i])
+                continue;
+            taken[i] = true;
+            pick_pred[npick] = model ? s[i].score : NAN;
+            pick_guided[npick] = false;
+            pick[npick++] = s[i].point;
+        }
+        for (int i = 0; i < npick; i++)
+            mark_seen(t, pick[i]);
+        /* keep the legal ones, with their predictions */
+        bool *ok = calloc((size_t)(npick + 1), sizeof *ok);
+        tune_space_check(t->a, t->g, t->sp, pick, npick, ok);
+        for (int i = 0; i < npick; i++) {
+            if (!ok[i]) {
+                t->pruned++;
+                continue;
+            }
+            predicted[got] = pick_pred[i];
+            guided[got] = pick_guided[i];
+            out[got++] = pick[i];
+        }
+        free(ok);
+        free(pick);
+        free(pick_pred);
+        free(pick_guided);
+    }
+    (void)nmut;
+    arena_free(&scratch);
+    return got;
+}
+
+/* The model's 5-fold cross-validated rank correlation on the history:
+ * how well it orders measurements it was not fitted on (-v). */
+static double cross_validated(Tuner *t)
+{
+    int n = t->nhist, nf = t->sp->nfeatures;
+    if (n < 10)
+        return NAN;
+    double *x = malloc(sizeof *x * (size_t)n * (size_t)nf), *y = malloc(sizeof *y * (size_t)n);
+    double *pred = malloc(sizeof *pred * (size_t)n), *meas = malloc(sizeof *meas * (size_t)n);
+    int np = 0;
+    for (int fold = 0; fold < 5; fold++) {
+        int m = 0;
+        for (int i = 0; i < n; i++) {
+            if (i % 5 == fold)
+                continue;
+            memcpy(x + (size_t)m * nf, t->hx + (size_t)i * nf, sizeof *x * (size_t)nf);
+            y[m++] = t->hy[i];
+        }
+        Arena scratch = { 0 };
+        CostModel *model = tune_model_fit(&scratch, x, y, m, nf);
+        for (int i = fold; model && i < n; i += 5) {
+            pred[np] = tune_model_predict(model, t->hx + (size_t)i * nf);
+            meas[np++] = t->hy[i];
+        }
+        arena_free(&scratch);
+    }
+    double r = tune_rank_correlation(pred, meas, np);
+    free(x);
+    free(y);
+    free(pred);
+    free(meas);
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* The loop.                                                           */
+
+static bool over_budget(const Tuner *t)
+{
+    return tune_now() - t->start > t->budget || tune_interrupted;
+}
+
+static bool cuda_device_present(void)
+{
+    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!lib)
+        return false;
+    typedef int (*InitFn)(unsigned);
+    typedef int (*CountFn)(int *);
+    InitFn init = (InitFn)dlsym(lib, "cuInit");
+    CountFn count = (CountFn)dlsym(lib, "cuDeviceGetCount");
+    int n = 0;
+    bool present = init && count && init(0) == 0 && count(&n) == 0 && n > 0;
+    dlclose(lib);
+    return present;
+}
+
+/* Records a finished candidate: log, statistics, progress. */
+static void finish(Tuner *t, Candidate *c, double limit)
+{
+    tune_discard(c);
+    if (c->status == TS_COUNT)
+        return; /* interrupted: not measured, not logged */
+    json_t *r = record_of(t, c, limit);
+    tune_log_append(t->log, r);
+    t->measured++;
+    t->counts[c->status]++;
+    t->trial_gflops[t->measured - 1] = c->status == TS_OK ? gflops_of(t, c->time_s) : 0;
+    if (c->status == TS_OK) {
+        consider_best(t, r, c->time_s, c->point == NULL);
+        if (c->point)
+            add_history(t, c->point, c->time_s);
+        if (!isnan(c->predicted) && c->guided) {
+            t->pred[t->npred] = c->predicted;
+            t->meas[t->npred++] = log(c->time_s);
+        }
+    } else if (c->status == TS_TIMEOUT && c->point) {
+        add_history(t, c->point, limit);
+    }
+    json_decref(r);
+    progress(t, c);
+}
+
+static void summary(Tuner *t, double model_corr)
+{
+    if (t->o->quiet)
+        return;
+    double elapsed = tune_now() - t->start;
+    char el[32];
+    clock_text(el, sizeof el, elapsed);
+    fprintf(stderr, "texc: tuned %s in %s: %d candidate%s measured (%d ok", t->w.kernel, el,
+            t->measured, t->measured == 1 ? "" : "s", t->counts[TS_OK]);
+    for (int s = 1; s < TS_COUNT; s++)
+        if (t->counts[s])
+            fprintf(stderr, ", %d %s", t->counts[s], tune_status_name((TuneStatus)s));
+    fputc(')', stderr);
+    if (t->resumed)
+        fprintf(stderr, ", %d resumed from the log", t->resumed);
+    if (t->pruned)
+        fprintf(stderr, ", %d pruned as illegal", t->pruned);
+    fputs("\n", stderr);
+    if (model_corr == model_corr)
+        fprintf(stderr, "texc: cost model: rank correlation %.2f between predicted and measured "
+                        "times of %d guided candidates\n",
+                model_corr, t->npred);
+    if (!t->best) {
+        fprintf(stderr, "texc: no valid measurement: the default schedule stays\n");
+        fprintf(stderr, "texc: log: %s\n", t->log);
+        return;
+    }
+    json_t *config = json_object_get(t->best, "config");
+    char cfg[512];
+    config_text(config, cfg, sizeof cfg);
+    fprintf(stderr, "texc: best: %.3g GFLOP/s (%.3g s), %s", gflops_of(t, t->best_time),
+            t->best_time, cfg);
+    if (t->default_time > 0)
+        fprintf(stderr, "; %.3gx the default schedule (%.3g GFLOP/s)\n",
+                t->default_time / t->best_time, gflops_of(t, t->default_time));
+    else
+        fputs("; the default schedule has no valid measurement\n", stderr);
+    fprintf(stderr, "texc: log: %s\n", t->log);
+    const char *text = json_string_value(json_object_get(t->best, "schedule"));
+    if (text && *text) {
+        fprintf(stderr, "texc: the best schedule, to paste into %s:\n", t->o->source_path);
+        fputs(text, stdout);
+        fflush(stdout);
+    }
+}
+
+int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
+{
+    if (strcmp(o->target, "cpu") != 0) {
+        if (!cuda_device_present())
+            fprintf(stderr, "texc: --tune --target %s needs a CUDA device: none found\n", o->target);
+        else
+            fprintf(stderr, "texc: --tune --target %s: tuning CUDA schedules is not implemented "
+                            "yet; --tune works for --target cpu\n",
+                    o->target);
+        return 1;
+    }
+    Arena arena = { 0 };
+    Tuner tt = { 0 }, *t = &tt;
+    t->a = &arena;
+    t->g = g;
+    t->o = o;
+    t->start = tune_now();
+    t->trials = o->trials > 0 ? o->trials : TUNE_DEFAULT_TRIALS;
+    t->budget = o->time_budget > 0 ? o->time_budget : TUNE_DEFAULT_BUDGET_S;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    t->jobs = o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1;
+    /* a batch: two builds per job, so that building overlaps little idle */
+    t->batch = 2 * t->jobs > 16 ? 16 : 2 * t->jobs;
+    t->rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
+    t->tty = isatty(2) && !o->quiet;
+    t->seen = json_object();
+    int status = 1;
+
+    const Schedule *written = NULL;
+    for (int i = 0; i < g->nschedules; i++)
+        if (strcmp(g->schedules[i]->target, o->target) == 0)
+            written = g->schedules[i];
+    t->sp = tune_space_new(t->a, g, written, o->target);
+    if (!t->sp)
+        goto out;
+    if (o->verbose)
+        tune_space_print(stderr, t->sp);
+    tune_workload(t->a, g, o->source_path, o->target, &t->w);
+    tune_machine(&t->m);
+    t->log = tune_log_path(outer, o);
+    if (!t->log || !tune_log_prepare(t->log))
+        goto out;
+    if (o->verbose)
+        fprintf(stderr, "texc: workload %s, %s, %.3g GFLOP per run; machine: %s; %s\n", t->w.hash,
+                t->w.kernel, t->w.flop * 1e-9, t->m.arch, t->m.compiler);
+    load_log(t);
+    if (t->resumed && !o->quiet)
+        fprintf(stderr, "texc: resuming: %d configuration%s of this workload already measured in %s\n",
+                t->resumed, t->resumed == 1 ? "" : "s", t->log);
+
+    /* the plan: exhaustive when what is left fits in the trials */
+    int np = t->sp->nparams;
+    bool need_default = !json_object_get(t->seen, DEFAULT_KEY);
+    double left_in_space = t->sp->size - (t->resumed - (need_default ? 0 : 1));
+    t->exhaustive = left_in_space <= t->trials;
+    t->odometer = arena_alloc(t->a, sizeof *t->odometer * (size_t)(np + 1));
+    t->odometer_done = t->sp->size == 0;
+    if (t->sp->size == 0 && !o->quiet)
+        fprintf(stderr, "texc: the file's schedule leaves nothing to the automatic space: only "
+                        "the schedule as written is measured\n");
+    t->planned = (need_default ? 1 : 0) +
+                 (int)(t->exhaustive ? (left_in_space > 0 ? left_in_space : 0) : t->trials);
+    if (t->exhaustive && need_default && t->planned > t->trials + 1)
+        t->planned = t->trials + 1;
+    t->trial_gflops = arena_alloc(t->a, sizeof *t->trial_gflops * (size_t)(t->planned + t->trials + 2));
+    t->pred = arena_alloc(t->a, sizeof *t->pred * (size_t)(t->trials + 2));
+    t->meas = arena_alloc(t->a, sizeof *t->meas * (size_t)(t->trials + 2));
+    if (!o->quiet)
+        fprintf(stderr, "texc: tuning %s: %s search of %.0f point%s (%s), up to %d candidate%s, "
+                        "%.0f s budget, %d parallel build%s\n",
+                t->w.kernel, t->exhaustive ? "exhaustive" : "guided", t->sp->size,
+                t->sp->size == 1 ? "" : "s", t->sp->is_auto ? "automatic space" : "the file's knobs",
+                t->planned, t->planned == 1 ? "" : "s", t->budget, t->jobs, t->jobs == 1 ? "" : "s");
+
+    struct sigaction sa = { 0 }, old_int, old_term;
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &old_int);
+    sigaction(SIGTERM, &sa, &old_term);
+    tune_interrupted = 0;
+
+    int new_trials = 0;      /* candidates of the space (not the default) */
+    Candidate **batch = arena_alloc(t->a, sizeof *batch * (size_t)(t->batch + 1));
+    int **pts = arena_alloc(t->a, sizeof *pts * (size_t)(t->batch + 1));
+    double *predicted = arena_alloc(t->a, sizeof *predicted * (size_t)(t->batch + 1));
+    bool *guided = arena_alloc(t->a, sizeof *guided * (size_t)(t->batch + 1));
+    const char *stop = NULL;
+    for (;;) {
+        if (over_budget(t)) {
+            stop = tune_interrupted ? "interrupted" : "the time budget is spent";
+            break;
+        }
+        int n = 0;
+        if (need_default) {
+            batch[n++] = new_candidate(t, NULL);
+            json_object_set_new(t->seen, batch[0]->key, json_true());
+            need_default = false;
+        }
+        int want = t->batch - n;
+        if (want > t->trials - new_trials)
+            want = t->trials - new_trials;
+        int got = 0;
+        if (want > 0) {
+            if (t->exhaustive) {
+                got = propose_exhaustive(t, pts, want);
+                for (int i = 0; i < got; i++)
+                    predicted[i] = NAN, guided[i] = false;
+            } else {
+                got = propose_guided(t, pts, want, predicted, guided);
+            }
+        }
+        for (int i = 0; i < got; i++) {
+            Candidate *c = new_candidate(t, pts[i]);
+            c->predicted = predicted[i];
+            c->guided = guided[i];
+            batch[n++] = c;
+        }
+        if (n == 0) {
+            stop = new_trials >= t->trials ? NULL : "the space is exhausted";
+            break;
+        }
+        new_trials += got;
+        if (!t->bench_ready) {
+            t->bench_ready = true; /* freed even if it fails half-way */
+            /* a fixed C name: the private builds need not be named after
+               the file (whose name could be anything, even a keyword) */
+            /* the reference cannot stop half-way: Ctrl-C ends texc at once
+               (a later tuner removes the directory left behind) */
+            sigaction(SIGINT, &old_int, NULL);
+            sigaction(SIGTERM, &old_term, NULL);
+            bool ready = tune_bench_init(&t->bench, t->a, g, o, "texc_kernel");
+            sigaction(SIGINT, &sa, NULL);
+            sigaction(SIGTERM, &sa, NULL);
+            if (!ready)
+                goto restore;
+        }
+        for (int i = 0; i < n; i++)
+            batch[i]->trial = ++t->next_trial;
+        tune_build(&t->bench, batch, n, t->jobs);
+        for (int i = 0; i < n; i++) {
+            Candidate *c = batch[i];
+            double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+            if (c->status == TS_OK) {
+                if (over_budget(t) && (t->measured > 0 || tune_interrupted)) {
+                    c->status = TS_COUNT; /* built too late: not measured */
+                } else {
+                    tune_measure(&t->bench, c, limit);
+                }
+            }
+            finish(t, c, limit);
+        }
+        if (new_trials >= t->trials) {
+            stop = NULL;
+            break;
+        }
+        int patience = t->trials / 4 > 24 ? t->trials / 4 : 24;
+        if (!t->exhaustive && t->measured - t->last_improvement >= patience) {
+            stop = "the best has not improved for a while";
+            break;
+        }
+    }
+    progress_end(t);
+    if (stop && !o->quiet)
+        fprintf(stderr, "texc: stopped: %s\n", stop);
+    double corr = tune_rank_correlation(t->pred, t->meas, t->npred);
+    if (o->verbose && t->nhist >= 10)
+        fprintf(stderr, "texc: cost model: 5-fold cross-validated rank correlation %.2f over "
+                        "%d measurements\n",
+                cross_validated(t), t->nhist);
+    summary(t, t->npred >= 10 ? corr : NAN);
+    if (o->plot) {
+        char *title = NULL;
+        if (asprintf(&title, "texc --tune %s: best so far", t->w.kernel) < 0)
+            title = NULL;
+        bool plotted = tune_plot(o->plot, title ? title : "texc --tune", t->trial_gflops, t->measured);
+        free(title);
+        if (!plotted)
+            goto restore;
+    }
+    status = tune_interrupted ? 1 : 0;
+    if (tune_interrupted && !o->quiet)
+        fprintf(stderr, "texc: tuning interrupted; the %d measurements so far are in the log\n",
+                t->measured);
+restore:
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+out:
+    if (t->bench_ready)
+        tune_bench_free(&t->bench);
+    for (int i = 0; i < t->candidates.len; i++)
+        json_decref(((Candidate *)t->candidates.items[i])->config);
+    json_decref(t->seen);
+    json_decref(t->best);
+    if (t->w.shapes)
+        json_decref(t->w.shapes);
+    if (t->w.dims)
+        json_decref(t->w.dims);
+    free(t->hx);
+    free(t->hy);
+    free(t->hpoint);
+    arena_free(&arena);
+    return status;
 }

@@ -41,6 +41,14 @@ int tune_log_summary(const char *path);
 /* ------------------------------------------------------------------ */
 /* Inside tuner/.                                                      */
 
+/* The compiler for candidates, and its OpenMP flag (from configure). */
+#ifndef TEXC_KERNEL_CC
+#define TEXC_KERNEL_CC "cc"
+#endif
+#ifndef TEXC_KERNEL_OPENMP
+#define TEXC_KERNEL_OPENMP "-fopenmp"
+#endif
+
 /* The default budget: enough for the sample's knob space several times
  * over, and a time budget that keeps `texc samples/matmul_gelu.te --tune`
  * (reference evaluation included) under ten minutes on two cores. */
@@ -126,9 +134,12 @@ typedef enum TuneStatus {
 const char *tune_status_name(TuneStatus s);
 TuneStatus tune_status_lookup(const char *name); /* TS_COUNT if unknown */
 
+enum { TUNE_MAX_PLANTS = 8 };
+
 /* The fixed part of every measurement: inputs, reference, limits. */
 typedef struct Bench {
     Graph *g;
+    Arena *arena;         /* what lives as long as the run */
     const char *target;
     const char *kernel;   /* a C identifier: the generated function */
     const char *source;   /* the .te file */
@@ -140,9 +151,13 @@ typedef struct Bench {
     double compile_limit; /* seconds */
     const char *cc;       /* the compiler, its flags */
     const char *openmp;
+    char harness_obj[4200]; /* the harness, compiled once; "" if not */
+    bool harness_tried;
     bool verbose;
     /* TEXC_TUNE_PLANT: a test hook, see measure.c */
-    int plant_crash, plant_hang, plant_wrong;
+    const char *plant_kind[TUNE_MAX_PLANTS];
+    int plant_trial[TUNE_MAX_PLANTS];
+    int nplants;
 } Bench;
 
 typedef struct Candidate {
@@ -182,6 +197,8 @@ void tune_discard(Candidate *c);
 /* Recursively removes PATH (no symlinks followed). */
 void tune_remove_tree(const char *path);
 double tune_now(void);
+/* In a child: be killed when the tuner dies (Linux's PR_SET_PDEATHSIG). */
+void tune_die_with_parent(void);
 /* Has SIGINT or SIGTERM arrived while tuning? */
 extern volatile int tune_interrupted;
 

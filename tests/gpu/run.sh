@@ -1,0 +1,119 @@
+#!/bin/sh
+# run.sh — the CUDA tests and the CUDA benchmark, on a machine with a GPU.
+#
+#   sh tests/gpu/run.sh                 from the top of a texc checkout
+#   sh tests/gpu/run.sh --bench-build DIR ARCH
+#                                       only build the benchmark in DIR for
+#                                       ARCH with the texc already built (no
+#                                       GPU needed; tests/cuda.sh does this)
+#
+# 1. Builds texc (running configure first if there is no Makefile, and
+#    autoreconf if there is no configure).
+# 2. Runs tests/cuda.sh with CUDA_DEVICE=1: every CUDA test (each sample
+#    under its cuda schedule, the default schedule and tests/cuda/*.sched,
+#    and the f16/bf16 and i32 programs of tests/cuda) built for the local
+#    GPU's architecture and run on it by tests/gpu/harness.c, on fresh
+#    random inputs (CUDA_SEED, default: the time) with poisoned outputs and
+#    workspace, compared with the reference evaluator; then samples/app_cuda.
+# 3. The benchmark (bench/cuda_bench.cu, built with nvcc): texc's
+#    matmul_gelu under its default CUDA schedule and under
+#    tests/cuda/matmul_gelu.1.sched, against cuBLAS sgemm + a bias/GELU
+#    kernel and cuBLASLt's GELU_BIAS epilogue, all FP32, at M = N = K = 4096
+#    and at (M, K, N) = (512, 768, 3072): milliseconds, TFLOP/s, ratios.
+#
+# Everything it prints is also in $RESULTS (default: gpu-results/).  Exit
+# status: 0 when every test passed, 1 when one failed, 77 without a GPU.
+
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 4)
+cuda_home=${CUDA_HOME:-/usr/local/cuda}
+nvcc=${NVCC:-$(command -v nvcc || echo "$cuda_home/bin/nvcc")}
+
+# bench_build DIR ARCH: the headers of both variants at both shapes, and one
+# benchmark binary per shape, DIR/cuda_bench_SHAPE.
+bench_build() {
+    dir=$1 arch=$2
+    texc=${TEXC:-$top/texc}
+    mkdir -p "$dir" || return 1
+    awk '/^[ \t]*schedule[ \t]/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
+        "$top/samples/matmul_gelu.te" >"$dir/plain.te"
+    cat "$dir/plain.te" "$top/tests/cuda/matmul_gelu.1.sched" >"$dir/tuned.te"
+    for shape in 4096x4096x4096 512x768x3072; do
+        m=${shape%%x*} rest=${shape#*x}
+        k=${rest%%x*} n=${rest#*x}
+        for v in default tuned; do
+            te=$dir/plain.te
+            [ "$v" = tuned ] && te=$dir/tuned.te
+            "$texc" "$te" -D M="$m" -D N="$n" -D K="$k" --target cuda --arch "$arch" \
+                -o "$dir/${v}_$m" || return 1
+        done
+        "$nvcc" -O3 -std=c++17 -arch="$arch" -I"$top/runtime" -I"$dir" \
+            -DVARIANT_A="\"default_$m.h\"" -DNAME_A="default_$m" -DMACRO_A="DEFAULT_$m" \
+            -DVARIANT_B="\"tuned_$m.h\"" -DNAME_B="tuned_$m" -DMACRO_B="TUNED_$m" \
+            "$top/bench/cuda_bench.cu" -L"$top/runtime/.libs" -Xlinker -rpath \
+            -Xlinker "$top/runtime/.libs" -L"$cuda_home/lib64" -ltexrt -lcublasLt -lcublas \
+            -o "$dir/cuda_bench_$shape" || return 1
+    done
+}
+
+if [ "${1:-}" = --bench-build ]; then
+    bench_build "$2" "$3"
+    exit $?
+fi
+
+results=${RESULTS:-$top/gpu-results}
+mkdir -p "$results"
+log=$results/run.log
+: >"$log"
+say() { echo "$*" | tee -a "$log"; }
+
+# 1. build
+cd "$top" || exit 1
+if [ ! -f Makefile ]; then
+    [ -x configure ] || autoreconf -fi || exit 1
+    ./configure || exit 1
+fi
+make -j"$jobs" >>"$log" 2>&1 &&
+    make -j"$jobs" tests/npycmp tests/cubin_check samples/app_cuda >>"$log" 2>&1 ||
+    { say "run.sh: the build failed; see $log"; exit 1; }
+
+if ! ./texc --target cuda samples/transpose_add.te --check >"$results/probe" 2>&1; then
+    say "run.sh: no GPU here: $(cat "$results/probe")"
+    exit 77
+fi
+arch=$(./texc --target cuda samples/transpose_add.te --check -v 2>&1 |
+    sed -n 's/^texc: building for \(sm_[0-9a-z]*\),.*/\1/p')
+say "run.sh: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "a GPU"), $arch"
+
+# 2. the tests on the GPU
+seed=${CUDA_SEED:-$(date +%s)}
+say "run.sh: tests/cuda.sh on the GPU, seed $seed"
+status=0
+TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$seed \
+    TEXRT_TEST_FAKE_LIBCUDA=$top/runtime/.libs/libfakecuda.so \
+    sh tests/cuda.sh >"$results/cuda.tap" 2>&1 || status=1
+cat "$results/cuda.tap" >>"$log"
+grep -c '^ok' "$results/cuda.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"
+grep '^not ok' "$results/cuda.tap" | tee -a "$log"
+if samples/app_cuda >"$results/app_cuda.out" 2>&1; then
+    say "run.sh: samples/app_cuda: $(cat "$results/app_cuda.out")"
+else
+    say "run.sh: samples/app_cuda FAILED: $(cat "$results/app_cuda.out")"
+    status=1
+fi
+
+# 3. the benchmark
+if [ ! -x "$nvcc" ]; then
+    say "run.sh: no nvcc ($nvcc): no benchmark"
+    exit $status
+fi
+if ! bench_build "$results/bench" "$arch" >>"$log" 2>&1; then
+    say "run.sh: building the benchmark failed; see $log"
+    exit 1
+fi
+for shape in 4096x4096x4096 512x768x3072; do
+    "$results/bench/cuda_bench_$shape" -r "${BENCH_REPS:-20}" 2>&1 | tee -a "$log"
+    echo | tee -a "$log"
+done
+exit $status

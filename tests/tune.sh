@@ -1,0 +1,192 @@
+#!/bin/sh
+# tune.sh — the autotuner: texc --tune on small workloads (tests/tune/).
+#
+# small.te has a four-point knob space (an exhaustive search is five
+# candidates with the default schedule); autospace.te has no schedule, so
+# its space is derived from its stages and searched by the guided search.
+# Timings on a busy machine are noise at these sizes, so the checks that
+# need a known winner make one with the test hook TEXC_TUNE_PLANT
+# (tuner/measure.c): best:N slows every candidate but trial N by 20 ms a
+# call; crash:N, hang:N and wrong:N make trial N's kernel raise SIGSEGV,
+# spin forever or get its first output element wrong.
+# TEXC_TUNE_MIN_TIME shortens the timed repeats.
+. "${srcdir:-.}/tests/lib.sh"
+
+small=$srcdir/tests/tune/small.te
+autospace=$srcdir/tests/tune/autospace.te
+TEXC_TUNE_MIN_TIME=0.005
+TMPDIR=$tmp
+XDG_CACHE_HOME=$tmp/cache
+export TEXC_TUNE_MIN_TIME TMPDIR XDG_CACHE_HOME
+unset TEXC_TUNE_PLANT
+
+# field FILE TRIAL KEY: the value of KEY in the record of trial TRIAL
+# (records are compact JSON objects, one a line; KEY's value is a number,
+# a string or a flat object).
+field() {
+    grep "\"trial\":$2," "$1" | sed -n "s/.*\"$3\":\(\"[^\"]*\"\|{[^}]*}\|[-0-9.e+]*\).*/\1/p" | head -1
+}
+# lines FILE: the number of lines
+lines() { if [ -f "$1" ]; then wc -l <"$1" | tr -d ' '; else echo 0; fi; }
+# distinct_configs FILE: configurations of the valid records, one a line
+configs() { sed -n 's/.*"config":\({[^}]*}\).*/\1/p' "$1"; }
+# leftover: temporary directories the tuner did not remove
+leftover() { ls -d "$tmp"/texc-tune.* 2>/dev/null | wc -l | tr -d ' '; }
+
+# --- 1. exhaustive search: every point, once; the known best wins -------
+log=$tmp/a.jsonl
+TEXC_TUNE_PLANT=best:3 "$TEXC" "$small" --tune --seed 7 --log "$log" --plot "$tmp/a.svg" \
+    -o "$tmp/a" >"$tmp/a.out" 2>"$tmp/a.err"
+rc=$?
+check "exhaustive: texc --tune exits 0" test "$rc" -eq 0
+check "exhaustive: says it searches the 4 knob points exhaustively" \
+    grep -q "exhaustive search of 4 points" "$tmp/a.err"
+check "exhaustive: one record per candidate (default + 4 points)" test "$(lines "$log")" -eq 5
+check "exhaustive: each configuration measured once" \
+    test "$(configs "$log" | sort -u | wc -l | tr -d ' ')" -eq 5
+check "exhaustive: every record valid (status ok)" \
+    test "$(grep -c '"status":"ok"' "$log")" -eq 5
+best_config=$(field "$log" 3 config)
+best_tj=$(echo "$best_config" | sed -n 's/.*"TJ":\([0-9]*\).*/\1/p')
+best_tk=$(echo "$best_config" | sed -n 's/.*"TK":\([0-9]*\).*/\1/p')
+winner=$(sed -n 's/^texc: best: .*s), \(.*\);.*/\1/p' "$tmp/a.err")
+check "exhaustive: the planted best (trial 3, $best_config) wins" \
+    test "$winner" = "TJ=$best_tj TK=$best_tk"
+check "exhaustive: prints the winner as schedule text" \
+    grep -q "y.split(j, $best_tj) -> jo, ji;" "$tmp/a.out"
+check "exhaustive: prints the speed-up over the default" grep -q "x the default schedule" "$tmp/a.err"
+check "exhaustive: the build after tuning uses the log" \
+    grep -q "using the tuned schedule from $log" "$tmp/a.err"
+check "exhaustive: records carry workload, machine, compiler, times, error" sh -c "
+    grep -q '\"workload\":\"[0-9a-f]\{32\}\"' '$log' && grep -q '\"arch\":' '$log' &&
+    grep -q '\"compiler\":' '$log' && grep -q '\"texc_version\":' '$log' &&
+    grep -q '\"time_s\":' '$log' && grep -q '\"max_err\":' '$log' &&
+    grep -q '\"timestamp\":' '$log' && grep -q '\"dims\":{\"M\":16' '$log'"
+check "exhaustive: --plot writes an SVG" grep -q "<polyline" "$tmp/a.svg"
+check "exhaustive: no temporary directory left" test "$(leftover)" -eq 0
+
+# a later build picks the logged winner and prints which
+"$TEXC" "$small" --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/b.out" 2>"$tmp/b.err"
+check "build: uses the logged winner" grep -q "y.split(j, $best_tj) -> jo, ji;" "$tmp/b.out"
+check "build: says which record it used" grep -q "using the tuned schedule from $log (" "$tmp/b.err"
+other_tj=$([ "$best_tj" = 16 ] && echo 32 || echo 16)
+"$TEXC" "$small" -K TJ=$other_tj --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/kk.out" 2>"$tmp/kk.err"
+check "build: -K wins over the log" sh -c "
+    grep -q 'y.split(j, $other_tj) -> jo, ji;' '$tmp/kk.out' && ! grep -q 'using the tuned' '$tmp/kk.err'"
+"$TEXC" --log-summary "$log" >"$tmp/sum.out" 2>&1
+check "--log-summary: the best record of the workload" \
+    grep -q "best .*\"TJ\": *$best_tj" "$tmp/sum.out"
+
+# --- 2. a record from another machine or texc version is not applied ----
+sed 's/"arch":"[^"]*"/"arch":"Another CPU; 64 cores; avx2"/' "$log" >"$tmp/m.jsonl"
+"$TEXC" "$small" --log "$tmp/m.jsonl" -o "$tmp/b" --dump=schedule >"$tmp/m.out" 2>"$tmp/m.err"
+check "another machine: its records are not applied" sh -c "
+    ! grep -q 'using the tuned' '$tmp/m.err' && grep -q 'from another machine' '$tmp/m.err'"
+sed 's/"texc_version":"[^"]*"/"texc_version":"0.0.1"/' "$log" >"$tmp/v.jsonl"
+"$TEXC" "$small" --log "$tmp/v.jsonl" -o "$tmp/b" >"$tmp/v.out" 2>"$tmp/v.err"
+check "another texc version: its records are not applied" sh -c "
+    ! grep -q 'using the tuned' '$tmp/v.err' && grep -q 'from another texc version' '$tmp/v.err'"
+"$TEXC" "$small" -D N=64 --log "$log" -o "$tmp/b" >"$tmp/d.out" 2>"$tmp/d.err"
+check "other sizes: not applied, and said so" sh -c "
+    ! grep -q 'using the tuned' '$tmp/d.err' && grep -q 'for other sizes' '$tmp/d.err'"
+
+# --- 3. crashing, hanging and wrong candidates are recorded and skipped -
+log=$tmp/p.jsonl
+TEXC_TUNE_PLANT=crash:2,hang:3,wrong:4 "$TEXC" "$small" --tune --log "$log" -o "$tmp/p" \
+    >"$tmp/p.out" 2>"$tmp/p.err"
+rc=$?
+check "plants: the search goes on (exit 0, 5 records)" sh -c "test $rc -eq 0 && test $(lines "$log") -eq 5"
+check "plants: the crash is recorded as crash" test "$(field "$log" 2 status)" = '"crash"'
+check "plants: the hang is killed and recorded as timeout" test "$(field "$log" 3 status)" = '"timeout"'
+check "plants: the wrong result is recorded as wrong, with its error" sh -c "
+    test '$(field "$log" 4 status)' = '\"wrong\"' && test -n '$(field "$log" 4 max_err)'"
+check "plants: the others are valid" sh -c "
+    test '$(field "$log" 1 status)' = '\"ok\"' && test '$(field "$log" 5 status)' = '\"ok\"'"
+check "plants: no failed candidate has a time" sh -c "! grep -v '\"status\":\"ok\"' '$log' | grep -q '\"time_s\"'"
+winner=$(sed -n 's/^texc: best: .*s), \(.*\);.*/\1/p' "$tmp/p.err")
+bad=
+for n in 2 3 4; do
+    c=$(field "$log" $n config | sed 's/[{}"]//g; s/:/=/g; s/,/ /g')
+    [ "$winner" = "$c" ] && bad=$n
+done
+check "plants: no failed candidate wins" test -z "$bad"
+check "plants: the summary counts them" grep -q "1 wrong, 1 crash, 1 timeout" "$tmp/p.err"
+
+# --- 4. killed with SIGKILL, then resumed ---------------------------------
+log=$tmp/k.jsonl
+TEXC_TUNE_PLANT=best:5 "$TEXC" "$small" --tune --log "$log" -o "$tmp/k" >/dev/null 2>&1 &
+pid=$!
+i=0
+while [ "$i" -lt 600 ] && [ "$(lines "$log")" -lt 2 ]; do
+    sleep 0.1
+    i=$((i + 1))
+done
+kill -9 "$pid" 2>/dev/null
+wait "$pid" 2>/dev/null
+before=$(lines "$log")
+# as if the tuner had died in the middle of a write
+printf '{"workload":"0123' >>"$log"
+"$TEXC" "$small" --tune --log "$log" -o "$tmp/k" >"$tmp/k.out" 2>"$tmp/k.err"
+rc=$?
+check "resume: the second run completes" test "$rc" -eq 0
+check "resume: it resumes what the killed run logged" \
+    grep -q "resuming: $before configuration" "$tmp/k.err"
+check "resume: the partial line is skipped with a warning" \
+    grep -q "k.jsonl:$((before + 1)): skipping a line" "$tmp/k.err"
+check "resume: no configuration measured twice" \
+    test "$(configs "$log" | sort | uniq -d | wc -l | tr -d ' ')" -eq 0
+check "resume: all five configurations in the log" \
+    test "$(configs "$log" | sort -u | wc -l | tr -d ' ')" -eq 5
+"$TEXC" --log-summary "$log" >"$tmp/ks.out" 2>&1
+check "resume: only the killed line is invalid" grep -q "1 invalid line skipped" "$tmp/ks.out"
+
+# --- 5. two tuners on one log ----------------------------------------------
+log=$tmp/c.jsonl
+"$TEXC" "$small" --tune --trials 2 --seed 1 --log "$log" -o "$tmp/c1" >/dev/null 2>"$tmp/c1.err" &
+p1=$!
+"$TEXC" "$small" --tune --trials 2 --seed 2 --log "$log" -o "$tmp/c2" >/dev/null 2>"$tmp/c2.err" &
+p2=$!
+wait "$p1"
+r1=$?
+wait "$p2"
+r2=$?
+check "concurrent: both tuners finish" sh -c "test $r1 -eq 0 && test $r2 -eq 0"
+"$TEXC" --log-summary "$log" >"$tmp/cs.out" 2>&1
+n=$(lines "$log")
+check "concurrent: every line is a valid record" sh -c "
+    grep -q '^$log: $n records' '$tmp/cs.out' && ! grep -q invalid '$tmp/cs.out'"
+check "concurrent: both tuners' records are in the log" sh -c "
+    grep -q '\"seed\":1[,}]' '$log' && grep -q '\"seed\":2[,}]' '$log'"
+
+# --- 6. an automatic space, searched by the guided search -----------------
+log=$tmp/g.jsonl
+"$TEXC" "$autospace" --tune --trials 6 --jobs 1 --log "$log" -o "$tmp/g" >"$tmp/g.out" 2>"$tmp/g.err"
+rc=$?
+check "auto space: texc --tune exits 0" test "$rc" -eq 0
+check "auto space: a guided search of the derived space" \
+    grep -q "guided search of [0-9]* points (automatic space)" "$tmp/g.err"
+check "auto space: 7 candidates measured (default + 6)" test "$(lines "$log")" -eq 7
+check "auto space: random and model-ranked candidates" sh -c "
+    grep -q '\"search\":\"random\"' '$log' && grep -q '\"search\":\"guided\"' '$log'"
+"$TEXC" "$autospace" --log "$log" -o "$tmp/g2" --dump=schedule >"$tmp/g2.out" 2>"$tmp/g2.err"
+check "auto space: the build rebuilds the winner's schedule from the log" \
+    cmp -s "$tmp/g.out" "$tmp/g2.out"
+check "auto space: and says so" grep -q "using the tuned schedule" "$tmp/g2.err"
+
+# --- 7. odds and ends -------------------------------------------------------
+"$TEXC" "$small" --tune --target cuda --log "$tmp/cuda.jsonl" -o "$tmp/cu" >"$tmp/cu.out" 2>"$tmp/cu.err"
+rc=$?
+if grep -q "needs a CUDA device" "$tmp/cu.err"; then
+    check "cuda without a device: a clear message and exit 1" sh -c "
+        test $rc -eq 1 && grep -q -- '--tune --target cuda needs a CUDA device: none found' '$tmp/cu.err'"
+else
+    skip "cuda without a device: a clear message and exit 1" "this machine has a CUDA device"
+fi
+"$TEXC" "$small" --tune --trials 1 -q -o "$tmp/q" >"$tmp/q.out" 2>"$tmp/q.err"
+rc=$?
+check "-q: tuning prints nothing" sh -c "test $rc -eq 0 && ! test -s '$tmp/q.err'"
+check "the default log is under XDG_CACHE_HOME" test -s "$tmp/cache/texc/tuning.jsonl"
+check "no temporary directory left (the killed tuner's was removed by the next)" \
+    test "$(leftover)" -eq 0
+
+done_testing

@@ -1,0 +1,638 @@
+/* log.c — the tuning log, and the builds that use it.
+ *
+ * The log is JSON lines (jansson), one record per measurement.  A record
+ * names its workload (te_hash of the optimized graph, the kernel's name,
+ * the sizes and dtypes), the machine (CPU model, cores, SIMD extensions),
+ * the C compiler (`cc --version`'s first line) and texc's version, the
+ * search space it belongs to (its id, see space.c), the configuration,
+ * the schedule as text, the status, the times and the error against the
+ * reference, and when it was measured.
+ *
+ * Appending: each record is one write() of one line on an O_APPEND
+ * descriptor, under an exclusive flock, so that two tuners sharing a log
+ * never interleave.  A tuner killed in the middle of a write can leave at
+ * most one partial line; the next append starts on a new line, and reads
+ * skip any line that is not a JSON object, with a warning.
+ *
+ * A record applies to a build when its workload, target, machine, texc
+ * version and compiler all match and it belongs to the build's search
+ * space; tune_best takes the fastest valid one.  When the log has records
+ * for the workload (or for a kernel of the same name) but none applies,
+ * the build says why, once, and uses the file's (or the default)
+ * schedule: never a silent fallback.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pwd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tuner/tuner.h"
+
+/* ------------------------------------------------------------------ */
+/* The machine and the workload.                                       */
+
+/* SIMD extensions that change what the compiler emits for a kernel. */
+static const char *const isa_flags[] = {
+    "sse4_2", "avx", "avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni",
+    "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "sve", "sve2",
+};
+
+static void read_cpuinfo(Machine *m)
+{
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    char *line = NULL;
+    size_t cap = 0;
+    bool have_flags = false;
+    while (f && getline(&line, &cap, f) > 0) {
+        char *colon = strchr(line, ':');
+        if (!colon)
+            continue;
+        char *value = colon + 1;
+        value += strspn(value, " \t");
+        value[strcspn(value, "\n")] = '\0';
+        if (!m->cpu[0] && (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0 ||
+                           strncmp(line, "cpu model", 9) == 0))
+            snprintf(m->cpu, sizeof m->cpu, "%s", value);
+        if (!have_flags && (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0)) {
+            have_flags = true;
+            for (size_t i = 0; i < sizeof isa_flags / sizeof isa_flags[0]; i++) {
+                char *p = value;
+                size_t n = strlen(isa_flags[i]);
+                bool found = false;
+                while (!found && (p = strstr(p, isa_flags[i]))) {
+                    found = (p == value || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0');
+                    p += n;
+                }
+                if (found) {
+                    size_t len = strlen(m->isa);
+                    snprintf(m->isa + len, sizeof m->isa - len, "%s%s", len ? " " : "",
+                             isa_flags[i]);
+                }
+            }
+        }
+    }
+    free(line);
+    if (f)
+        fclose(f);
+    if (!m->cpu[0]) {
+        struct utsname u;
+        snprintf(m->cpu, sizeof m->cpu, "%s", uname(&u) == 0 ? u.machine : "unknown");
+    }
+}
+
+/* The first line ARGV prints on stdout, or "". */
+static void first_line_of(char *const *argv, char *out, size_t size)
+{
+    out[0] = '\0';
+    int fds[2];
+    if (pipe(fds) != 0)
+        return;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0)
+            dup2(null, 2);
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    close(fds[1]);
+    if (pid < 0) {
+        close(fds[0]);
+        return;
+    }
+    FILE *f = fdopen(fds[0], "r");
+    if (f) {
+        if (fgets(out, (int)size, f))
+            out[strcspn(out, "\n")] = '\0';
+        else
+            out[0] = '\0';
+        char sink[256];
+        while (fgets(sink, sizeof sink, f))
+            ;
+        fclose(f);
+    } else {
+        close(fds[0]);
+    }
+    int wstatus;
+    while (waitpid(pid, &wstatus, 0) < 0 && errno == EINTR)
+        ;
+    if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0)
+        out[0] = '\0';
+}
+
+void tune_machine(Machine *m)
+{
+    static Machine cached;
+    static bool done;
+    if (!done) {
+        read_cpuinfo(&cached);
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cached.cores = n > 0 ? (int)n : 1;
+        const char *threads = getenv("OMP_NUM_THREADS");
+        snprintf(cached.arch, sizeof cached.arch, "%s; %d cores%s%s; %s", cached.cpu, cached.cores,
+                 threads && *threads ? "; OMP_NUM_THREADS=" : "", threads && *threads ? threads : "",
+                 cached.isa[0] ? cached.isa : "no SIMD flags");
+        char *argv[] = { (char *)TEXC_KERNEL_CC, "--version", NULL };
+        first_line_of(argv, cached.compiler, sizeof cached.compiler);
+        if (!cached.compiler[0])
+            snprintf(cached.compiler, sizeof cached.compiler, "%s (version unknown)",
+                     TEXC_KERNEL_CC);
+        done = true;
+    }
+    *m = cached;
+}
+
+/* Floating-point operations of E at one point: arithmetic and intrinsics
+ * count 1, a reduction its length times (body + 1); index arithmetic,
+ * comparisons, select and casts count nothing. */
+static double expr_flop(const Expr *e)
+{
+    switch (e->kind) {
+    case EX_CONST:
+    case EX_VAR:
+    case EX_LOAD:
+        return 0;
+    case EX_REDUCE: {
+        double n = 1;
+        for (int i = 0; i < e->naxes; i++)
+            n *= (double)e->axes[i]->extent;
+        return n * (expr_flop(e->args[0]) + 1);
+    }
+    case EX_OP: {
+        double f = 0;
+        for (int i = 0; i < e->nargs; i++)
+            f += expr_flop(e->args[i]);
+        switch (e->op) {
+        case OP_CAST: case OP_SELECT: case OP_NOT: case OP_AND: case OP_OR: case OP_LT:
+        case OP_LE: case OP_GT: case OP_GE: case OP_EQ: case OP_NE:
+            return f;
+        default:
+            return f + (dtype_is_float(e->dtype) ? 1 : 0);
+        }
+    }
+    }
+    return 0;
+}
+
+static json_t *tensor_json(const Tensor *t, const char *role)
+{
+    json_t *shape = json_array();
+    for (int d = 0; d < t->rank; d++)
+        json_array_append_new(shape, json_integer((json_int_t)t->shape[d]));
+    return json_pack("{s:s, s:s, s:s, s:o}", "name", t->name, "role", role, "dtype",
+                     dtype_name(t->dtype), "shape", shape);
+}
+
+void tune_workload(Arena *a, Graph *g, const char *source, const char *target, Workload *w)
+{
+    memset(w, 0, sizeof *w);
+    te_hash(g, w->hash);
+    const char *base = source ? strrchr(source, '/') : NULL;
+    base = base ? base + 1 : source ? source : "kernel";
+    size_t n = strlen(base);
+    if (n > 3 && strcmp(base + n - 3, ".te") == 0)
+        n -= 3;
+    w->kernel = arena_strndup(a, base, n);
+    w->target = target;
+    for (int i = 0; i < g->ntensors; i++) {
+        const Tensor *t = g->tensors[i];
+        if (t->kind == TK_STAGE && t->body)
+            w->flop += (double)tensor_elems(t) * expr_flop(t->body);
+    }
+    w->shapes = json_array();
+    for (int i = 0; i < g->ninputs; i++)
+        json_array_append_new(w->shapes, tensor_json(g->inputs[i], "input"));
+    for (int i = 0; i < g->noutputs; i++)
+        json_array_append_new(w->shapes, tensor_json(g->outputs[i], "output"));
+    w->dims = json_object();
+    for (int i = 0; i < g->ndims; i++)
+        json_object_set_new(w->dims, g->dims[i].name, json_integer((json_int_t)g->dims[i].value));
+}
+
+/* ------------------------------------------------------------------ */
+/* The file.                                                           */
+
+const char *tune_log_path(Arena *a, const TuneOptions *o)
+{
+    if (o->log_path)
+        return o->log_path;
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && xdg[0] == '/')
+        return arena_printf(a, "%s/texc/tuning.jsonl", xdg);
+    const char *home = getenv("HOME");
+    if (!home || !*home) {
+        struct passwd *pw = getpwuid(getuid());
+        home = pw ? pw->pw_dir : NULL;
+    }
+    if (!home || !*home) {
+        fputs("texc: no tuning log: set HOME or XDG_CACHE_HOME, or give --log FILE\n", stderr);
+        return NULL;
+    }
+    return arena_printf(a, "%s/.cache/texc/tuning.jsonl", home);
+}
+
+bool tune_log_prepare(const char *path)
+{
+    char *dir = strdup(path);
+    char *slash = strrchr(dir, '/');
+    bool ok = true;
+    if (slash && slash != dir) {
+        *slash = '\0';
+        for (char *p = dir + 1; ok; p++) {
+            if (*p == '/' || *p == '\0') {
+                char c = *p;
+                *p = '\0';
+                if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+                    fprintf(stderr, "texc: cannot create %s for the tuning log: %s\n", dir,
+                            strerror(errno));
+                    ok = false;
+                }
+                *p = c;
+                if (!c)
+                    break;
+            }
+        }
+    }
+    free(dir);
+    return ok;
+}
+
+bool tune_log_append(const char *path, json_t *record)
+{
+    char *text = json_dumps(record, JSON_COMPACT);
+    if (!text) {
+        fputs("texc: cannot encode a tuning record\n", stderr);
+        return false;
+    }
+    int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
+        free(text);
+        return false;
+    }
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR)
+        ;
+    /* a line left partial by a killed tuner: start on a new one */
+    struct stat sb;
+    char last = '\n';
+    if (fstat(fd, &sb) == 0 && sb.st_size > 0 && pread(fd, &last, 1, sb.st_size - 1) != 1)
+        last = '\n';
+    size_t len = strlen(text);
+    char *line = malloc(len + 3);
+    size_t n = 0;
+    if (last != '\n')
+        line[n++] = '\n';
+    memcpy(line + n, text, len);
+    n += len;
+    line[n++] = '\n';
+    ssize_t wrote = write(fd, line, n);
+    bool ok = wrote == (ssize_t)n;
+    if (!ok)
+        fprintf(stderr, "texc: cannot append to %s: %s\n", path,
+                wrote < 0 ? strerror(errno) : "short write");
+    flock(fd, LOCK_UN);
+    close(fd);
+    free(line);
+    free(text);
+    return ok;
+}
+
+int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
+{
+    *out = NULL;
+    *invalid = 0;
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        int err = errno;
+        if (err != ENOENT)
+            fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(err));
+        errno = err;
+        return -1;
+    }
+    while (flock(fileno(f), LOCK_SH) != 0 && errno == EINTR)
+        ;
+    json_t **recs = NULL;
+    int n = 0, cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &linecap, f)) > 0) {
+        lineno++;
+        if (strspn(line, " \t\r\n") == (size_t)len)
+            continue;
+        json_error_t err;
+        json_t *r = json_loadb(line, (size_t)len, 0, &err);
+        if (!json_is_object(r)) {
+            json_decref(r);
+            if (!quiet && *invalid < 3)
+                fprintf(stderr, "texc: warning: %s:%d: skipping a line that is not a tuning "
+                                "record (%s)\n",
+                        path, lineno, line[len - 1] != '\n' ? "partial: a tuner killed while writing?" : err.text);
+            ++*invalid;
+            continue;
+        }
+        if (n == cap) {
+            cap = cap ? cap * 2 : 64;
+            recs = realloc(recs, sizeof *recs * (size_t)cap);
+        }
+        recs[n++] = r;
+    }
+    if (!quiet && *invalid > 3)
+        fprintf(stderr, "texc: warning: %s: %d more lines skipped\n", path, *invalid - 3);
+    free(line);
+    flock(fileno(f), LOCK_UN);
+    fclose(f);
+    *out = recs;
+    return n;
+}
+
+static void free_records(json_t **recs, int n)
+{
+    for (int i = 0; i < n; i++)
+        json_decref(recs[i]);
+    free(recs);
+}
+
+static const char *str_field(json_t *r, const char *key)
+{
+    const char *s = json_string_value(json_object_get(r, key));
+    return s ? s : "";
+}
+
+static double num_field(json_t *r, const char *key)
+{
+    json_t *v = json_object_get(r, key);
+    return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const char **why)
+{
+    const char *reason = NULL;
+    if (strcmp(str_field(r, "workload"), w->hash) != 0)
+        reason = "for other sizes or another version of the program";
+    else if (strcmp(str_field(r, "target"), w->target) != 0)
+        reason = "for another target";
+    else if (strcmp(str_field(r, "arch"), m->arch) != 0)
+        reason = "from another machine";
+    else if (strcmp(str_field(r, "texc_version"), TE_VERSION) != 0)
+        reason = "from another texc version";
+    else if (strcmp(str_field(r, "compiler"), m->compiler) != 0)
+        reason = "from another C compiler";
+    if (why)
+        *why = reason;
+    return reason == NULL;
+}
+
+json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
+{
+    char stamp[64];
+    time_t now = time(NULL);
+    struct tm tm;
+    gmtime_r(&now, &tm);
+    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", &tm);
+    json_t *r = json_object();
+    json_object_set_new(r, "workload", json_string(w->hash));
+    json_object_set_new(r, "kernel", json_string(w->kernel));
+    json_object_set_new(r, "target", json_string(w->target));
+    json_object_set_new(r, "arch", json_string(m->arch));
+    json_object_set_new(r, "cpu", json_string(m->cpu));
+    json_object_set_new(r, "isa", json_string(m->isa));
+    json_object_set_new(r, "cores", json_integer(m->cores));
+    json_object_set_new(r, "compiler", json_string(m->compiler));
+    json_object_set_new(r, "texc_version", json_string(TE_VERSION));
+    json_object_set_new(r, "tensors", json_deep_copy(w->shapes));
+    json_object_set_new(r, "dims", json_deep_copy(w->dims));
+    json_object_set_new(r, "flop", json_real(w->flop));
+    json_object_set_new(r, "space", json_string(sp->id));
+    json_object_set_new(r, "space_kind", json_string(sp->is_auto ? "auto" : "knobs"));
+    json_object_set_new(r, "timestamp", json_string(stamp));
+    return r;
+}
+
+/* ------------------------------------------------------------------ */
+/* Builds: the best record.                                            */
+
+/* "2024-05-01 12:00" from a record's timestamp. */
+static void record_date(json_t *r, char *out, size_t size)
+{
+    const char *t = str_field(r, "timestamp");
+    snprintf(out, size, "%.10s %.5s", t, strlen(t) > 11 ? t + 11 : "");
+}
+
+const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o)
+{
+    if (strcmp(o->target, "cpu") != 0)
+        return written; /* only CPU schedules are tuned so far */
+    const char *path = tune_log_path(a, o);
+    if (!path)
+        return written;
+    json_t **recs;
+    int invalid;
+    int n = tune_log_read(path, &recs, &invalid, o->quiet);
+    if (n < 0) {
+        if (o->verbose && errno == ENOENT)
+            fprintf(stderr, "texc: no tuning log at %s\n", path);
+        return written;
+    }
+    for (int k = 0; written && k < written->nknobs; k++) {
+        if (written->knobs[k]->chosen != 0) {
+            /* -K chose a knob: the user's choice wins over the log */
+            if (o->verbose)
+                fprintf(stderr, "texc: -K set knob ?%s: the tuning log is not used\n",
+                        written->knobs[k]->name);
+            free_records(recs, n);
+            return written;
+        }
+    }
+    Workload w;
+    tune_workload(a, g, o->source_path, o->target, &w);
+    Machine m;
+    tune_machine(&m);
+    /* the build applies the file's schedule itself and reports its errors:
+       here they would be said twice */
+    FILE *saved_stream = diag_stream, *null = fopen("/dev/null", "w");
+    int saved_errors = diag_errors, saved_warnings = diag_warnings;
+    if (null)
+        diag_stream = null;
+    Space *sp = tune_space_new(a, g, written, o->target);
+    diag_stream = saved_stream;
+    diag_errors = saved_errors;
+    diag_warnings = saved_warnings;
+    if (null)
+        fclose(null);
+    int related = 0, other_space = 0, failed = 0;
+    int reasons[5] = { 0 };
+    static const char *const reason_text[5] = {
+        "for other sizes or another version of the program", "for another target",
+        "from another machine", "from another texc version", "from another C compiler",
+    };
+    json_t *best = NULL;
+    int *point = sp ? arena_alloc(a, sizeof *point * (size_t)(sp->nparams + 1)) : NULL;
+    for (int i = 0; i < n; i++) {
+        json_t *r = recs[i];
+        if (strcmp(str_field(r, "workload"), w.hash) != 0 &&
+            strcmp(str_field(r, "kernel"), w.kernel) != 0)
+            continue;
+        related++;
+        const char *why;
+        if (!tune_record_matches(r, &w, &m, &why)) {
+            for (int k = 0; k < 5; k++)
+                if (strcmp(why, reason_text[k]) == 0)
+                    reasons[k]++;
+            continue;
+        }
+        if (!sp || strcmp(str_field(r, "space"), sp->id) != 0) {
+            other_space++;
+            continue;
+        }
+        double t = num_field(r, "time_s");
+        json_t *config = json_object_get(r, "config");
+        bool usable = strcmp(str_field(r, "status"), "ok") == 0 && t > 0 &&
+                      (json_is_true(json_object_get(config, "default")) ||
+                       tune_space_point_of(sp, config, point));
+        if (!usable) {
+            failed++;
+            continue;
+        }
+        if (!best || t < num_field(best, "time_s"))
+            best = r;
+    }
+    const Schedule *result = written;
+    if (best) {
+        json_t *config = json_object_get(best, "config");
+        if (json_is_true(json_object_get(config, "default"))) {
+            Schedule *empty = arena_alloc(a, sizeof *empty);
+            empty->target = o->target;
+            result = empty; /* the default schedule won */
+        } else {
+            tune_space_point_of(sp, config, point);
+            if (sp->is_auto) {
+                result = tune_space_schedule(a, sp, point);
+            } else {
+                for (int k = 0; k < sp->nparams; k++)
+                    sp->knobs[k]->chosen = point[k];
+                result = written;
+            }
+        }
+        if (!o->quiet) {
+            char date[32];
+            record_date(best, date, sizeof date);
+            fprintf(stderr, "texc: using the tuned schedule from %s (%.3g GFLOP/s, record of %s)\n",
+                    path, num_field(best, "gflops"), date);
+        }
+    } else if (related > 0 && !o->quiet) {
+        char why[512] = "";
+        size_t len = 0;
+        for (int k = 0; k < 5; k++)
+            if (reasons[k])
+                len += (size_t)snprintf(why + len, sizeof why - len, "%s%d %s", len ? ", " : "",
+                                        reasons[k], reason_text[k]);
+        if (other_space)
+            len += (size_t)snprintf(why + len, sizeof why - len,
+                                    "%s%d for another schedule space (the file's schedule changed)",
+                                    len ? ", " : "", other_space);
+        if (failed)
+            snprintf(why + len, sizeof why - len, "%s%d without a valid time", len ? ", " : "",
+                     failed);
+        fprintf(stderr, "texc: no record in %s applies to %s on this machine (%s): using the %s schedule\n",
+                path, w.kernel, why, written ? "file's" : "default");
+    }
+    json_decref(w.shapes);
+    json_decref(w.dims);
+    free_records(recs, n);
+    return result;
+}
+
+/* ------------------------------------------------------------------ */
+/* --log-summary.                                                      */
+
+int tune_log_summary(const char *path)
+{
+    json_t **recs;
+    int invalid;
+    int n = tune_log_read(path, &recs, &invalid, false);
+    if (n < 0) {
+        if (errno == ENOENT)
+            fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(ENOENT));
+        return 1;
+    }
+    /* group by workload, target, machine, texc and compiler */
+    json_t *groups = json_object();
+    for (int i = 0; i < n; i++) {
+        json_t *r = recs[i];
+        char *key = NULL;
+        if (asprintf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", str_field(r, "workload"),
+                     str_field(r, "target"), str_field(r, "arch"), str_field(r, "texc_version"),
+                     str_field(r, "compiler")) < 0)
+            continue;
+        json_t *grp = json_object_get(groups, key);
+        if (!grp) {
+            grp = json_pack("{s:i, s:i, s:n}", "records", 0, "failed", 0, "best");
+            json_object_set_new(groups, key, grp);
+        }
+        free(key);
+        json_object_set_new(grp, "records",
+                            json_integer(json_integer_value(json_object_get(grp, "records")) + 1));
+        double t = num_field(r, "time_s");
+        if (strcmp(str_field(r, "status"), "ok") != 0 || !(t > 0)) {
+            json_object_set_new(grp, "failed",
+                                json_integer(json_integer_value(json_object_get(grp, "failed")) + 1));
+            continue;
+        }
+        json_t *best = json_object_get(grp, "best");
+        if (json_is_null(best) || t < num_field(best, "time_s"))
+            json_object_set(grp, "best", r);
+    }
+    printf("%s: %d record%s in %zu group%s (workload, target, machine, texc, compiler)%s\n", path, n,
+           n == 1 ? "" : "s", json_object_size(groups), json_object_size(groups) == 1 ? "" : "s",
+           invalid ? "" : "");
+    if (invalid)
+        printf("%s: %d invalid line%s skipped\n", path, invalid, invalid == 1 ? "" : "s");
+    const char *key;
+    json_t *grp;
+    json_object_foreach(groups, key, grp) {
+        json_t *best = json_object_get(grp, "best");
+        json_t *any = json_is_null(best) ? NULL : best;
+        for (int i = 0; !any && i < n; i++) {
+            char *k = NULL;
+            if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", str_field(recs[i], "workload"),
+                         str_field(recs[i], "target"), str_field(recs[i], "arch"),
+                         str_field(recs[i], "texc_version"), str_field(recs[i], "compiler")) >= 0 &&
+                strcmp(k, key) == 0)
+                any = recs[i];
+            free(k);
+        }
+        printf("\n%s (workload %.12s, %s)\n", str_field(any, "kernel"), str_field(any, "workload"),
+               str_field(any, "target"));
+        printf("  machine   %s\n", str_field(any, "arch"));
+        printf("  texc %s, %s\n", str_field(any, "texc_version"), str_field(any, "compiler"));
+        printf("  records   %lld (%lld failed)\n",
+               (long long)json_integer_value(json_object_get(grp, "records")),
+               (long long)json_integer_value(json_object_get(grp, "failed")));
+        if (json_is_null(best)) {
+            printf("  best      none valid\n");
+            continue;
+        }
+        char *config = json_dumps(json_object_get(best, "config"), JSON_COMPACT | JSON_SORT_KEYS);
+        char date[32];
+        record_date(best, date, sizeof date);
+        printf("  best      %.3g GFLOP/s, %.3g s, %s, recorded %s\n", num_field(best, "gflops"),
+               num_field(best, "time_s"), config ? config : "?", date);
+        free(config);
+    }
+    json_decref(groups);
+    free_records(recs, n);
+    return 0;
+}
