@@ -105,3 +105,21 @@ Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n)
         c->args[i] = te_subst_vars(a, e->args[i], vars, values, n);
     return c;
 }
+
+/* Copies E with new operands ARGS (same count), through the constructors. */
+Expr *te_rebuild(Arena *a, const Expr *e, Expr **args)
+{
+    switch (e->kind) {
+    case EX_LOAD:
+        return ex_load(a, e->span, e->tensor, args, e->nargs);
+    case EX_OP:
+        return ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
+    case EX_REDUCE:
+        return ex_reduce(a, e->span, e->reducer, e->axes, e->naxes, args[0]);
+    case EX_CONST:
+    case EX_VAR:
+        break;
+    }
+    TE_UNREACHABLE();
+}
+

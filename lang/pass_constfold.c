@@ -52,30 +52,6 @@ typedef struct Fold {
                            to, or NULL */
 } Fold;
 
-/* Copies E with new operands ARGS (same count), through the constructors. */
-static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
-{
-    switch (e->kind) {
-    case EX_LOAD:
-        return ex_load(a, e->span, e->tensor, args, e->nargs);
-    case EX_OP:
-        return ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
-    case EX_REDUCE:
-        return ex_reduce(a, e->span, e->reducer, e->axes, e->naxes, args[0]);
-    case EX_CONST:
-    case EX_VAR:
-        break;
-    }
-    TE_UNREACHABLE();
-}
-
-/* V rounded to the precision an operator of dtype T is computed in: f32
- * for the narrow floats (see the top of the file). */
-static double arith_round(DType t, double v)
-{
-    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
-}
-
 /* OP applied to the constants V[0..n), as eval.c computes it.  False for
  * operators the folder leaves alone. */
 static bool apply(Op op, DType t, const double *v, double *out)
@@ -138,7 +114,7 @@ static bool fold_value(const Expr *e, Expr **args, double *out)
         !(r >= (double)INT32_MIN && r <= (double)INT32_MAX))
         return false;
     /* a cast rounds to its dtype: that is what it is for */
-    *out = e->op == OP_CAST ? dtype_round(e->dtype, r) : arith_round(e->dtype, r);
+    *out = e->op == OP_CAST ? dtype_round(e->dtype, r) : te_arith_round(e->dtype, r);
     return true;
 }
 
@@ -188,7 +164,7 @@ static Expr *fold(Fold *f, Expr *e)
             return ex_const(a, e->span, e->dtype, v);
         }
     }
-    return changed ? rebuild(a, e, argv) : e;
+    return changed ? te_rebuild(a, e, argv) : e;
 }
 
 bool te_pass_constfold(OptCtx *c, Graph *g)

@@ -176,22 +176,6 @@ static size_t count_nodes(const Expr *e)
     return n;
 }
 
-static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
-{
-    switch (e->kind) {
-    case EX_LOAD:
-        return ex_load(a, e->span, e->tensor, args, e->nargs);
-    case EX_OP:
-        return ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
-    case EX_REDUCE:
-        return ex_reduce(a, e->span, e->reducer, e->axes, e->naxes, args[0]);
-    case EX_CONST:
-    case EX_VAR:
-        break;
-    }
-    TE_UNREACHABLE();
-}
-
 /* E with equal subtrees shared; *H its hash, *MATCHED whether E itself
  * was replaced by an earlier equal node. */
 static Expr *share(Cse *s, Expr *e, uint64_t *h, bool *matched)
@@ -212,7 +196,7 @@ static Expr *share(Cse *s, Expr *e, uint64_t *h, bool *matched)
         changed |= args[i] != e->args[i];
         shared_kids += m;
     }
-    Expr *node = changed ? rebuild(a, e, args) : e;
+    Expr *node = changed ? te_rebuild(a, e, args) : e;
     *h = hash_node(node, NULL, 0, kids);
     if (node->kind == EX_LOAD)
         return node;
@@ -256,7 +240,7 @@ static Expr *redirect(Cse *s, Expr *e)
         Tensor *t = resolve(s, e->tensor);
         return changed || t != e->tensor ? ex_load(a, e->span, t, args, e->nargs) : e;
     }
-    return changed ? rebuild(a, e, args) : e;
+    return changed ? te_rebuild(a, e, args) : e;
 }
 
 static bool same_type(const Tensor *a, const Tensor *b)

@@ -61,30 +61,6 @@ typedef struct Simp {
     const Tensor *stage; /* the stage being simplified, for notes */
 } Simp;
 
-static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
-{
-    switch (e->kind) {
-    case EX_LOAD:
-        return ex_load(a, e->span, e->tensor, args, e->nargs);
-    case EX_OP:
-        return ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
-    case EX_REDUCE:
-        return ex_reduce(a, e->span, e->reducer, e->axes, e->naxes, args[0]);
-    case EX_CONST:
-    case EX_VAR:
-        break;
-    }
-    TE_UNREACHABLE();
-}
-
-/* V rounded to the precision an operator of dtype T is computed in: the
- * code generators compute f16 and bf16 in f32 (pass_constfold.c says
- * why constants follow that). */
-static double arith_round(DType t, double v)
-{
-    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
-}
-
 static bool const_is(const Expr *e, double v)
 {
     return e->kind == EX_CONST && e->value == v;
@@ -124,7 +100,7 @@ static Expr *mul(Arena *a, Span sp, DType t, Expr *x, Expr *y)
 static Expr *strip_factors(Arena *a, Expr *e, double *factor, int *found)
 {
     if (e->kind == EX_CONST) {
-        *factor = arith_round(e->dtype, *factor * e->value);
+        *factor = te_arith_round(e->dtype, *factor * e->value);
         ++*found;
         return NULL;
     }
@@ -173,7 +149,7 @@ static Expr *rewrite(Simp *s, Expr *e)
             return y;
         if (fast && is_mul_by_const(e, &inner, &k2) && is_mul_by_const(inner, &inner, &k1)) {
             /* rule 5 */
-            double k = arith_round(t, k1->value * k2->value);
+            double k = te_arith_round(t, k1->value * k2->value);
             return mul(a, e->span, t, inner, ex_const(a, k2->span, t, k));
         }
         return e;
@@ -182,7 +158,7 @@ static Expr *rewrite(Simp *s, Expr *e)
             return x; /* rule 1 */
         if (fast && y->kind == EX_CONST && is_mul_by_const(x, &inner, &k1)) {
             /* rule 5 */
-            double k = arith_round(t, k1->value / y->value);
+            double k = te_arith_round(t, k1->value / y->value);
             return mul(a, e->span, t, inner, ex_const(a, y->span, t, k));
         }
         return e;
@@ -218,7 +194,7 @@ static Expr *simp(Simp *s, Expr *e)
             changed |= args[i] != e->args[i];
         }
         if (changed)
-            node = rebuild(s->c->arena, e, args);
+            node = te_rebuild(s->c->arena, e, args);
     }
     /* A rewrite returns simplified operands or a node over them, so only
      * the root can match again. */

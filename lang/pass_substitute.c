@@ -41,30 +41,6 @@ typedef struct Subst {
     OptCtx *c;
 } Subst;
 
-static Expr *rebuild(Arena *a, const Expr *e, Expr **args)
-{
-    switch (e->kind) {
-    case EX_LOAD:
-        return ex_load(a, e->span, e->tensor, args, e->nargs);
-    case EX_OP:
-        return ex_op(a, e->span, e->op, e->dtype, args, e->nargs);
-    case EX_REDUCE:
-        return ex_reduce(a, e->span, e->reducer, e->axes, e->naxes, args[0]);
-    case EX_CONST:
-    case EX_VAR:
-        break;
-    }
-    TE_UNREACHABLE();
-}
-
-/* V rounded to the precision an operator of dtype T is computed in: the
- * code generators compute f16 and bf16 in f32 (pass_constfold.c says
- * why constants follow that). */
-static double arith_round(DType t, double v)
-{
-    return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
-}
-
 /* Is E at most *BUDGET nodes of loads, variables, constants, casts and
  * arithmetic operators? */
 static bool cheap(const Expr *e, int *budget)
@@ -107,10 +83,10 @@ static Expr *rewrite(Subst *s, Expr *e)
         if (!k || !dtype_is_float(t) || !isfinite(k->value) || k->value == 0.0)
             return e;
         double r = 1.0 / k->value;
-        bool exact = power_of_two(k->value) && arith_round(t, r) == r;
+        bool exact = power_of_two(k->value) && te_arith_round(t, r) == r;
         if (!exact && !fast)
             return e;
-        Expr *args[2] = { x, ex_const(a, k->span, t, arith_round(t, r)) };
+        Expr *args[2] = { x, ex_const(a, k->span, t, te_arith_round(t, r)) };
         return ex_op(a, e->span, OP_MUL, t, args, 2);
     }
     case OP_POW:
@@ -154,7 +130,7 @@ static Expr *subst(Subst *s, Expr *e)
             changed |= args[i] != e->args[i];
         }
         if (changed)
-            node = rebuild(s->c->arena, e, args);
+            node = te_rebuild(s->c->arena, e, args);
     }
     for (Expr *r; (r = rewrite(s, node)) != node; node = r)
         s->c->stats->substituted++;

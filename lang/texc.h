@@ -127,6 +127,9 @@ DType dtype_lookup(const char *name, size_t len); /* DT_NONE if unknown */
 /* Rounds V to the nearest value of T (ties to even for floats; truncation
  * toward zero, saturating, for i32; != 0 for bool). */
 double dtype_round(DType t, double v);
+/* V rounded to the precision the optimizer computes dtype T's constants in:
+ * f32 for f16 and bf16 (the code generators compute those in f32). */
+double te_arith_round(DType t, double v);
 /* IEEE binary16 bits of V rounded to f16, and back (.npy '<f2' data). */
 uint16_t dtype_f16_bits(double v);
 double dtype_f16_value(uint16_t bits);
@@ -295,6 +298,8 @@ Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n);
 Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
                 Expr *body);
 int64_t tensor_elems(const Tensor *t);
+/* A copy of E with new operands ARGS (as many as E has). */
+Expr *te_rebuild(Arena *a, const Expr *e, Expr **args);
 /* A copy of E with VARS[i] replaced by VALUES[i]. */
 Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
 
