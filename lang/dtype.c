@@ -246,7 +246,7 @@ double reducer_identity(Reducer r)
 }
 
 /* V rounded to the precision an operator of dtype T is computed in: f32
- * for the narrow floats (see the top of the file). */
+ * for the narrow floats (lang/pass_constfold.c says why). */
 double te_arith_round(DType t, double v)
 {
     return dtype_round(t == DT_F16 || t == DT_BF16 ? DT_F32 : t, v);
