@@ -93,7 +93,7 @@ if [ "${1:-}" = --emu ]; then
         # on the GPU: the local architecture, the real libtexrt
         # shellcheck disable=SC2046,SC2086
         step "texc" "$TEXC" "$dir/te" $(cat "$prep/defines") --target cuda -o "$dir/k"
-        step "compiling the harness" ${CC:-cc} -std=c11 -O2 -Wall -Werror -I"$srcdir/runtime" \
+        step "compiling the harness" ${CC:-cc} -std=c11 -O2 -Wall -Werror ${SANITIZER_FLAGS:-} -I"$srcdir/runtime" \
             -I"$dir" -DTEXC_HEADER='"k.h"' -DTEXC_NAME=k -DTEXC_MACRO=K "$srcdir/tests/gpu/harness.c" \
             -L"$builddir/runtime/.libs" -Wl,-rpath,"$builddir/runtime/.libs" -ltexrt -o "$dir/run"
         for i in $(inputs_of "$dir/k.h"); do set -- "$@" "$prep/ref.in.$i.npy"; done
@@ -440,7 +440,9 @@ fi
 harness() {  # harness PREFIX: builds PREFIX_run, the harness on libtexrt
     dirn=$(dirname "$1") base=$(basename "$1")
     upper=$(echo "$base" | tr 'a-z' 'A-Z')
-    ${CC:-cc} -std=c11 -Wall -Werror -I"$srcdir/runtime" -I"$dirn" -DTEXC_HEADER="\"$base.h\"" \
+    # a program linking the sanitized libtexrt must be sanitized too
+    # shellcheck disable=SC2086
+    ${CC:-cc} -std=c11 -Wall -Werror ${SANITIZER_FLAGS:-} -I"$srcdir/runtime" -I"$dirn" -DTEXC_HEADER="\"$base.h\"" \
         -DTEXC_NAME="$base" -DTEXC_MACRO="$upper" "$srcdir/tests/gpu/harness.c" \
         -L"$builddir/runtime/.libs" -Wl,-rpath,"$builddir/runtime/.libs" -ltexrt -o "$1_run" \
         >"$mg/err" 2>&1
