@@ -51,8 +51,8 @@ bench_build() {
         "$nvcc" -O3 -std=c++17 -arch="$arch" -I"$top/runtime" -I"$dir" \
             -DVARIANT_A="\"default_$m.h\"" -DNAME_A="default_$m" -DMACRO_A="DEFAULT_$m" \
             -DVARIANT_B="\"tuned_$m.h\"" -DNAME_B="tuned_$m" -DMACRO_B="TUNED_$m" \
-            "$top/bench/cuda_bench.cu" -L"$top/runtime/.libs" -Xlinker -rpath \
-            -Xlinker "$top/runtime/.libs" -L"$cuda_home/lib64" -ltexrt -lcublasLt -lcublas \
+            "$top/bench/cuda_bench.cu" -L"${builddir:-$top}/runtime/.libs" -Xlinker -rpath \
+            -Xlinker "${builddir:-$top}/runtime/.libs" -L"$cuda_home/lib64" -ltexrt -lcublasLt -lcublas \
             -o "$dir/cuda_bench_$shape" || return 1
     done
 }
