@@ -123,3 +123,13 @@ Expr *te_rebuild(Arena *a, const Expr *e, Expr **args)
     TE_UNREACHABLE();
 }
 
+
+void te_add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from)
+{
+    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
+    vec_push(a, &v, (void *)name);
+    for (int i = 0; from && i < from->naliases; i++)
+        vec_push(a, &v, (void *)from->aliases[i]);
+    into->aliases = (const char **)v.items;
+    into->naliases = v.len;
+}

@@ -249,16 +249,6 @@ static bool same_type(const Tensor *a, const Tensor *b)
            memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
 }
 
-static void add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from)
-{
-    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
-    vec_push(a, &v, (void *)name);
-    for (int i = 0; i < from->naliases; i++)
-        vec_push(a, &v, (void *)from->aliases[i]);
-    into->aliases = (const char **)v.items;
-    into->naliases = v.len;
-}
-
 /* Merges stage LATER into the equal, earlier KEPT; false if both are
  * outputs. */
 static bool merge(Cse *s, Graph *g, Tensor *kept, Tensor *later)
@@ -269,7 +259,7 @@ static bool merge(Cse *s, Graph *g, Tensor *kept, Tensor *later)
     char *note;
     if (later->is_output) {
         const char *old = kept->name;
-        add_aliases(a, kept, old, later);
+        te_add_aliases(a, kept, old, later);
         kept->name = later->name;
         kept->is_output = true;
         for (int k = 0; k < g->noutputs; k++)
@@ -278,7 +268,7 @@ static bool merge(Cse *s, Graph *g, Tensor *kept, Tensor *later)
         note = arena_printf(a, "%s computes the same as %s: %s renamed %s", later->name, old,
                             old, later->name);
     } else {
-        add_aliases(a, kept, later->name, later);
+        te_add_aliases(a, kept, later->name, later);
         note = arena_printf(a, "%s computes the same as %s: merged", later->name, kept->name);
     }
     vec_push(a, &s->c->stats->notes, note);

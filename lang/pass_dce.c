@@ -113,16 +113,6 @@ static Tensor *identity_source(Dce *d, const Tensor *z)
     return resolve(d, e->tensor);
 }
 
-static void add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from)
-{
-    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
-    vec_push(a, &v, (void *)name);
-    for (int i = 0; from && i < from->naliases; i++)
-        vec_push(a, &v, (void *)from->aliases[i]);
-    into->aliases = (const char **)v.items;
-    into->naliases = v.len;
-}
-
 /* Copies E with every load of a replaced tensor redirected. */
 static Expr *redirect(Dce *d, Expr *e)
 {
@@ -160,7 +150,7 @@ static bool alias(Dce *d, Graph *g, Tensor *z, Tensor *s)
             return false;
         /* S takes Z's name and place among the outputs. */
         const char *old = s->name;
-        add_aliases(a, s, old, z);
+        te_add_aliases(a, s, old, z);
         s->name = z->name;
         s->is_output = true;
         for (int k = 0; k < g->noutputs; k++)
@@ -171,7 +161,7 @@ static bool alias(Dce *d, Graph *g, Tensor *z, Tensor *s)
                               z->name));
     } else {
         if (s->kind == TK_STAGE)
-            add_aliases(a, s, z->name, z);
+            te_add_aliases(a, s, z->name, z);
         vec_push(a, &d->c->stats->notes,
                  arena_printf(a, "%s is an identity of %s: its readers read %s", z->name,
                               s->name, s->name));

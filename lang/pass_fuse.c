@@ -85,16 +85,6 @@ static Expr *substitute(Arena *a, Expr *e, const Tensor *p)
     return c;
 }
 
-static void add_alias(Arena *a, Tensor *into, const Tensor *from)
-{
-    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
-    vec_push(a, &v, (void *)from->name);
-    for (int i = 0; i < from->naliases; i++)
-        vec_push(a, &v, (void *)from->aliases[i]);
-    into->aliases = (const char **)v.items;
-    into->naliases = v.len;
-}
-
 bool te_pass_fuse(OptCtx *c, Graph *g)
 {
     Arena *a = c->arena;
@@ -124,7 +114,7 @@ bool te_pass_fuse(OptCtx *c, Graph *g)
             } else {
                 continue;
             }
-            add_alias(a, r, p);
+            te_add_aliases(a, r, p->name, p);
             c->stats->fused++;
             te_graph_compact(a, g);
             changed = true;

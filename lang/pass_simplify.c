@@ -293,16 +293,6 @@ static bool compose_copies(Simp *s, Tensor *t)
     return true;
 }
 
-static void add_aliases(Arena *a, Tensor *into, const Tensor *from)
-{
-    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
-    vec_push(a, &v, (void *)from->name);
-    for (int i = 0; i < from->naliases; i++)
-        vec_push(a, &v, (void *)from->aliases[i]);
-    into->aliases = (const char **)v.items;
-    into->naliases = v.len;
-}
-
 /* Rule 8 on stage T. */
 static bool fold_scale(Simp *s, Tensor *t)
 {
@@ -331,7 +321,7 @@ static bool fold_scale(Simp *s, Tensor *t)
     t->body = simp(s, ex_op(a, e->span, e->op, e->dtype, args, 2));
     t->vars = y->vars;
     t->anchor = y->anchor ? y->anchor : y->name;
-    add_aliases(a, t, y);
+    te_add_aliases(a, t, y->name, y);
     s->c->stats->simplified++;
     vec_push(a, &s->c->stats->notes, arena_printf(a, "scale folded into %s", y->name));
     return true;

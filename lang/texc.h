@@ -298,6 +298,9 @@ Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n);
 Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
                 Expr *body);
 int64_t tensor_elems(const Tensor *t);
+/* Records NAME, and the names merged into FROM (may be NULL), as merged
+ * into INTO, so that schedules naming them find INTO. */
+void te_add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from);
 /* A copy of E with new operands ARGS (as many as E has). */
 Expr *te_rebuild(Arena *a, const Expr *e, Expr **args);
 /* A copy of E with VARS[i] replaced by VALUES[i]. */
