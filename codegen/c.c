@@ -935,17 +935,41 @@ static const char helpers[] =
     "    return p;\n"
     "}\n";
 
-static void emit_param(Emitter *e, FILE *out, const Tensor *t, bool in_header)
+/* A function's parameters: the tensors, and which it only reads. */
+typedef struct Params {
+    const Tensor **t;
+    bool *ro;
+    int n;
+} Params;
+
+static Params params_new(Arena *a, int cap)
 {
-    fprintf(out, "%s%s *%s%s", t->kind == TK_INPUT ? "const " : "", storage_type(t->dtype),
-            in_header ? "" : "restrict ",
-            in_header ? tensor_name(e, t) : arena_printf(e->a, "%s_", tensor_name(e, t)));
+    return (Params){ arena_alloc(a, sizeof(Tensor *) * (size_t)cap),
+                     arena_alloc(a, sizeof(bool) * (size_t)cap), 0 };
+}
+
+static void add_param(Params *p, const Tensor *t, bool ro)
+{
+    p->t[p->n] = t;
+    p->ro[p->n++] = ro;
+}
+
+/* "void NAME(const float *restrict x_, ...)" in the .c, without restrict
+ * and the underscores in the header. */
+static void emit_signature(Emitter *e, FILE *out, const char *name, const Params *p, bool in_header)
+{
+    fprintf(out, "void %s(", name);
+    for (int i = 0; i < p->n; i++)
+        fprintf(out, "%s%s%s *%s%s", i ? ", " : "", p->ro[i] ? "const " : "",
+                storage_type(p->t[i]->dtype), in_header ? "" : "restrict ",
+                in_header ? tensor_name(e, p->t[i]) : arena_printf(e->a, "%s_", tensor_name(e, p->t[i])));
+    fputc(')', out);
 }
 
 /* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;" */
-static void emit_view(Emitter *e, const Tensor *t)
+static void emit_view(Emitter *e, const Tensor *t, bool ro)
 {
-    const char *c = t->kind == TK_INPUT ? "const " : "";
+    const char *c = ro ? "const " : "";
     const char *ty = storage_type(t->dtype);
     const char *n = tensor_name(e, t);
     if (t->rank <= 1) {
@@ -957,6 +981,12 @@ static void emit_view(Emitter *e, const Tensor *t)
     fprintf(e->out, " = (%s%s (*)", c, ty);
     emit_dims(e, t, 1);
     fprintf(e->out, ")%s_;\n", n);
+}
+
+static void emit_views(Emitter *e, const Params *p)
+{
+    for (int i = 0; i < p->n; i++)
+        emit_view(e, p->t[i], p->ro[i]);
 }
 
 static void emit_temp(Emitter *e, const Tensor *t)
@@ -977,7 +1007,17 @@ static char *upper(Arena *a, const char *s)
     return u;
 }
 
-static void emit_header(Emitter *e, const CodegenOptions *o, FILE *h)
+/* The functions of the C file and their parameters. */
+typedef struct Funcs {
+    Params entry;   /* NAME: the user's inputs and outputs */
+    Params kernel;  /* NAME_packed: packed inputs in their sources' places */
+    Params prepack; /* NAME_prepack: the sources, then the packed tensors */
+    const PtrVec *packed;
+    const char *packed_name, *prepack_name;
+} Funcs;
+
+
+static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FILE *h)
 {
     Graph *g = e->st->g;
     /* TEXC_ keeps the guard apart from the dim macros NAME_DIM */
@@ -1017,16 +1057,39 @@ static void emit_header(Emitter *e, const CodegenOptions *o, FILE *h)
             fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
         fputc(']', h);
     }
-    fprintf(h, "\n */\nvoid %s(", o->name);
-    for (int i = 0; i < g->ninputs; i++) {
-        emit_param(e, h, g->inputs[i], true);
-        fputs(", ", h);
+    fputs("\n */\n", h);
+    if (f->prepack.n) {
+        fputs("\n/* The kernel reads", h);
+        for (int i = 0; i < f->packed->len; i++) {
+            const Tensor *t = f->packed->items[i];
+            fprintf(h, "%s %s in panels of %lld along its last dimension (%s[p][..][l] = %s[..][p*%lld + l], zero past the end)",
+                    i ? ";" : "", t->packs->name, (long long)t->pack_width, tensor_name(e, t),
+                    t->packs->name, (long long)t->pack_width);
+        }
+        fprintf(h, ".\n * %s puts const inputs in that layout once, ahead of time; %s runs\n"
+                   " * on the result; %s does both on every call. */\n",
+                f->prepack_name, f->packed_name, o->name);
+        for (int i = 0; i < f->packed->len; i++) {
+            const Tensor *t = f->packed->items[i];
+            fprintf(h, "#define %s %lld /* elements */\n",
+                    upper(e->a, arena_printf(e->a, "%s_%s_elems", o->name, tensor_name(e, t))),
+                    (long long)tensor_elems(t));
+        }
+        emit_signature(e, h, f->prepack_name, &f->prepack, true);
+        fputs(";\n", h);
+        emit_signature(e, h, f->packed_name, &f->kernel, true);
+        fputs(";\n", h);
     }
-    for (int i = 0; i < g->noutputs; i++) {
-        emit_param(e, h, g->outputs[i], true);
-        fputs(i + 1 < g->noutputs ? ", " : "", h);
-    }
-    fputs(");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+    emit_signature(e, h, o->name, &f->entry, true);
+    fputs(";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+}
+
+static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
+{
+    for (int i = 0; i < fn->packed.len; i++)
+        if (((const Tensor *)fn->packed.items[i])->packs == in)
+            return fn->packed.items[i];
+    return NULL;
 }
 
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
@@ -1037,19 +1100,39 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
     Graph *g = st->g;
     claim(&e, o->name);
+    Funcs f = { .packed = &fn->packed };
+    int cap = g->ninputs + g->noutputs + fn->packed.len;
+    f.entry = params_new(a, cap);
+    f.kernel = params_new(a, cap);
+    f.prepack = params_new(a, cap);
+    for (int i = 0; i < g->ninputs; i++) {
+        const Tensor *p = packed_form(fn, g->inputs[i]);
+        add_param(&f.entry, g->inputs[i], true);
+        add_param(&f.kernel, p ? p : g->inputs[i], true);
+        if (p)
+            add_param(&f.prepack, g->inputs[i], true);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        add_param(&f.entry, g->outputs[i], false);
+        add_param(&f.kernel, g->outputs[i], false);
+    }
+    for (int i = 0; i < fn->packed.len; i++)
+        add_param(&f.prepack, fn->packed.items[i], false);
+    if (f.prepack.n) {
+        f.packed_name = claim(&e, arena_printf(a, "%s_packed", o->name));
+        f.prepack_name = claim(&e, arena_printf(a, "%s_prepack", o->name));
+    }
     /* parameters first, so that they keep their names */
-    for (int i = 0; i < g->ninputs; i++)
-        tensor_name(&e, g->inputs[i]);
-    for (int i = 0; i < g->noutputs; i++)
-        tensor_name(&e, g->outputs[i]);
-    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
-        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+    for (int i = 0; i < cap; i++)
+        tensor_name(&e, i < f.entry.n ? f.entry.t[i] : fn->packed.items[i - f.entry.n]);
+    for (int i = 0; i < cap; i++) {
+        const Tensor *t = i < f.entry.n ? f.entry.t[i] : fn->packed.items[i - f.entry.n];
         claim(&e, arena_printf(a, "%s_", tensor_name(&e, t)));
     }
     for (int i = 0; i < fn->temps.len; i++)
         tensor_name(&e, fn->temps.items[i]);
 
-    emit_header(&e, o, out_h);
+    emit_header(&e, o, &f, out_h);
 
     FILE *c = out_c;
     fprintf(c, "/* %s.c — generated by texc %s from %s.\n", o->name, TE_VERSION, o->source_path);
@@ -1064,26 +1147,47 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
           "#include <string.h>\n\n", c);
     fputs(helpers, c);
     fputs(cg_vmath_source, c);
-    fprintf(c, "\nvoid %s(", o->name);
-    for (int i = 0; i < g->ninputs; i++) {
-        emit_param(&e, c, g->inputs[i], false);
-        fputs(", ", c);
+    if (f.prepack.n) {
+        fputc('\n', c);
+        emit_signature(&e, c, f.prepack_name, &f.prepack, false);
+        fputs("\n{\n", c);
+        e.indent = 1;
+        emit_views(&e, &f.prepack);
+        emit_stmt(&e, fn->prepack);
+        fputs("}\n", c);
     }
-    for (int i = 0; i < g->noutputs; i++) {
-        emit_param(&e, c, g->outputs[i], false);
-        fputs(i + 1 < g->noutputs ? ", " : "", c);
-    }
-    fputs(")\n{\n", c);
+    fputc('\n', c);
+    emit_signature(&e, c, f.prepack.n ? f.packed_name : o->name, &f.kernel, false);
+    fputs("\n{\n", c);
     e.indent = 1;
-    for (int i = 0; i < g->ninputs; i++)
-        emit_view(&e, g->inputs[i]);
-    for (int i = 0; i < g->noutputs; i++)
-        emit_view(&e, g->outputs[i]);
+    emit_views(&e, &f.kernel);
     for (int i = 0; i < fn->temps.len; i++)
         emit_temp(&e, fn->temps.items[i]);
     emit_stmt(&e, fn->body);
     for (int i = 0; i < fn->temps.len; i++)
         line(&e, "free(%s);\n", tensor_name(&e, fn->temps.items[i]));
     fputs("}\n", c);
+    if (f.prepack.n) {
+        /* NAME: packs into buffers of its own, then runs NAME_packed */
+        fputc('\n', c);
+        emit_signature(&e, c, o->name, &f.entry, false);
+        fputs("\n{\n", c);
+        for (int i = 0; i < fn->packed.len; i++) {
+            const Tensor *t = fn->packed.items[i];
+            line(&e, "%s *%s_ = te_alloc(%lld);\n", storage_type(t->dtype), tensor_name(&e, t),
+                 (long long)(tensor_elems(t) * dtype_bytes(t->dtype)));
+        }
+        line(&e, "%s(", f.prepack_name);
+        for (int i = 0; i < f.prepack.n; i++)
+            fprintf(c, "%s%s_", i ? ", " : "", tensor_name(&e, f.prepack.t[i]));
+        fputs(");\n", c);
+        line(&e, "%s(", f.packed_name);
+        for (int i = 0; i < f.kernel.n; i++)
+            fprintf(c, "%s%s_", i ? ", " : "", tensor_name(&e, f.kernel.t[i]));
+        fputs(");\n", c);
+        for (int i = 0; i < fn->packed.len; i++)
+            line(&e, "free(%s_);\n", tensor_name(&e, fn->packed.items[i]));
+        fputs("}\n", c);
+    }
     return !ferror(out_c) && !ferror(out_h);
 }

@@ -491,6 +491,10 @@ static int build(Arena *a, const Options *o, Graph *g)
     if (!sch_lower(st, &fn))
         return 1;
     if (dump_loops) {
+        if (fn.prepack) {
+            fputs("# lowered: prepack\n", dump_loops);
+            sch_print_stmt(dump_loops, fn.prepack, 0);
+        }
         fputs("# lowered\n", dump_loops);
         sch_print_stmt(dump_loops, fn.body, 0);
     }
@@ -601,6 +605,9 @@ int main(int argc, char **argv)
     if (!o.eval || o.eval_optimized) {
         OptStats stats = {0};
         o.opt.dump = stdout;
+        PanelQuery panels = { .target = o.target };
+        o.opt.panel_width = sch_panel_width;
+        o.opt.panel_ctx = &panels;
         if (!te_optimize(&arena, g, &o.opt, &stats))
             goto out;
         if (o.verbose)

@@ -44,7 +44,7 @@ static int count_stages(const Graph *g)
 {
     int n = 0;
     for (int i = 0; i < g->ntensors; i++)
-        n += g->tensors[i]->kind == TK_STAGE;
+        n += g->tensors[i]->kind == TK_STAGE && !g->tensors[i]->packs;
     return n;
 }
 
@@ -71,6 +71,11 @@ void te_print_kernels(FILE *out, const Graph *g)
         const Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE)
             continue;
+        if (t->packs) {
+            fprintf(out, "prepack %s: %s in panels of %lld\n", t->name, t->packs->name,
+                    (long long)t->pack_width);
+            continue;
+        }
         fprintf(out, "kernel %s", t->name);
         if (t->anchor)
             fprintf(out, " (anchor %s)", t->anchor);
@@ -102,6 +107,7 @@ void te_print_opt_summary(FILE *out, const OptStats *s)
     count(out, &first, s->simplified, "algebraic rewrite", "algebraic rewrites");
     count(out, &first, s->substituted, "operator substituted", "operators substituted");
     count(out, &first, s->fused, "stage fused", "stages fused");
+    count(out, &first, s->packed, "weight prepacked", "weights prepacked");
     for (int i = 0; i < s->notes.len; i++)
         fprintf(out, "; %s", (const char *)s->notes.items[i]);
     fputc('\n', out);

@@ -209,6 +209,11 @@ typedef struct IterVar {
     int64_t extent; /* number of values: lo .. lo+extent-1 */
     bool reduce;    /* a reduction axis */
     int id;         /* unique within the graph: the evaluator's slot */
+    /* lowering: a loop over a region runs from a symbolic start; there
+     * extent is 0 and the variable ranges over region_lo ..
+     * region_lo + region_trip - 1 at most (index simplification uses it) */
+    struct Expr *region_lo;
+    int64_t region_trip;
 } IterVar;
 
 typedef struct Tensor Tensor;
@@ -265,6 +270,11 @@ struct Tensor {
     int naliases;
     const char *anchor;   /* the reduction a fused kernel is built around,
                              or NULL: the stage itself */
+    /* a prepack stage (pass_layout.c): const input PACKS in panels of
+     * PACK_WIDTH along its last dimension; computed once, ahead of time,
+     * by the generated NAME_prepack */
+    Tensor *packs;
+    int64_t pack_width;
 };
 
 typedef struct Dim {
@@ -358,7 +368,8 @@ int npy_read(const char *path, const Tensor *t, double *data);
     X(cse, "common subexpression elimination")                            \
     X(simplify, "algebraic simplification")                               \
     X(substitute, "operator substitution")                                \
-    X(fuse, "fusion into kernels")
+    X(fuse, "fusion into kernels")                                        \
+    X(layout, "layout assignment and weight prepacking")
 
 typedef enum PassId {
 #define X(n, d) PASS_##n,
@@ -372,6 +383,11 @@ typedef struct OptOptions {
     unsigned dump_after; /* bit PassId: --dump=after-NAME */
     bool strict_fp;      /* -fstrict-fp: only rewrites exact in the dtype */
     FILE *dump;          /* where dumps go */
+    /* layout: the panel width the kernel computing STAGE wants for the
+     * tensors it reads along its spatial dimension DIM (its tile size
+     * there), or 0 for none; NULL: no layout changes */
+    int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim);
+    void *panel_ctx;
 } OptOptions;
 
 /* What the passes did, for -v's summary. */
@@ -383,6 +399,7 @@ typedef struct OptStats {
     int simplified;   /* algebraic rewrites */
     int substituted;  /* operator substitutions */
     int fused;        /* stages merged into another */
+    int packed;       /* const inputs given a packed layout */
     PtrVec notes;     /* char *: one-line notes ("scale folded into y") */
 } OptStats;
 
@@ -416,6 +433,14 @@ void te_print_opt_summary(FILE *out, const OptStats *s);
  * g->tensors in dependency order and drops tensors no longer reachable
  * from an output (inputs always stay). */
 void te_graph_compact(Arena *a, Graph *g);
+
+/* pass_layout.c: (re)assigns layouts as PANEL_WIDTH (see OptOptions)
+ * asks: earlier prepack stages are undone first, so the tuner can call it
+ * again for each candidate schedule.  Notes for -v go to NOTES (may be
+ * NULL). */
+bool te_layout_assign(Arena *a, Graph *g,
+                      int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim),
+                      void *ctx, PtrVec *notes);
 
 /* pass_cse.c: are A and B the same computation, up to renaming AVARS[i]
  * to BVARS[i] (i < N) and their reductions' axes (same ranges, same

@@ -178,7 +178,9 @@ static bool check_int(Checker *c, const SchedArg *a, const char *prim)
 /* Does stage tensor T read the tensor called NAME? */
 static bool reads(const Expr *e, const char *name)
 {
-    if (e->kind == EX_LOAD && strcmp(e->tensor->name, name) == 0)
+    /* a prepack stage is its source in another layout (pass_layout.c) */
+    if (e->kind == EX_LOAD && (strcmp(e->tensor->name, name) == 0 ||
+                               (e->tensor->packs && strcmp(e->tensor->packs->name, name) == 0)))
         return true;
     for (int i = 0; i < e->nargs; i++)
         if (reads(e->args[i], name))

@@ -4,9 +4,9 @@
  * it, or NULL.  Stages WRITTEN names are left as they are.
  * guarantees: a Schedule of ordinary statements (so it prints, replays and
  * mutates like a written one) that sch_apply accepts:
- *   - every stage that is neither an output nor a reduction is inlined
- *     into its readers (Halide's default, and the graph optimizer's fusion
- *     in miniature);
+ *   - every stage that is neither an output nor a reduction nor a
+ *     prepack stage (pass_layout.c) is inlined into its readers
+ *     (Halide's default, and the graph optimizer's fusion in miniature);
  *   - a reduction with two or more spatial axes and a wide innermost one
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 4
  *     vectors accumulated in a local tile (schedule_matmul_like);
@@ -69,6 +69,17 @@ static const char *suffixed(Builder *b, const char *name, const char *suffix)
  * applies its epilogue once per element.  Column blocks are the outer,
  * parallel loop, so each thread's block of w (K x TJ) stays in its cache
  * while the row tiles stream past it. */
+static int64_t tile_j(int64_t jext, int lanes)
+{
+    return jext >= 4 * lanes ? 4 * lanes : jext >= 2 * lanes ? 2 * lanes : lanes;
+}
+
+static int lanes_of(DType t)
+{
+    int lanes = 64 / dtype_bytes(t);
+    return lanes > 16 ? 16 : lanes;
+}
+
 static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
 {
     const char *stage = s->name;
@@ -76,7 +87,7 @@ static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
     const char *i = s->svars[s->nsvars - 2]->name;
     int64_t jext = s->svars[s->nsvars - 1]->extent;
     int64_t iext = s->svars[s->nsvars - 2]->extent;
-    int64_t tj = jext >= 4 * lanes ? 4 * lanes : jext >= 2 * lanes ? 2 * lanes : lanes;
+    int64_t tj = tile_j(jext, lanes);
     int64_t ti = iext >= 8 ? 8 : iext;
     const char *acc = suffixed(b, stage, "_acc");
     const char *jo = suffixed(b, j, "o"), *ji = suffixed(b, j, "i");
@@ -134,7 +145,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if (!s->tensor->is_output && !s->is_reduce && !mentioned(written, s))
+        if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs && !mentioned(written, s))
             emit(&b, s->name, "compute_inline", 0);
     }
     if (strcmp(st->target, "cpu") != 0) {
@@ -144,15 +155,22 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if ((!s->tensor->is_output && !s->is_reduce) || s->nsvars == 0 ||
+        if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs) || s->nsvars == 0 ||
             mentioned(written, s) || s->attach)
             continue;
-        int lanes = 64 / dtype_bytes(s->tensor->dtype);
-        if (lanes > 16)
-            lanes = 16;
+        int lanes = lanes_of(s->tensor->dtype);
         IterVar *inner = s->svars[s->nsvars - 1];
         if (s->is_reduce && s->nsvars >= 2 && inner->extent >= lanes) {
             schedule_matmul_like(&b, s, lanes);
+            continue;
+        }
+        if (s->tensor->packs && s->nsvars >= 3) {
+            /* W_packed[p, a.., l] = W[a.., p*P + l]: W's rows in order */
+            SchedStmt *r = emit(&b, s->name, "reorder", 2);
+            r->args[0] = name_arg(s->svars[1]->name);
+            r->args[1] = name_arg(s->svars[0]->name);
+            annotate(&b, s->name, "vectorize", inner->name);
+            annotate(&b, s->name, "parallel", s->svars[1]->name);
             continue;
         }
         if (!s->is_reduce)
@@ -161,4 +179,61 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             annotate(&b, s->name, "parallel", s->svars[0]->name);
     }
     return sched;
+}
+
+static bool tensor_named(const Tensor *t, const char *name)
+{
+    if (strcmp(t->name, name) == 0)
+        return true;
+    for (int i = 0; i < t->naliases; i++)
+        if (strcmp(t->aliases[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int64_t arg_value(const SchedArg *a)
+{
+    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen]
+           : a->kind == SA_INT ? a->ival : 0;
+}
+
+static bool is_arg(const SchedStmt *s, int i, const char *name)
+{
+    return i < s->nargs && s->args[i].kind == SA_NAME && strcmp(s->args[i].name, name) == 0;
+}
+
+int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
+{
+    const PanelQuery *q = ctx;
+    if (strcmp(q->target, "cpu") != 0)
+        return 0; /* CUDA kernels stage their operands in shared memory */
+    const Schedule *sched = q->sched;
+    for (int i = 0; !q->sched_given && i < g->nschedules; i++)
+        if (strcmp(g->schedules[i]->target, q->target) == 0)
+            sched = g->schedules[i];
+    const char *axis = stage->vars[dim]->name;
+    bool mentioned = false;
+    int64_t width = 0;
+    for (int i = 0; sched && i < sched->nstmts; i++) {
+        const SchedStmt *s = sched->stmts[i];
+        if (strcmp(s->prim, "cache_read") == 0 && is_arg(s, 1, stage->name))
+            return 0; /* staged reads keep the layout the copy has */
+        if (!tensor_named(stage, s->stage))
+            continue;
+        mentioned = true;
+        if (width)
+            continue;
+        if (strcmp(s->prim, "tile") == 0 && s->nargs == 4 && is_arg(s, 1, axis))
+            width = arg_value(&s->args[3]);
+        else if (strcmp(s->prim, "split") == 0 && s->nargs == 2 && is_arg(s, 0, axis))
+            width = arg_value(&s->args[1]);
+    }
+    if (mentioned)
+        return width;
+    /* the default schedule's micro-kernel tiles the innermost axis */
+    bool reduces = stage->body->kind == EX_REDUCE || stage->anchor;
+    int lanes = lanes_of(stage->dtype);
+    if (!reduces || stage->rank < 2 || dim != stage->rank - 1 || stage->shape[dim] < lanes)
+        return 0;
+    return tile_j(stage->shape[dim], lanes);
 }

@@ -50,6 +50,31 @@ static SStage *stage_of(Lower *L, const Tensor *t)
 /* ------------------------------------------------------------------ */
 /* Inlining.                                                           */
 
+static bool has_divmod(const Expr *e)
+{
+    if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (has_divmod(e->args[i]))
+            return true;
+    return false;
+}
+
+/* E with the indices of its loads that divide simplified against the
+ * loops' ranges, now that they are known: a packed W_packed[j / 64, k,
+ * j % 64] inside a loop over j in [jo*64, jo*64 + 64) reads
+ * W_packed[jo, k, j - jo*64]. */
+static Expr *simplify_divisions(Lower *L, Expr *e)
+{
+    if (!has_divmod(e))
+        return e;
+    Expr **args = arena_alloc(L->a, sizeof *args * (size_t)e->nargs);
+    for (int i = 0; i < e->nargs; i++)
+        args[i] = e->kind == EX_LOAD ? sch_simplify(L->a, e->args[i])
+                                     : simplify_divisions(L, e->args[i]);
+    return te_rebuild(L->a, e, args);
+}
+
 static Expr *inline_expr(Lower *L, Expr *e)
 {
     Expr **args = NULL;
@@ -337,6 +362,8 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
                  * size (unrolling counts on it), from a symbolic start */
                 l->trip_bound = constant ? shape[d] : t->shape[d];
                 l->var->extent = 0;
+                l->var->region_lo = r[d].lo;
+                l->var->region_trip = l->trip_bound;
             }
         }
     }
@@ -515,7 +542,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         if (s->storage != s->tensor)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
-    Expr *value = sch_subst(a, s->value, s->value_of, L->st->next_var);
+    Expr *value = simplify_divisions(L, sch_subst(a, s->value, s->value_of, L->st->next_var));
     for (int i = 0; i < L->st->stages.len; i++) {
         SStage *c = L->st->stages.items[i];
         if (c->attach == s && !c->inlined)
@@ -591,6 +618,11 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         if (s->inlined || s->attach)
             continue;
         s->storage = s->tensor;
+        if (s->tensor->packs) { /* computed ahead of time: NAME_prepack */
+            vec_push(st->arena, &out->packed, s->tensor);
+            out->prepack = seq2(&L, out->prepack, lower_stage(&L, s));
+            continue;
+        }
         if (!s->tensor->is_output)
             vec_push(st->arena, &out->temps, s->tensor);
         body = seq2(&L, body, lower_stage(&L, s));

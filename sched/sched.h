@@ -228,7 +228,9 @@ struct Stmt {
 /* The lowered program: one function's body and the buffers it needs. */
 typedef struct LoweredFunc {
     Stmt *body;
-    PtrVec temps; /* Tensor *: intermediates held in global scope */
+    PtrVec temps;  /* Tensor *: intermediates held in global scope */
+    Stmt *prepack; /* the prepack stages' nests (pass_layout.c), or NULL */
+    PtrVec packed; /* Tensor *: what they compute; BODY reads them */
 } LoweredFunc;
 
 /* state.c */
@@ -248,6 +250,20 @@ bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
+/* What the layout pass (lang/pass_layout.c) asks: the tile size along
+ * STAGE's dimension DIM in the kernel for TARGET, under SCHED when
+ * SCHED_GIVEN (the tuner's candidate; NULL is the default schedule), else
+ * under the file's schedule for TARGET, else under the default one (its
+ * micro-kernel's column tile).  0 when the axis is not tiled, the kernel
+ * stages its reads with cache_read, or TARGET is not cpu.  CTX is a
+ * PanelQuery. */
+typedef struct PanelQuery {
+    const char *target;
+    const Schedule *sched;
+    bool sched_given;
+} PanelQuery;
+int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
+
 Schedule *sch_default(SchedState *st, const Schedule *written);
 
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)

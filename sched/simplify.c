@@ -210,6 +210,92 @@ static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi, bool *l
     return true;
 }
 
+/* The range of L's value over its variables' ranges (as in
+ * difference_range); false if an atom is not a variable or a bound is
+ * infinite where it matters (*HI_INF says the top is). */
+static bool linear_range(const Linear *l, int64_t *lo, int64_t *hi, bool *hi_inf)
+{
+    *lo = *hi = l->constant;
+    *hi_inf = false;
+    for (int i = 0; i < l->n; i++) {
+        if (l->coef[i] == 0)
+            continue;
+        if (l->atom[i]->kind != EX_VAR)
+            return false;
+        const IterVar *v = l->atom[i]->var;
+        if (v->extent <= 0) { /* 0 .. infinity */
+            if (l->coef[i] < 0)
+                return false;
+            *hi_inf = true;
+            continue;
+        }
+        int64_t p = l->coef[i] * v->lo, q = l->coef[i] * (v->lo + v->extent - 1);
+        *lo += p < q ? p : q;
+        *hi += p < q ? q : p;
+    }
+    return true;
+}
+
+/* X / C and X % C for a constant C > 1 (E is one of them): X = C*Q + R
+ * where Q collects the terms whose coefficients C divides and R the rest,
+ * each region variable (a loop over a region: lo .. lo + trip - 1) written
+ * as its start plus an offset 0 .. trip-1 so that its start can divide.
+ * When R always lies in 0 .. C-1 and Q is never negative, X >= 0, C's
+ * truncating division is floor division, and X / C = Q, X % C = X - C*Q:
+ * with j in [jo*64, jo*64 + 64), j / 64 is jo and j % 64 is j - jo*64. */
+static Expr *divide(Arena *a, Expr *e, int64_t c)
+{
+    Linear x = {0}, q = {0}, r = {0};
+    to_linear(e->args[0], 1, &x);
+    if (x.overflow)
+        return e;
+    for (int i = 0; i < x.n; i++) {
+        int64_t k = x.coef[i];
+        Expr *atom = x.atom[i];
+        if (k == 0)
+            continue;
+        if (k % c == 0) {
+            add_term(&q, atom, k / c);
+            continue;
+        }
+        const IterVar *v = atom->kind == EX_VAR ? atom->var : NULL;
+        if (!v || !v->region_lo || v->region_trip <= 0) {
+            add_term(&r, atom, k);
+            continue;
+        }
+        /* k * v = k * lo + k * t, t in 0 .. trip-1 */
+        Linear lo = {0};
+        to_linear(v->region_lo, k, &lo);
+        if (lo.overflow)
+            return e;
+        for (int t = 0; t < lo.n; t++) {
+            if (lo.coef[t] % c == 0)
+                add_term(&q, lo.atom[t], lo.coef[t] / c);
+            else
+                add_term(&r, lo.atom[t], lo.coef[t]);
+        }
+        x.constant += lo.constant; /* split below with the rest */
+        IterVar *off = arena_alloc(a, sizeof *off);
+        off->name = v->name;
+        off->extent = v->region_trip;
+        add_term(&r, ex_var(a, no_span, off), k);
+    }
+    int64_t rc = x.constant % c;
+    if (rc < 0)
+        rc += c;
+    q.constant = (x.constant - rc) / c;
+    r.constant = rc;
+    int64_t rlo, rhi, qlo, qhi;
+    bool rinf, qinf;
+    if (q.overflow || r.overflow || !linear_range(&r, &rlo, &rhi, &rinf) || rinf || rlo < 0 ||
+        rhi >= c || !linear_range(&q, &qlo, &qhi, &qinf) || qlo < 0)
+        return e;
+    Expr *quot = from_linear(a, &q);
+    if (e->op == OP_DIV)
+        return quot;
+    return sch_simplify(a, mk2(a, OP_SUB, e->args[0], mk2(a, OP_MUL, quot, sch_int(a, c))));
+}
+
 Expr *sch_simplify(Arena *a, Expr *e)
 {
     if (e->kind != EX_OP || e->dtype != DT_I32)
@@ -239,6 +325,8 @@ Expr *sch_simplify(Arena *a, Expr *e)
             return sch_int(a, e->op == OP_DIV ? x / y : x % y);
         if (sch_const_int(e->args[1], &y) && y == 1)
             return e->op == OP_DIV ? e->args[0] : sch_int(a, 0);
+        if (sch_const_int(e->args[1], &y) && y > 1)
+            return divide(a, e, y);
         return e;
     case OP_MIN:
     case OP_MAX: {

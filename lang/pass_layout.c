@@ -1,0 +1,268 @@
+/* pass_layout.c — layout assignment and weight prepacking.
+ *
+ * requires: a fused Graph (pass_fuse.c ran); OptOptions.panel_width, the
+ * scheduler's view of which tile size a kernel uses along an axis (NULL:
+ * the pass changes nothing).
+ * guarantees: the same values at every output, exactly (a layout moves
+ * data, it computes nothing).  A `const` input W that one kernel reads
+ * as the B operand of a matmul — its last index a spatial variable j of
+ * the kernel, tiled by P, and some other index a reduction variable —
+ * is read in panels instead:
+ *
+ *     W_packed[p, k, l] = W[k, p*P + l]       (zero past the last column)
+ *     ... W[k, j] ...   becomes   ... W_packed[j / P, k, j % P] ...
+ *
+ * so that the P columns a tile of the kernel needs lie contiguous for
+ * every k.  Row-major W puts them N floats apart: a power-of-two multiple
+ * N (3072 floats = 12 KiB) maps every row of a tile to the same few cache
+ * sets, and the panel falls out of L1 and L2 however small it is; packed,
+ * the panel streams.  With j = jo*P + ji the scheduler's index
+ * simplification turns j / P into jo and j % P into ji, so the kernel
+ * reads W_packed[jo, k, ji] with unit stride.  W_packed is a stage with
+ * `packs` set: it depends on a const input only, so the generated code
+ * computes it in NAME_prepack, once, and the kernel takes it as a
+ * parameter (codegen/c.c).
+ *
+ * Not packed: non-const inputs (they change every call: packing them is a
+ * copy per call), inputs read by several kernels or at different points
+ * (one layout could not serve them all), an axis the schedule does not
+ * tile, or a panel as wide as the tensor; intermediates keep row-major
+ * order (their producer writes them in the consumer's kernel, fused, or
+ * the consumer's tile loops read them with unit stride already), so no
+ * transposes are ever added.  The CUDA target stages W through shared
+ * memory instead and asks for no panels.
+ */
+#include <string.h>
+
+#include "texc.h"
+
+static const Span no_span = { 0, 0 };
+
+static Expr *int_const(Arena *a, int64_t v)
+{
+    return ex_const(a, no_span, DT_I32, (double)v);
+}
+
+static Expr *op2(Arena *a, Op op, DType t, Expr *x, Expr *y)
+{
+    Expr *args[2] = { x, y };
+    return ex_op(a, no_span, op, t, args, 2);
+}
+
+static bool mentions_reduce_var(const Expr *e)
+{
+    if (e->kind == EX_VAR)
+        return e->var->reduce;
+    for (int i = 0; i < e->nargs; i++)
+        if (mentions_reduce_var(e->args[i]))
+            return true;
+    return false;
+}
+
+/* Checks every load of W in E: the last index is the variable *J (set by
+ * the first load; one of STAGE's spatial variables) and some other index
+ * mentions a reduction variable.  Counts the loads in *N. */
+static bool loads_fit(const Expr *e, const Tensor *w, const Tensor *stage, IterVar **j, int *n)
+{
+    if (e->kind == EX_LOAD && e->tensor == w) {
+        const Expr *last = e->args[w->rank - 1];
+        if (last->kind != EX_VAR || (*j && last->var != *j))
+            return false;
+        bool spatial = false;
+        for (int d = 0; d < stage->rank; d++)
+            spatial = spatial || stage->vars[d] == last->var;
+        bool reduces = false;
+        for (int d = 0; d < w->rank - 1; d++)
+            reduces = reduces || mentions_reduce_var(e->args[d]);
+        if (!spatial || !reduces)
+            return false;
+        *j = last->var;
+        (*n)++;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!loads_fit(e->args[i], w, stage, j, n))
+            return false;
+    return true;
+}
+
+static int loads_of(const Expr *e, const Tensor *t)
+{
+    int n = e->kind == EX_LOAD && e->tensor == t;
+    for (int i = 0; i < e->nargs; i++)
+        n += loads_of(e->args[i], t);
+    return n;
+}
+
+/* E with every load of W turned into a load of WP (panels of P). */
+static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p)
+{
+    Expr *args[TE_MAX_RANK + 1];
+    if (e->kind == EX_LOAD && e->tensor == w) {
+        Expr *j = e->args[w->rank - 1];
+        args[0] = op2(a, OP_DIV, DT_I32, j, int_const(a, p));
+        for (int d = 0; d < w->rank - 1; d++)
+            args[d + 1] = e->args[d];
+        args[w->rank] = op2(a, OP_MOD, DT_I32, j, int_const(a, p));
+        return ex_load(a, e->span, wp, args, w->rank + 1);
+    }
+    if (e->nargs == 0)
+        return e;
+    Expr **sub = arena_alloc(a, sizeof *sub * (size_t)e->nargs);
+    bool changed = false;
+    for (int i = 0; i < e->nargs; i++) {
+        sub[i] = pack_loads(a, e->args[i], w, wp, p);
+        changed = changed || sub[i] != e->args[i];
+    }
+    return changed ? te_rebuild(a, e, sub) : e;
+}
+
+/* E with every load of a prepack stage turned back into a load of the
+ * input it packs: W_packed[j / P, k, j % P] -> W[k, j]. */
+static Expr *unpack_loads(Arena *a, Expr *e)
+{
+    if (e->kind == EX_LOAD && e->tensor->packs) {
+        const Tensor *wp = e->tensor;
+        Expr *args[TE_MAX_RANK];
+        for (int d = 1; d < wp->rank - 1; d++)
+            args[d - 1] = e->args[d];
+        args[wp->rank - 2] = e->args[0]->args[0]; /* j of j / P */
+        return ex_load(a, e->span, wp->packs, args, wp->rank - 1);
+    }
+    if (e->nargs == 0)
+        return e;
+    Expr **sub = arena_alloc(a, sizeof *sub * (size_t)e->nargs);
+    bool changed = false;
+    for (int i = 0; i < e->nargs; i++) {
+        sub[i] = unpack_loads(a, e->args[i]);
+        changed = changed || sub[i] != e->args[i];
+    }
+    return changed ? te_rebuild(a, e, sub) : e;
+}
+
+static bool name_used(const Graph *g, const char *name)
+{
+    for (int i = 0; i < g->ntensors; i++)
+        if (strcmp(g->tensors[i]->name, name) == 0)
+            return true;
+    return false;
+}
+
+static IterVar *new_var(Arena *a, Graph *g, const char *name, int64_t extent)
+{
+    IterVar *v = arena_alloc(a, sizeof *v);
+    v->name = name;
+    v->extent = extent;
+    v->id = g->nvars++;
+    return v;
+}
+
+/* The prepack stage of W in panels of P:
+ *   W_packed[p, a0, .., l] = select(p*P + l < N, W[a0, .., min(p*P + l, N-1)], 0)
+ * (just W[a0, .., p*P + l] when P divides N). */
+static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
+{
+    int r = w->rank;
+    int64_t n = w->shape[r - 1];
+    Tensor *wp = arena_alloc(a, sizeof *wp);
+    const char *name = arena_printf(a, "%s_packed", w->name);
+    for (int k = 2; name_used(g, name); k++)
+        name = arena_printf(a, "%s_packed%d", w->name, k);
+    wp->name = name;
+    wp->span = w->span;
+    wp->kind = TK_STAGE;
+    wp->dtype = w->dtype;
+    wp->rank = r + 1;
+    wp->shape[0] = (n + p - 1) / p;
+    for (int d = 0; d < r - 1; d++)
+        wp->shape[d + 1] = w->shape[d];
+    wp->shape[r] = p;
+    wp->vars = arena_alloc(a, sizeof *wp->vars * (size_t)(r + 1));
+    wp->vars[0] = new_var(a, g, "p", wp->shape[0]);
+    for (int d = 0; d < r - 1; d++)
+        wp->vars[d + 1] = new_var(a, g, arena_printf(a, "a%d", d), w->shape[d]);
+    wp->vars[r] = new_var(a, g, "l", p);
+    Expr *col = op2(a, OP_ADD, DT_I32,
+                    op2(a, OP_MUL, DT_I32, ex_var(a, no_span, wp->vars[0]), int_const(a, p)),
+                    ex_var(a, no_span, wp->vars[r]));
+    Expr *idx[TE_MAX_RANK];
+    for (int d = 0; d < r - 1; d++)
+        idx[d] = ex_var(a, no_span, wp->vars[d + 1]);
+    bool divides = n % p == 0;
+    idx[r - 1] = divides ? col : op2(a, OP_MIN, DT_I32, col, int_const(a, n - 1));
+    wp->body = ex_load(a, no_span, w, idx, r);
+    if (!divides) {
+        Expr *args[3] = { op2(a, OP_LT, DT_BOOL, col, int_const(a, n)), wp->body,
+                          ex_const(a, no_span, w->dtype, 0.0) };
+        wp->body = ex_op(a, no_span, OP_SELECT, w->dtype, args, 3);
+    }
+    wp->packs = w;
+    wp->pack_width = p;
+    return wp;
+}
+
+/* Packs const input W for its one reader, if the reader's kernel wants
+ * panels.  Returns the note for -v, or NULL. */
+static const char *assign(Arena *a, Graph *g, Tensor *w,
+                          int64_t (*panel_width)(void *, const Graph *, const Tensor *, int),
+                          void *ctx)
+{
+    if (w->kind != TK_INPUT || !w->is_const || w->rank < 2)
+        return NULL;
+    Tensor *reader = NULL;
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        if (t->kind != TK_STAGE || loads_of(t->body, w) == 0)
+            continue;
+        if (reader)
+            return NULL; /* read by two kernels */
+        reader = t;
+    }
+    IterVar *j = NULL;
+    int n = 0;
+    if (!reader || !loads_fit(reader->body, w, reader, &j, &n) || n == 0)
+        return NULL;
+    int dim = 0;
+    while (reader->vars[dim] != j)
+        dim++;
+    int64_t p = panel_width(ctx, g, reader, dim);
+    if (p < 2 || p >= w->shape[w->rank - 1])
+        return NULL;
+    Tensor *wp = packed_stage(a, g, w, p);
+    reader->body = pack_loads(a, reader->body, w, wp, p);
+    return arena_printf(a, "%s prepacked in panels of %lld for %s (%s)", w->name, (long long)p,
+                        reader->name, wp->name);
+}
+
+bool te_layout_assign(Arena *a, Graph *g,
+                      int64_t (*panel_width)(void *, const Graph *, const Tensor *, int), void *ctx,
+                      PtrVec *notes)
+{
+    /* undo an earlier assignment: the tuner asks again for each schedule */
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        if (t->kind == TK_STAGE && !t->packs)
+            t->body = unpack_loads(a, t->body);
+    }
+    te_graph_compact(a, g);
+    if (!panel_width)
+        return true;
+    bool changed = false;
+    for (int i = 0; i < g->ninputs; i++) {
+        const char *note = assign(a, g, g->inputs[i], panel_width, ctx);
+        if (note && notes)
+            vec_push(a, notes, (void *)note);
+        changed = changed || note;
+    }
+    if (changed)
+        te_graph_compact(a, g);
+    return true;
+}
+
+bool te_pass_layout(OptCtx *c, Graph *g)
+{
+    int before = c->stats->notes.len;
+    bool ok = te_layout_assign(c->arena, g, c->opts->panel_width, c->opts->panel_ctx,
+                               &c->stats->notes);
+    c->stats->packed += c->stats->notes.len - before;
+    return ok;
+}
