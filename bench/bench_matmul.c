@@ -57,6 +57,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +356,8 @@ typedef struct Machine {
     int family, model;         /* cpu family, model */
     int logical_cpus;
     int avx512;                /* avx512f in the flags */
+    long l1d, l2, l3;          /* cache sizes in bytes as sysconf reports them, <= 0: unknown */
+    char os[160];              /* kernel release and Debian version */
 } Machine;
 
 static void read_machine(Machine *mc)
@@ -362,6 +365,18 @@ static void read_machine(Machine *mc)
     memset(mc, 0, sizeof *mc);
     snprintf(mc->cpu, sizeof mc->cpu, "unknown");
     mc->logical_cpus = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    mc->l1d = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+    mc->l2 = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    mc->l3 = sysconf(_SC_LEVEL3_CACHE_SIZE);
+    struct utsname un;
+    char debian[32] = "?";
+    FILE *dv = fopen("/etc/debian_version", "r");
+    if (dv) {
+        if (fgets(debian, sizeof debian, dv))
+            debian[strcspn(debian, "\n")] = '\0';
+        fclose(dv);
+    }
+    snprintf(mc->os, sizeof mc->os, "Linux %s, Debian %s", uname(&un) == 0 ? un.release : "?", debian);
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f)
         return;
@@ -745,8 +760,11 @@ static void print_report(FILE *out, const Report *rep)
           "batched matmul, conv2d, softmax and layer norm.  Written by `make bench` "
           "(bench/bench_matmul.c, bench/bench_ops.c).\n\n", out);
     fprintf(out, "- date: %s\n", date);
-    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s\n",
-            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no");
+    fprintf(out, "- machine: %s (cpu family %d, model %d), %d logical CPUs, AVX-512F %s; "
+                 "caches as sysconf reports them (a virtual machine may report the host's): "
+                 "L1d %ld KiB, L2 %ld KiB, L3 %ld KiB; %s\n",
+            mc->cpu, mc->family, mc->model, mc->logical_cpus, mc->avx512 ? "yes" : "no",
+            mc->l1d / 1024, mc->l2 / 1024, mc->l3 / 1024, mc->os);
     fprintf(out, "- other load: load average (1, 5, 15 min) %s before the run, %s after; "
                  "CPU time used by other processes in a 1 s sample: %.0f%% before, %.0f%% after",
             rep->load_before, rep->load_after, 100.0 * rep->busy_before, 100.0 * rep->busy_after);
