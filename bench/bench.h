@@ -1,10 +1,12 @@
 /* bench.h — what the pieces of make bench share.
  *
- * The benchmark is three translation units built with different flags on
- * purpose: bench_matmul.c (the driver and the peers' glue, built like
- * texc's kernels: -O3 -march=native -fopenmp), naive.c (the reference,
- * -O2 as a plain C program would be) and peak.c (the FMA loop that
- * measures the machine's peak).  The GELU is the one texc emits
+ * The benchmark is one program of several translation units, built with
+ * different flags on purpose: bench_matmul.c (the driver, the report and
+ * matmul_gelu's peers), bench_ops.c (the other operations' peers and
+ * tables) and measure.c (timing and checks), all built like texc's
+ * kernels: -O3 -march=native -fopenmp; naive.c (the references, -O2 as a
+ * plain C program would be) and peak.c (the FMA loop and the bandwidth
+ * loops that measure the machine).  The GELU is the one texc emits
  * (codegen/c.c, te_gelu_f32), so that every peer computes the same
  * function and the check compares like with like.
  */
@@ -12,6 +14,13 @@
 #define BENCH_H
 
 #include <math.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef BENCH_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#endif
 
 /* GELU with erf, as texc's generated te_gelu_f32. */
 static inline float bench_gelu(float v)
@@ -22,9 +31,63 @@ static inline float bench_gelu(float v)
 /* naive.c */
 void bench_naive(int m, int n, int k, const float *x, const float *w,
                  const float *b, float *z);
+void bench_naive_batch_matmul(int batch, int m, int n, int k, const float *a,
+                              const float *w, float *c);
+void bench_naive_conv2d(int n, int c, int h, int w, int f, int r, int s, int stride,
+                        int pad, const float *img, const float *flt, const float *bias,
+                        float *out);
+void bench_naive_softmax(int m, int n, const float *x, float *p);
+void bench_naive_layernorm(int m, int d, float eps, const float *x, const float *gamma,
+                           const float *beta, float *y);
 
 /* peak.c */
 extern const char bench_fma_isa[];
 double bench_fma_peak(int threads); /* GFLOP per CPU-second of one core */
+/* GB/s reading SRC[0..COUNT), or copying it to DST when DST != NULL */
+double bench_bandwidth(const float *src, float *dst, size_t count, int threads);
+
+/* measure.c */
+/* A row's output must be within this of the reference's: max|z - ref| / max|ref|. */
+#define BENCH_TOLERANCE 1e-4
+/* Below this share of its threads' CPU time a row did not have the cores. */
+#define BENCH_CONTENDED 0.9
+
+typedef void RunFn(void *ctx);
+
+typedef struct Timing {
+    double median, p25, p75;   /* seconds per call */
+    double best;               /* the fastest call */
+    int reps;                  /* timed calls */
+    double cpu_secs;           /* process CPU time (all threads) over them */
+    double cpu_share;          /* cpu_secs / (their wall time x threads) */
+} Timing;
+
+void bench_die(const char *fmt, ...) __attribute__((noreturn, format(printf, 1, 2)));
+void *bench_xmalloc(size_t bytes);
+double bench_now(void);
+void bench_sleep(double secs);
+void bench_fill_random(float *buf, size_t count, unsigned long long seed);
+void bench_fill_nan(float *buf, size_t count);
+double bench_rel_error(const float *z, const float *ref, size_t count);
+int bench_cmp_double(const void *a, const void *b);
+double bench_percentile(const double *sorted, int count, double q);
+Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time);
+#ifdef BENCH_HAVE_DNNL
+extern dnnl_engine_t bench_dnnl_engine;
+extern dnnl_stream_t bench_dnnl_stream;
+void bench_describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md);
+#endif
+
+/* bench_ops.c: batched matmul, conv2d, softmax and layer norm */
+typedef struct OpsConfig {
+    const int *thread_counts;  /* the thread counts to measure at */
+    int nthread_counts;
+    double min_time;           /* bench_measure's */
+    double peak_core;          /* FMA peak of one core, GFLOP/s */
+} OpsConfig;
+void bench_ops_run(const OpsConfig *cfg, void (*set_threads)(int));
+void bench_ops_print(FILE *out);  /* the four sections of the report */
+/* the rows measured; *CONTENDED: how many ran below BENCH_CONTENDED, *MISMATCHES: how many failed the check */
+int bench_ops_count(int *contended, int *mismatches);
 
 #endif

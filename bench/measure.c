@@ -1,0 +1,196 @@
+/* measure.c — what the benchmark's drivers share: data, checks, timing.
+ *
+ * bench_measure is the method every row of make bench's tables follows:
+ * warm-up for >= 0.05 s, then separately timed calls until both MIN_TIME
+ * seconds and ten calls (three for calls over 1 s) have passed; the median,
+ * the interquartile range, the best call, and the CPU time the process got
+ * over the timed calls (so that a table can say when a row's threads did
+ * not all run).  Inputs come from bench_fill_random (a fixed seed, so that
+ * every run sees the same data) and outputs are compared by bench_rel_error.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include "bench.h"
+
+#ifdef BENCH_HAVE_DNNL
+dnnl_engine_t bench_dnnl_engine;
+dnnl_stream_t bench_dnnl_stream;
+#endif
+
+/* ---- Small helpers ------------------------------------------------------- */
+
+void bench_die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("bench_matmul: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+void *bench_xmalloc(size_t bytes)
+{
+    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);
+    if (!p)
+        bench_die("out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+double bench_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+void bench_sleep(double secs)
+{
+    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+        ;
+}
+
+/* Uniform in [-1, 1): xorshift64*, fixed seed, so every run sees the same data. */
+void bench_fill_random(float *buf, size_t count, unsigned long long seed)
+{
+    unsigned long long s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < count; i++) {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        unsigned long long r = s * 0x2545f4914f6cdd1dull;
+        buf[i] = (float)((double)(r >> 40) / 16777216.0 * 2.0 - 1.0);
+    }
+}
+
+void bench_fill_nan(float *buf, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        buf[i] = NAN;
+}
+
+/* max|z - ref| / max|ref|; infinity when z has a NaN where ref has none. */
+double bench_rel_error(const float *z, const float *ref, size_t count)
+{
+    double diff = 0.0, scale = 0.0;
+    for (size_t i = 0; i < count; i++) {
+        if (isnan(z[i]) && !isnan(ref[i]))
+            return INFINITY;
+        double d = fabs((double)z[i] - (double)ref[i]);
+        if (d > diff)
+            diff = d;
+        if (fabs((double)ref[i]) > scale)
+            scale = fabs((double)ref[i]);
+    }
+    return scale > 0.0 ? diff / scale : diff;
+}
+
+/* ---- Timing -------------------------------------------------------------- */
+
+int bench_cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+double bench_percentile(const double *sorted, int count, double q)
+{
+    double pos = q * (count - 1);
+    int lo = (int)pos;
+    int hi = lo + 1 < count ? lo + 1 : lo;
+    return sorted[lo] + (pos - lo) * (sorted[hi] - sorted[lo]);
+}
+
+/* User + system CPU time of the whole process (every thread), seconds. */
+static double bench_cpu_seconds(void)
+{
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
+
+/* Times RUN(CTX), which should keep THREADS threads busy. */
+Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time)
+{
+    /* warm-up: caches, page faults, thread pools, lazy initialisation */
+    double start = bench_now();
+    do
+        run(ctx);
+    while (bench_now() - start < 0.05);
+
+    int cap = 1024, count = 0;
+    double *samples = malloc(sizeof *samples * cap), total = 0.0;
+    if (!samples)
+        bench_die("out of memory");
+    double cpu0 = bench_cpu_seconds(), wall0 = bench_now();
+    for (;;) {
+        double t0 = bench_now();
+        run(ctx);
+        double secs = bench_now() - t0;
+        if (count == cap) {
+            cap *= 2;
+            samples = realloc(samples, sizeof *samples * cap);
+            if (!samples)
+                bench_die("out of memory");
+        }
+        samples[count++] = secs;
+        total += secs;
+        int min_reps = samples[0] > 1.0 ? 3 : 10;
+        if (total >= min_time && count >= min_reps)
+            break;
+    }
+    double cpu_secs = bench_cpu_seconds() - cpu0;
+    double cpu_share = cpu_secs / ((bench_now() - wall0) * threads);
+    qsort(samples, count, sizeof *samples, bench_cmp_double);
+    Timing t = {bench_percentile(samples, count, 0.5), bench_percentile(samples, count, 0.25),
+                bench_percentile(samples, count, 0.75), samples[0], count, cpu_secs, cpu_share};
+    free(samples);
+    return t;
+}
+
+
+#ifdef BENCH_HAVE_DNNL
+/* "blocked BA16a64b"-style description of a blocked layout. */
+void bench_describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md)
+{
+    if (md->format_kind != dnnl_blocked) {
+        snprintf(buf, size, "%s", dnnl_fmt_kind2str(md->format_kind));
+        return;
+    }
+    const dnnl_blocking_desc_t *blk = &md->format_desc.blocking;
+    /* outer dimensions by decreasing stride, upper case when blocked */
+    int order[DNNL_MAX_NDIMS];
+    for (int i = 0; i < md->ndims; i++)
+        order[i] = i;
+    for (int i = 0; i < md->ndims; i++)
+        for (int j = i + 1; j < md->ndims; j++)
+            if (blk->strides[order[j]] > blk->strides[order[i]]) {
+                int t = order[i];
+                order[i] = order[j];
+                order[j] = t;
+            }
+    int len = 0;
+    for (int i = 0; i < md->ndims && len < (int)size - 1; i++) {
+        int blocked = 0;
+        for (int b = 0; b < blk->inner_nblks; b++)
+            blocked |= blk->inner_idxs[b] == order[i];
+        buf[len++] = (char)((blocked ? 'A' : 'a') + order[i]);
+    }
+    buf[len] = '\0';
+    for (int b = 0; b < blk->inner_nblks; b++)
+        len += snprintf(buf + len, len < (int)size ? size - len : 0, "%lld%c",
+                        (long long)blk->inner_blks[b], (int)('a' + blk->inner_idxs[b]));
+}
+
+#endif
