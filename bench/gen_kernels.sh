@@ -22,8 +22,9 @@
 # in batch_matmul conv2d softmax layernorm.
 #
 # Last, OUTDIR/kernels.h includes every header and lists the matmul shapes
-# as the X-macro BENCH_KERNELS(X), X(M, K, N, sched_fn, default_fn,
-# tuned_fn or NULL, "tuning note"), and defines BENCH_OP_TUNED_NAME (the
+# as the X-macro BENCH_KERNELS(X), X(M, K, N, sched_fn, sched_prepare,
+# default_fn, default_prepare, tuned_fn or NULL, tuned_prepare or NULL,
+# "tuning note") (the adaptors adapt() writes), and defines BENCH_OP_TUNED_NAME (the
 # tuned function or NULL) and BENCH_OP_TUNED_NOTE_NAME for each operation;
 # it is written last, so that its presence means every kernel was built.
 set -e
@@ -40,6 +41,40 @@ if grep -q '^schedule' "$out/matmul_gelu_default.te"; then
 fi
 
 includes=''
+# adapt NAME: appends to $includes NAME's header and two functions the
+# benchmark calls: NAME_bench_prepare(w), which puts w in the layout the
+# kernel reads (NAME_prepack, once, outside the timed loop, as oneDNN's
+# weights are reordered once) and returns the seconds it took, or -1 when
+# the kernel reads w as it is; and NAME_bench(x, w, b, z), the timed call.
+adapt() {
+    up=$(echo "$1" | tr a-z A-Z)
+    if grep -q "^void $1_prepack(" "$out/$1.h"; then
+        includes="$includes#include \"$1.h\"
+static float *$1_wp;
+static double $1_bench_prepare(const float *w)
+{
+    free($1_wp);
+    $1_wp = aligned_alloc(64, (${up}_W_PACKED_ELEMS * sizeof(float) + 63) / 64 * 64);
+    if (!$1_wp)
+        abort();
+    double t0 = omp_get_wtime();
+    $1_prepack(w, $1_wp);
+    return omp_get_wtime() - t0;
+}
+static void $1_bench(const float *x, const float *w, const float *b, float *z)
+{
+    (void)w;
+    $1_packed(x, $1_wp, b, z);
+}
+"
+    else
+        includes="$includes#include \"$1.h\"
+static double $1_bench_prepare(const float *w) { (void)w; return -1; }
+static void $1_bench(const float *x, const float *w, const float *b, float *z) { $1(x, w, b, z); }
+"
+    fi
+}
+
 # build NAME SRC TEXC-ARGS...: NAME.{h,c,o} from SRC without the tuning log
 build() {
     name=$1 src=$2
@@ -81,7 +116,15 @@ for shape in "$@"; do
     build "mg_sched_$shape" "$samples/matmul_gelu.te" -D M="$m" -D K="$k" -D N="$n"
     build "mg_default_$shape" "$out/matmul_gelu_default.te" -D M="$m" -D K="$k" -D N="$n"
     build_tuned "mg_tuned_$shape" "$samples/matmul_gelu.te" -D M="$m" -D K="$k" -D N="$n"
-    list="$list    X($m, $k, $n, mg_sched_$shape, mg_default_$shape, $tuned, \"$note\") \\
+    adapt "mg_sched_$shape"
+    adapt "mg_default_$shape"
+    tuned_prep=NULL
+    if [ "$tuned" != NULL ]; then
+        adapt "$tuned"
+        tuned_prep=${tuned}_bench_prepare tuned=${tuned}_bench
+    fi
+    list="$list    X($m, $k, $n, mg_sched_${shape}_bench, mg_sched_${shape}_bench_prepare, \\
+      mg_default_${shape}_bench, mg_default_${shape}_bench_prepare, $tuned, $tuned_prep, \"$note\") \\
 "
 done
 
