@@ -6,6 +6,11 @@
  * It fills the inputs, calls matmul_gelu(x, w, b, z), and checks every
  * element of z against a plain C loop computing gelu(x @ w / 8 + b) in
  * double precision.  Exit status 0 when all match, 1 otherwise.
+ *
+ * w is a `const` weight, so texc reads it in panels (matmul_gelu.h says
+ * which): a program that calls the kernel many times with one w packs it
+ * once with matmul_gelu_prepack and then calls matmul_gelu_packed, which
+ * must give exactly what matmul_gelu (packing on every call) gives.
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +47,24 @@ int main(void)
 
     matmul_gelu(x, w, b, z);
 
+    int differ = 0;
+#ifdef MATMUL_GELU_W_PACKED_ELEMS
+    float *wp = malloc(sizeof *wp * MATMUL_GELU_W_PACKED_ELEMS);
+    float *z2 = malloc(sizeof *z2 * M * N);
+    if (!wp || !z2) {
+        fputs("app: out of memory\n", stderr);
+        return 1;
+    }
+    matmul_gelu_prepack(w, wp); /* once per weight */
+    matmul_gelu_packed(x, wp, b, z2);
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        differ += z2[i] != z[i];
+    printf("matmul_gelu_prepack + matmul_gelu_packed: %d elements differ from matmul_gelu\n",
+           differ);
+    free(wp);
+    free(z2);
+#endif
+
     double worst = 0;
     int bad = 0;
     for (int i = 0; i < M; i++)
@@ -63,5 +86,5 @@ int main(void)
     free(w);
     free(b);
     free(z);
-    return bad ? 1 : 0;
+    return bad || differ ? 1 : 0;
 }
