@@ -27,6 +27,7 @@ typedef struct Emitter {
     PtrVec tnames;     /* ... and that name */
     const char **var_names; /* by IterVar id */
     PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
+    WorkspacePlan plan; /* where each of the function's temps lives */
     int indent;
 } Emitter;
 
@@ -926,14 +927,7 @@ static const char helpers[] =
     "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
     "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
     "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
-    "TE_VMAP2(te_vpow, powf)\n"
-    "static inline void *te_alloc(size_t bytes)\n"
-    "{\n"
-    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
-    "    if (!p)\n"
-    "        abort(); /* texc's memory plan will make this the caller's workspace */\n"
-    "    return p;\n"
-    "}\n";
+    "TE_VMAP2(te_vpow, powf)\n";
 
 static void emit_param(Emitter *e, FILE *out, const Tensor *t, bool in_header)
 {
@@ -959,14 +953,56 @@ static void emit_view(Emitter *e, const Tensor *t)
     fprintf(e->out, ")%s_;\n", n);
 }
 
-static void emit_temp(Emitter *e, const Tensor *t)
+/* Temp I's view of its bytes in the workspace (its memory plan's offset):
+ * "float (*restrict e)[1000] = (float (*)[1000])(te_workspace + 4096);" */
+static void emit_temp(Emitter *e, const Tensor *t, int i)
 {
     const char *ty = storage_type(t->dtype);
     const char *n = tensor_name(e, t);
-    int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
+    long long offset = (long long)e->plan.bufs[i].offset;
+    if (t->rank <= 1) {
+        line(e, "%s *restrict %s = (%s *)(te_workspace + %lld);\n", ty, n, ty, offset);
+        return;
+    }
     line(e, "%s (*restrict %s)", ty, n);
     emit_dims(e, t, 1);
-    fprintf(e->out, " = te_alloc(%lld);\n", (long long)bytes);
+    fprintf(e->out, " = (%s (*)", ty);
+    emit_dims(e, t, 1);
+    fprintf(e->out, ")(te_workspace + %lld);\n", offset);
+}
+
+/* The parameters: inputs, then outputs (then "void *workspace" if WS). */
+static void emit_params(Emitter *e, FILE *out, bool in_header, bool ws)
+{
+    Graph *g = e->st->g;
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        emit_param(e, out, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs], in_header);
+        fputs(i + 1 < g->ninputs + g->noutputs ? ", " : "", out);
+    }
+    if (ws)
+        fputs(in_header ? ", void *workspace" : ", void *te_workspace_", out);
+}
+
+/* One kernel step of NAME_ws: its nest, in a block declaring the views of
+ * the temps it uses.  Temps that share bytes are never used in one step,
+ * so each view is restrict within its block. */
+static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
+{
+    bool any = false;
+    for (int i = 0; i < fn->temps.len; i++)
+        any = any || cg_stmt_uses(body, fn->temps.items[i]);
+    if (!any) {
+        emit_stmt(e, body);
+        return;
+    }
+    line(e, "{\n");
+    e->indent++;
+    for (int i = 0; i < fn->temps.len; i++)
+        if (cg_stmt_uses(body, fn->temps.items[i]))
+            emit_temp(e, fn->temps.items[i], i);
+    emit_stmt(e, body);
+    e->indent--;
+    line(e, "}\n");
 }
 
 static char *upper(Arena *a, const char *s)
@@ -986,9 +1022,11 @@ static void emit_header(Emitter *e, const CodegenOptions *o, FILE *h)
             o->source_path, o->target);
     fprintf(h, " * Do not edit: regenerate with texc.  Tensors are row-major arrays. */\n");
     fprintf(h, "#ifndef %s\n#define %s\n\n", guard, guard);
-    fputs("#include <stdbool.h>\n#include <stdint.h>\n\n", h);
+    fputs("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     PtrVec macros = {0};
+    const char *ws_macro = upper(e->a, arena_printf(e->a, "%s_WORKSPACE_BYTES", o->name));
+    vec_push(e->a, &macros, (void *)ws_macro);
     for (int d = 0; d < g->ndims; d++) {
         const char *m = upper(e->a, arena_printf(e->a, "%s_%s", o->name, g->dims[d].name));
         for (int k = 2;; k++) {
@@ -1018,14 +1056,21 @@ static void emit_header(Emitter *e, const CodegenOptions *o, FILE *h)
         fputc(']', h);
     }
     fprintf(h, "\n */\nvoid %s(", o->name);
-    for (int i = 0; i < g->ninputs; i++) {
-        emit_param(e, h, g->inputs[i], true);
-        fputs(", ", h);
-    }
-    for (int i = 0; i < g->noutputs; i++) {
-        emit_param(e, h, g->outputs[i], true);
-        fputs(i + 1 < g->noutputs ? ", " : "", h);
-    }
+    emit_params(e, h, true, false);
+    fputs(");\n\n", h);
+    /* the workspace API */
+    fprintf(h, "/* The intermediates' bytes: one workspace, laid out by texc's memory\n"
+               " * plan (texc --dump=memory); 0 when there are none. */\n");
+    fprintf(h, "#define %s %lld\n", ws_macro, (long long)e->plan.bytes);
+    fprintf(h, "size_t %s_workspace_size(void);\n\n", o->name);
+    fprintf(h, "/* %s with its intermediates in WORKSPACE instead of memory of its own:\n"
+               " * %s_workspace_size() bytes, aligned to 64 bytes (aligned_alloc(64, ...)),\n"
+               " * used by one call at a time; it needs no initial contents and holds\n"
+               " * none afterwards.  WORKSPACE may be NULL when the size is 0.  %s\n"
+               " * allocates a workspace on each call and calls %s_ws. */\n",
+            o->name, o->name, o->name, o->name);
+    fprintf(h, "void %s_ws(", o->name);
+    emit_params(e, h, true, true);
     fputs(");\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
 }
 
@@ -1037,6 +1082,8 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
     Graph *g = st->g;
     claim(&e, o->name);
+    claim(&e, arena_printf(a, "%s_ws", o->name));
+    claim(&e, arena_printf(a, "%s_workspace_size", o->name));
     /* parameters first, so that they keep their names */
     for (int i = 0; i < g->ninputs; i++)
         tensor_name(&e, g->inputs[i]);
@@ -1049,6 +1096,8 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     for (int i = 0; i < fn->temps.len; i++)
         tensor_name(&e, fn->temps.items[i]);
 
+    if (!cg_plan_workspace(a, st, fn, &e.plan))
+        return false;
     emit_header(&e, o, out_h);
 
     FILE *c = out_c;
@@ -1064,26 +1113,41 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
           "#include <string.h>\n\n", c);
     fputs(helpers, c);
     fputs(cg_vmath_source, c);
-    fprintf(c, "\nvoid %s(", o->name);
-    for (int i = 0; i < g->ninputs; i++) {
-        emit_param(&e, c, g->inputs[i], false);
-        fputs(", ", c);
-    }
-    for (int i = 0; i < g->noutputs; i++) {
-        emit_param(&e, c, g->outputs[i], false);
-        fputs(i + 1 < g->noutputs ? ", " : "", c);
-    }
+    const char *ws_macro = upper(a, arena_printf(a, "%s_WORKSPACE_BYTES", o->name));
+    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, ws_macro);
+
+    /* NAME_ws: the kernel steps in order, each temp at its planned offset */
+    fprintf(c, "\nvoid %s_ws(", o->name);
+    emit_params(&e, c, false, true);
     fputs(")\n{\n", c);
     e.indent = 1;
     for (int i = 0; i < g->ninputs; i++)
         emit_view(&e, g->inputs[i]);
     for (int i = 0; i < g->noutputs; i++)
         emit_view(&e, g->outputs[i]);
-    for (int i = 0; i < fn->temps.len; i++)
-        emit_temp(&e, fn->temps.items[i]);
-    emit_stmt(&e, fn->body);
-    for (int i = 0; i < fn->temps.len; i++)
-        line(&e, "free(%s);\n", tensor_name(&e, fn->temps.items[i]));
+    if (fn->temps.len)
+        line(&e, "char *te_workspace = te_workspace_;\n");
+    else
+        line(&e, "(void)te_workspace_;\n");
+    const SStage **roots;
+    const Stmt **bodies;
+    int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
+    for (int k = 0; k < nsteps; k++)
+        emit_step(&e, fn, bodies[k]);
     fputs("}\n", c);
+
+    /* NAME: a workspace of its own for each call */
+    fprintf(c, "\nvoid %s(", o->name);
+    emit_params(&e, c, false, false);
+    fputs(")\n{\n", c);
+    if (e.plan.bytes > 0)
+        fprintf(c, "    void *te_workspace = aligned_alloc(64, %s);\n"
+                   "    if (!te_workspace)\n        abort();\n", ws_macro);
+    fprintf(c, "    %s_ws(", o->name);
+    for (int i = 0; i < g->ninputs + g->noutputs; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(c, "%s_, ", tensor_name(&e, t));
+    }
+    fputs(e.plan.bytes > 0 ? "te_workspace);\n    free(te_workspace);\n}\n" : "NULL);\n}\n", c);
     return !ferror(out_c) && !ferror(out_h);
 }
