@@ -89,6 +89,26 @@ else
     not_ok "transformer_block: planned peak '$planned' < naive peak '$naive'" "$dump"
 fi
 
+# The cuda target takes its offsets from the same plan.
+cu=$tmp/cuda
+mkdir -p "$cu"
+if ! "$TEXC" --target cuda --arch sm_80 --check "$samples/softmax.te" >/dev/null 2>&1; then
+    skip "transformer_block --target cuda: the workspace is the planned peak" \
+        "the cuda target is disabled"
+elif "$TEXC" --target cuda --arch sm_80 --dump=memory -o "$cu/k" "$samples/transformer_block.te" \
+    >"$cu/dump" 2>"$cu/err"; then
+    planned=$(sed -n 's/^naive peak [0-9]* bytes, planned peak \([0-9]*\) bytes.*/\1/p' "$cu/dump")
+    header=$(sed -n 's/^#define K_WORKSPACE_BYTES \([0-9]*\) .*/\1/p' "$cu/k.h")
+    if [ -n "$planned" ] && [ "$planned" = "$header" ] && valid_plan "$cu/dump" >"$cu/err"; then
+        ok "transformer_block --target cuda: the workspace is the planned peak ($planned)"
+    else
+        echo "planned '$planned', header '$header'" >>"$cu/err"
+        not_ok "transformer_block --target cuda: the workspace is the planned peak" "$cu/err"
+    fi
+else
+    not_ok "transformer_block --target cuda --dump=memory" "$cu/err"
+fi
+
 check "workspace_app: transformer_block_ws on a caller's workspace matches transformer_block" \
     "$builddir/tests/workspace_app"
 sed 's/^/# /' "$tmp/check.out"
