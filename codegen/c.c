@@ -27,6 +27,7 @@ typedef struct Emitter {
     PtrVec tnames;     /* ... and that name */
     const char **var_names; /* by IterVar id */
     PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
+    WorkspacePlan plan; /* where each of the function's temps lives */
     int indent;
 } Emitter;
 
@@ -926,14 +927,7 @@ static const char helpers[] =
     "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
     "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
     "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
-    "TE_VMAP2(te_vpow, powf)\n"
-    "static inline void *te_alloc(size_t bytes)\n"
-    "{\n"
-    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
-    "    if (!p)\n"
-    "        abort(); /* texc's memory plan will make this the caller's workspace */\n"
-    "    return p;\n"
-    "}\n";
+    "TE_VMAP2(te_vpow, powf)\n";
 
 /* A function's parameters: the tensors, and which it only reads. */
 typedef struct Params {
@@ -956,14 +950,25 @@ static void add_param(Params *p, const Tensor *t, bool ro)
 
 /* "void NAME(const float *restrict x_, ...)" in the .c, without restrict
  * and the underscores in the header. */
-static void emit_signature(Emitter *e, FILE *out, const char *name, const Params *p, bool in_header)
+static void emit_signature(Emitter *e, FILE *out, const char *name, const Params *p, bool in_header,
+                           bool ws)
 {
     fprintf(out, "void %s(", name);
     for (int i = 0; i < p->n; i++)
         fprintf(out, "%s%s%s *%s%s", i ? ", " : "", p->ro[i] ? "const " : "",
                 storage_type(p->t[i]->dtype), in_header ? "" : "restrict ",
                 in_header ? tensor_name(e, p->t[i]) : arena_printf(e->a, "%s_", tensor_name(e, p->t[i])));
+    if (ws)
+        fputs(in_header ? ", void *workspace" : ", void *te_workspace_", out);
     fputc(')', out);
+}
+
+/* "NAME(x_, w_packed_, b_, z_" — a call passing P's parameters on. */
+static void emit_call_open(Emitter *e, const char *name, const Params *p)
+{
+    line(e, "%s(", name);
+    for (int i = 0; i < p->n; i++)
+        fprintf(e->out, "%s%s_", i ? ", " : "", tensor_name(e, p->t[i]));
 }
 
 /* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;" */
@@ -989,14 +994,44 @@ static void emit_views(Emitter *e, const Params *p)
         emit_view(e, p->t[i], p->ro[i]);
 }
 
-static void emit_temp(Emitter *e, const Tensor *t)
+/* Temp I's view of its bytes in the workspace (its memory plan's offset):
+ * "float (*restrict e)[1000] = (float (*)[1000])(te_workspace + 4096);" */
+static void emit_temp(Emitter *e, const Tensor *t, int i)
 {
     const char *ty = storage_type(t->dtype);
     const char *n = tensor_name(e, t);
-    int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
+    long long offset = (long long)e->plan.bufs[i].offset;
+    if (t->rank <= 1) {
+        line(e, "%s *restrict %s = (%s *)(te_workspace + %lld);\n", ty, n, ty, offset);
+        return;
+    }
     line(e, "%s (*restrict %s)", ty, n);
     emit_dims(e, t, 1);
-    fprintf(e->out, " = te_alloc(%lld);\n", (long long)bytes);
+    fprintf(e->out, " = (%s (*)", ty);
+    emit_dims(e, t, 1);
+    fprintf(e->out, ")(te_workspace + %lld);\n", offset);
+}
+
+/* One kernel step of NAME_ws: its nest, in a block declaring the views of
+ * the temps it uses.  Temps that share bytes are never used in one step,
+ * so each view is restrict within its block. */
+static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
+{
+    bool any = false;
+    for (int i = 0; i < fn->temps.len; i++)
+        any = any || cg_stmt_uses(body, fn->temps.items[i]);
+    if (!any) {
+        emit_stmt(e, body);
+        return;
+    }
+    line(e, "{\n");
+    e->indent++;
+    for (int i = 0; i < fn->temps.len; i++)
+        if (cg_stmt_uses(body, fn->temps.items[i]))
+            emit_temp(e, fn->temps.items[i], i);
+    emit_stmt(e, body);
+    e->indent--;
+    line(e, "}\n");
 }
 
 static char *upper(Arena *a, const char *s)
@@ -1013,7 +1048,9 @@ typedef struct Funcs {
     Params kernel;  /* NAME_packed: packed inputs in their sources' places */
     Params prepack; /* NAME_prepack: the sources, then the packed tensors */
     const PtrVec *packed;
-    const char *packed_name, *prepack_name;
+    const char *ws_name, *packed_name, *packed_ws_name, *prepack_name;
+    const char *ws_macro;      /* NAME_WORKSPACE_BYTES */
+    const char **elems_macros; /* NAME_W_PACKED_ELEMS, one per packed tensor */
 } Funcs;
 
 
@@ -1026,9 +1063,12 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
             o->source_path, o->target);
     fprintf(h, " * Do not edit: regenerate with texc.  Tensors are row-major arrays. */\n");
     fprintf(h, "#ifndef %s\n#define %s\n\n", guard, guard);
-    fputs("#include <stdbool.h>\n#include <stdint.h>\n\n", h);
+    fputs("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     PtrVec macros = {0};
+    vec_push(e->a, &macros, (void *)f->ws_macro);
+    for (int i = 0; i < f->packed->len; i++)
+        vec_push(e->a, &macros, (void *)f->elems_macros[i]);
     for (int d = 0; d < g->ndims; d++) {
         const char *m = upper(e->a, arena_printf(e->a, "%s_%s", o->name, g->dims[d].name));
         for (int k = 2;; k++) {
@@ -1058,30 +1098,48 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         fputc(']', h);
     }
     fputs("\n */\n", h);
+    emit_signature(e, h, o->name, &f->entry, true, false);
+    fputs(";\n\n", h);
+    /* the workspace API */
+    fprintf(h, "/* The intermediates' bytes: one workspace, laid out by texc's memory\n"
+               " * plan (texc --dump=memory); 0 when there are none. */\n");
+    fprintf(h, "#define %s %lld\n", f->ws_macro, (long long)e->plan.bytes);
+    fprintf(h, "size_t %s_workspace_size(void);\n\n", o->name);
+    fprintf(h, "/* %s with its intermediates in WORKSPACE instead of memory of its own:\n"
+               " * %s_workspace_size() bytes, aligned to 64 bytes (aligned_alloc(64, ...)),\n"
+               " * used by one call at a time; it needs no initial contents and holds\n"
+               " * none afterwards.  WORKSPACE may be NULL when the size is 0.  %s\n"
+               " * allocates a workspace on each call and calls %s_ws. */\n",
+            o->name, o->name, o->name, o->name);
+    emit_signature(e, h, f->ws_name, &f->entry, true, true);
+    fputs(";\n", h);
     if (f->prepack.n) {
-        fputs("\n/* The kernel reads", h);
+        fputs("\n/* Prepacked weights (texc's layout assignment): the kernel reads", h);
         for (int i = 0; i < f->packed->len; i++) {
             const Tensor *t = f->packed->items[i];
-            fprintf(h, "%s %s in panels of %lld along its last dimension (%s[p][..][l] = %s[..][p*%lld + l], zero past the end)",
+            fprintf(h, "%s\n * %s in panels of %lld along its last dimension, %s[p][..][l] =\n"
+                       " * %s[..][p*%lld + l], zero past the end",
                     i ? ";" : "", t->packs->name, (long long)t->pack_width, tensor_name(e, t),
                     t->packs->name, (long long)t->pack_width);
         }
-        fprintf(h, ".\n * %s puts const inputs in that layout once, ahead of time; %s runs\n"
-                   " * on the result; %s does both on every call. */\n",
-                f->prepack_name, f->packed_name, o->name);
+        fprintf(h, ".\n * %s puts the weights in that layout; a program that calls the\n"
+                   " * kernel many times with the same weights calls it once and then\n"
+                   " * %s (or %s with a workspace).  %s and %s pack\n"
+                   " * into buffers of their own on every call. */\n",
+                f->prepack_name, f->packed_name, f->packed_ws_name, o->name, f->ws_name);
         for (int i = 0; i < f->packed->len; i++) {
             const Tensor *t = f->packed->items[i];
-            fprintf(h, "#define %s %lld /* elements */\n",
-                    upper(e->a, arena_printf(e->a, "%s_%s_elems", o->name, tensor_name(e, t))),
-                    (long long)tensor_elems(t));
+            fprintf(h, "#define %s %lld /* elements of %s */\n", f->elems_macros[i],
+                    (long long)tensor_elems(t), tensor_name(e, t));
         }
-        emit_signature(e, h, f->prepack_name, &f->prepack, true);
+        emit_signature(e, h, f->prepack_name, &f->prepack, true, false);
         fputs(";\n", h);
-        emit_signature(e, h, f->packed_name, &f->kernel, true);
+        emit_signature(e, h, f->packed_name, &f->kernel, true, false);
+        fputs(";\n", h);
+        emit_signature(e, h, f->packed_ws_name, &f->kernel, true, true);
         fputs(";\n", h);
     }
-    emit_signature(e, h, o->name, &f->entry, true);
-    fputs(";\n\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+    fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
 }
 
 static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
@@ -1090,6 +1148,21 @@ static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
         if (((const Tensor *)fn->packed.items[i])->packs == in)
             return fn->packed.items[i];
     return NULL;
+}
+
+/* "void NAME(PARAMS) { workspace of its own; NAME_ws(PARAMS, workspace); }" */
+static void emit_with_workspace(Emitter *e, const char *name, const char *ws_name, const Params *p,
+                                const char *ws_macro)
+{
+    FILE *c = e->out;
+    fputc('\n', c);
+    emit_signature(e, c, name, p, false, false);
+    fputs("\n{\n", c);
+    if (e->plan.bytes > 0)
+        fprintf(c, "    void *te_workspace = aligned_alloc(64, %s);\n"
+                   "    if (!te_workspace)\n        abort();\n", ws_macro);
+    emit_call_open(e, ws_name, p);
+    fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
 }
 
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
@@ -1118,8 +1191,11 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     }
     for (int i = 0; i < fn->packed.len; i++)
         add_param(&f.prepack, fn->packed.items[i], false);
+    f.ws_name = claim(&e, arena_printf(a, "%s_ws", o->name));
+    claim(&e, arena_printf(a, "%s_workspace_size", o->name));
     if (f.prepack.n) {
         f.packed_name = claim(&e, arena_printf(a, "%s_packed", o->name));
+        f.packed_ws_name = claim(&e, arena_printf(a, "%s_packed_ws", o->name));
         f.prepack_name = claim(&e, arena_printf(a, "%s_prepack", o->name));
     }
     /* parameters first, so that they keep their names */
@@ -1131,7 +1207,14 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     }
     for (int i = 0; i < fn->temps.len; i++)
         tensor_name(&e, fn->temps.items[i]);
+    f.ws_macro = upper(a, arena_printf(a, "%s_WORKSPACE_BYTES", o->name));
+    f.elems_macros = arena_alloc(a, sizeof *f.elems_macros * (size_t)(fn->packed.len + 1));
+    for (int i = 0; i < fn->packed.len; i++)
+        f.elems_macros[i] = upper(a, arena_printf(a, "%s_%s_ELEMS", o->name,
+                                                  tensor_name(&e, fn->packed.items[i])));
 
+    if (!cg_plan_workspace(a, st, fn, &e.plan))
+        return false;
     emit_header(&e, o, &f, out_h);
 
     FILE *c = out_c;
@@ -1147,47 +1230,59 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
           "#include <string.h>\n\n", c);
     fputs(helpers, c);
     fputs(cg_vmath_source, c);
+    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f.ws_macro);
     if (f.prepack.n) {
         fputc('\n', c);
-        emit_signature(&e, c, f.prepack_name, &f.prepack, false);
+        emit_signature(&e, c, f.prepack_name, &f.prepack, false, false);
         fputs("\n{\n", c);
         e.indent = 1;
         emit_views(&e, &f.prepack);
         emit_stmt(&e, fn->prepack);
         fputs("}\n", c);
     }
+
+    /* the kernel steps in order, each temp at its planned offset */
+    const char *core = f.prepack.n ? f.packed_ws_name : f.ws_name;
     fputc('\n', c);
-    emit_signature(&e, c, f.prepack.n ? f.packed_name : o->name, &f.kernel, false);
+    emit_signature(&e, c, core, &f.kernel, false, true);
     fputs("\n{\n", c);
     e.indent = 1;
     emit_views(&e, &f.kernel);
-    for (int i = 0; i < fn->temps.len; i++)
-        emit_temp(&e, fn->temps.items[i]);
-    emit_stmt(&e, fn->body);
-    for (int i = 0; i < fn->temps.len; i++)
-        line(&e, "free(%s);\n", tensor_name(&e, fn->temps.items[i]));
+    if (fn->temps.len)
+        line(&e, "char *te_workspace = te_workspace_;\n");
+    else
+        line(&e, "(void)te_workspace_;\n");
+    const SStage **roots;
+    const Stmt **bodies;
+    int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
+    for (int k = 0; k < nsteps; k++)
+        emit_step(&e, fn, bodies[k]);
     fputs("}\n", c);
-    if (f.prepack.n) {
-        /* NAME: packs into buffers of its own, then runs NAME_packed */
-        fputc('\n', c);
-        emit_signature(&e, c, o->name, &f.entry, false);
-        fputs("\n{\n", c);
-        for (int i = 0; i < fn->packed.len; i++) {
-            const Tensor *t = fn->packed.items[i];
-            line(&e, "%s *%s_ = te_alloc(%lld);\n", storage_type(t->dtype), tensor_name(&e, t),
-                 (long long)(tensor_elems(t) * dtype_bytes(t->dtype)));
-        }
-        line(&e, "%s(", f.prepack_name);
-        for (int i = 0; i < f.prepack.n; i++)
-            fprintf(c, "%s%s_", i ? ", " : "", tensor_name(&e, f.prepack.t[i]));
-        fputs(");\n", c);
-        line(&e, "%s(", f.packed_name);
-        for (int i = 0; i < f.kernel.n; i++)
-            fprintf(c, "%s%s_", i ? ", " : "", tensor_name(&e, f.kernel.t[i]));
-        fputs(");\n", c);
-        for (int i = 0; i < fn->packed.len; i++)
-            line(&e, "free(%s_);\n", tensor_name(&e, fn->packed.items[i]));
-        fputs("}\n", c);
+
+    if (!f.prepack.n) {
+        emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
+        return !ferror(out_c) && !ferror(out_h);
     }
+    emit_with_workspace(&e, f.packed_name, f.packed_ws_name, &f.kernel, f.ws_macro);
+    /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
+    fputc('\n', c);
+    emit_signature(&e, c, f.ws_name, &f.entry, false, true);
+    fputs("\n{\n", c);
+    for (int i = 0; i < fn->packed.len; i++) {
+        const Tensor *t = fn->packed.items[i];
+        const char *n = tensor_name(&e, t), *ty = storage_type(t->dtype);
+        line(&e, "%s *%s_ = aligned_alloc(64, (%s * sizeof(%s) + 63) / 64 * 64);\n", ty, n,
+             f.elems_macros[i], ty);
+        line(&e, "if (!%s_)\n", n);
+        line(&e, "    abort();\n");
+    }
+    emit_call_open(&e, f.prepack_name, &f.prepack);
+    fputs(");\n", c);
+    emit_call_open(&e, f.packed_ws_name, &f.kernel);
+    fputs(", te_workspace_);\n", c);
+    for (int i = 0; i < fn->packed.len; i++)
+        line(&e, "free(%s_);\n", tensor_name(&e, fn->packed.items[i]));
+    fputs("}\n", c);
+    emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
     return !ferror(out_c) && !ferror(out_h);
 }

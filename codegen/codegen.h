@@ -18,6 +18,31 @@ typedef struct CodegenOptions {
     const char *target;      /* "cpu" */
 } CodegenOptions;
 
+/* workspace.c: the kernel steps of FN, in execution order: the root
+ * stages (neither inlined nor computed at another) and their nests.
+ * Returns their number. */
+int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
+                    const SStage ***roots, const Stmt ***bodies);
+
+/* workspace.c: does S read or write T (in a value, an index, a bound or a
+ * condition)? */
+bool cg_stmt_uses(const Stmt *s, const Tensor *t);
+
+/* The memory plan of a lowered function's intermediates (fn->temps). */
+typedef struct WorkspacePlan {
+    PlanBuf *bufs;  /* one per temp, in fn->temps order: its live range
+                       in kernel steps and its offset in the workspace */
+    int nbufs;
+    int64_t naive;  /* every temp its own 64-byte aligned bytes */
+    int64_t bytes;  /* the planned peak: the workspace size, 0 if none */
+} WorkspacePlan;
+
+/* workspace.c: the live range of each temp (the first and last kernel
+ * step that reads or writes it) and te_memplan's offsets.  A workspace
+ * beyond int64 is a diagnostic and false. */
+bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
+                       WorkspacePlan *out);
+
 /* c.c: writes the C translation unit and the header to OUT_C and OUT_H. */
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h);
@@ -64,7 +89,8 @@ typedef struct CudaProgram {
     CudaKernel *kernels;     /* in launch order: one per root stage */
     int nkernels;
     const Tensor **temps;    /* intermediates in global memory ... */
-    int64_t *temp_offsets;   /* ... at these offsets of one workspace */
+    int64_t *temp_offsets;   /* ... at these offsets of one workspace
+                                (workspace.c's plan, 64-byte aligned) */
     int ntemps;
     int64_t workspace_bytes; /* 0 when there are none */
 } CudaProgram;

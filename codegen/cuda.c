@@ -1979,24 +1979,13 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     }
     e.int_type = wide ? "long long" : "int";
 
-    /* the root stages, one kernel each, and their nests: lowering chains
-     * them as seq(seq(seq(first, second), third), ...) */
-    PtrVec roots = {0};
-    for (int i = 0; i < st->stages.len; i++) {
-        SStage *s = st->stages.items[i];
-        if (!s->inlined && !s->attach)
-            vec_push(a, &roots, s);
-    }
-    int n = roots.len;
-    const Stmt **bodies = arena_alloc(a, sizeof *bodies * (size_t)(n + 1));
-    const Stmt *rest = fn->body;
-    for (int i = n - 1; i > 0; i--) {
-        TE_ASSERT(rest && rest->kind == S_SEQ && rest->n == 2);
-        bodies[i] = rest->stmts[1];
-        rest = rest->stmts[0];
-    }
-    if (n > 0)
-        bodies[0] = rest;
+    /* the root stages, one kernel each, and their nests */
+    const SStage **roots;
+    const Stmt **bodies;
+    int n = cg_kernel_steps(a, st, fn, &roots, &bodies);
+    WorkspacePlan plan;
+    if (!cg_plan_workspace(a, st, fn, &plan))
+        return false;
 
     /* names used by every kernel: the entry's, the kernels', the tensors' */
     claim(&e, co->name);
@@ -2016,7 +2005,7 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     e.order = &order;
     CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
-        const SStage *s = roots.items[i];
+        const SStage *s = roots[i];
         kernels[i].name = claim(&e, arena_printf(a, "%s_%s", co->name, cg_c_identifier(a, s->name)));
         kernels[i].stage = s->name;
     }
@@ -2027,7 +2016,7 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     if (!e.out)
         te_internal_error(__FILE__, __LINE__, "out of memory");
     for (int i = 0; i < n && !e.failed; i++)
-        emit_kernel(&e, &kernels[i], roots.items[i], bodies[i]);
+        emit_kernel(&e, &kernels[i], roots[i], bodies[i]);
     fclose(e.out);
     if (e.failed) {
         free(text);
@@ -2079,13 +2068,11 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     out->ntemps = fn->temps.len;
     out->temps = arena_alloc(a, sizeof *out->temps * (size_t)(fn->temps.len + 1));
     out->temp_offsets = arena_alloc(a, sizeof *out->temp_offsets * (size_t)(fn->temps.len + 1));
-    int64_t offset = 0;
+    /* temps that are never live at once share bytes (workspace.c) */
     for (int i = 0; i < fn->temps.len; i++) {
-        const Tensor *t = fn->temps.items[i];
-        out->temps[i] = t;
-        out->temp_offsets[i] = offset;
-        offset += (tensor_elems(t) * dtype_bytes(t->dtype) + 255) / 256 * 256;
+        out->temps[i] = fn->temps.items[i];
+        out->temp_offsets[i] = plan.bufs[i].offset;
     }
-    out->workspace_bytes = offset;
+    out->workspace_bytes = plan.bytes;
     return true;
 }

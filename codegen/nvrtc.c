@@ -463,7 +463,9 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     /* NAME_launch: the kernels on TENSORS (in NAME_tensors order) */
     fprintf(h, "/* Launches the kernels, asynchronously, on the device pointers TENSORS\n"
                " * (in the order of %s_tensors), with WORKSPACE (%s_WORKSPACE_BYTES of\n"
-               " * device memory; ignored when that is 0) for the intermediates. */\n", n, M);
+               " * device memory, 64-byte aligned as texrt_dev_alloc's is; ignored when\n"
+               " * that is 0) for the intermediates, which share it as texc's memory plan\n"
+               " * says (texc --dump=memory). */\n", n, M);
     fprintf(h, "static inline int %s_launch(texrt_module *module, uint64_t workspace, const uint64_t *tensors)\n{\n", n);
     for (int i = 0; i < ntensors; i++) {
         const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];

@@ -28,6 +28,7 @@ enum {
     DUMP_CUDA = 1 << 5,
     DUMP_KERNELS = 1 << 6,
     DUMP_SPACE = 1 << 7,
+    DUMP_MEMORY = 1 << 8,
 };
 
 static const struct {
@@ -43,6 +44,7 @@ static const struct {
     { "cuda", DUMP_CUDA, "the generated CUDA C (--target cuda)" },
     { "kernels", DUMP_KERNELS, "the kernels after fusion: each one's anchor and fused stages" },
     { "space", DUMP_SPACE, "the tuner's search space and its size" },
+    { "memory", DUMP_MEMORY, "the intermediates' live ranges, offsets and peak bytes" },
 };
 
 typedef struct InputFile {
@@ -460,8 +462,9 @@ static void out_discard(OutFile *o)
         remove(o->tmp);
 }
 
-/* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c). */
-static int build(Arena *a, const Options *o, Graph *g)
+/* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
+ * With -v, prints STATS (the optimizer's summary) with the workspace. */
+static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
 {
     SchedState *st = sch_state_new(a, g, o->target);
     const Schedule *written = NULL;
@@ -500,6 +503,25 @@ static int build(Arena *a, const Options *o, Graph *g)
     }
     if (o->dump & DUMP_SCHEDULE)
         sch_print_trace(stdout, st);
+    WorkspacePlan plan;
+    if (!cg_plan_workspace(a, st, &fn, &plan))
+        return 1;
+    if (o->dump & DUMP_MEMORY) {
+        const SStage **roots;
+        const Stmt **bodies;
+        int nsteps = cg_kernel_steps(a, st, &fn, &roots, &bodies);
+        for (int k = 0; k < nsteps; k++)
+            printf("kernel %d : %s\n", k, roots[k]->name);
+        te_print_memplan(stdout, plan.bufs, plan.nbufs, plan.naive, plan.bytes);
+    }
+    if (o->verbose) {
+        vec_push(a, &stats->notes,
+                 plan.bytes == plan.naive
+                     ? arena_printf(a, "workspace %" PRId64 " bytes", plan.bytes)
+                     : arena_printf(a, "workspace %" PRId64 " bytes (%" PRId64 " unshared)",
+                                    plan.bytes, plan.naive));
+        te_print_opt_summary(stderr, stats);
+    }
     const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
     const char *base = strrchr(prefix, '/');
     CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target };
@@ -602,15 +624,16 @@ int main(int argc, char **argv)
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
     /* --eval runs the program as written: it is the reference */
+    OptStats stats = {0};
     if (!o.eval || o.eval_optimized) {
-        OptStats stats = {0};
         o.opt.dump = stdout;
         PanelQuery panels = { .target = o.target };
         o.opt.panel_width = sch_panel_width;
         o.opt.panel_ctx = &panels;
         if (!te_optimize(&arena, g, &o.opt, &stats))
             goto out;
-        if (o.verbose)
+        /* build prints it once it knows the workspace */
+        if (o.verbose && o.eval)
             te_print_opt_summary(stderr, &stats);
         if (o.dump & DUMP_KERNELS)
             te_print_kernels(stdout, g);
@@ -618,7 +641,7 @@ int main(int argc, char **argv)
     /* schedules are checked against the kernels they will apply to */
     if (!sch_check(g))
         goto out;
-    status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g);
+    status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g, &stats);
 out:
     arena_free(&arena);
     return status;

@@ -420,6 +420,115 @@ static void maxpool(Check *c)
     free(x);
 }
 
+/* Y = layer normalization of the S rows of X (width D), eps 1e-5, then
+ * * G + B. */
+static void layer_norm_rows(int64_t S, int64_t D, const double *x, const double *g,
+                            const double *b, double *y)
+{
+    for (int64_t i = 0; i < S; i++) {
+        const double *row = x + i * D;
+        double mean = 0.0, var = 0.0;
+        for (int64_t j = 0; j < D; j++)
+            mean += row[j];
+        mean /= (double)D;
+        for (int64_t j = 0; j < D; j++)
+            var += (row[j] - mean) * (row[j] - mean);
+        var /= (double)D;
+        for (int64_t j = 0; j < D; j++)
+            y[i * D + j] = (row[j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
+    }
+}
+
+/* Y (S x N) = X (S x K) @ W (K x N) */
+static void matmul(int64_t S, int64_t K, int64_t N, const double *x, const double *w,
+                   double *y)
+{
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double acc = 0.0;
+            for (int64_t k = 0; k < K; k++)
+                acc += x[i * K + k] * w[k * N + j];
+            y[i * N + j] = acc;
+        }
+}
+
+/* r = x + attention(layernorm(x)) @ wo + bo;
+ * y = r + gelu(layernorm(r) @ w1 + b1) @ w2 + b2, with H heads of D / H
+ * columns, each head a softmax(q k^T / sqrt(D / H)) v over the S rows */
+static void transformer_block(Check *c)
+{
+    int64_t S = dim(c, "S", 32), D = dim(c, "D", 64), H = dim(c, "H", 4),
+            F = dim(c, "F", 256);
+    int64_t DH = dim(c, "DH", D / H);
+    double *x = input(c, "x", 2, SHAPE(S, D));
+    double *ln1_g = input(c, "ln1_g", 1, SHAPE(D));
+    double *ln1_b = input(c, "ln1_b", 1, SHAPE(D));
+    double *wq = input(c, "wq", 2, SHAPE(D, D));
+    double *wk = input(c, "wk", 2, SHAPE(D, D));
+    double *wv = input(c, "wv", 2, SHAPE(D, D));
+    double *wo = input(c, "wo", 2, SHAPE(D, D));
+    double *bo = input(c, "bo", 1, SHAPE(D));
+    double *ln2_g = input(c, "ln2_g", 1, SHAPE(D));
+    double *ln2_b = input(c, "ln2_b", 1, SHAPE(D));
+    double *w1 = input(c, "w1", 2, SHAPE(D, F));
+    double *b1 = input(c, "b1", 1, SHAPE(F));
+    double *w2 = input(c, "w2", 2, SHAPE(F, D));
+    double *b2 = input(c, "b2", 1, SHAPE(D));
+    double *xn = xmalloc(sizeof *xn * (size_t)(S * D));
+    double *q = xmalloc(sizeof *q * (size_t)(S * D)); /* head h: columns h*DH.. */
+    double *k = xmalloc(sizeof *k * (size_t)(S * D));
+    double *v = xmalloc(sizeof *v * (size_t)(S * D));
+    double *ctx = xmalloc(sizeof *ctx * (size_t)(S * D));
+    for (int64_t i = 0; i < S * D; i++)
+        ctx[i] = 0.0; /* columns past H * DH, when H does not divide D */
+    double *p = xmalloc(sizeof *p * (size_t)S);
+    double *r = xmalloc(sizeof *r * (size_t)(S * D));
+    double *hid = xmalloc(sizeof *hid * (size_t)(S * F));
+    double *y = xmalloc(sizeof *y * (size_t)(S * D));
+    layer_norm_rows(S, D, x, ln1_g, ln1_b, xn);
+    matmul(S, D, D, xn, wq, q);
+    matmul(S, D, D, xn, wk, k);
+    matmul(S, D, D, xn, wv, v);
+    for (int64_t h = 0; h < H; h++)
+        for (int64_t i = 0; i < S; i++) {
+            double mx = -INFINITY, sum = 0.0;
+            for (int64_t t = 0; t < S; t++) {
+                double dot = 0.0;
+                for (int64_t d = 0; d < DH; d++)
+                    dot += q[i * D + h * DH + d] * k[t * D + h * DH + d];
+                p[t] = dot * (1.0 / sqrt((double)DH));
+                mx = p[t] > mx ? p[t] : mx;
+            }
+            for (int64_t t = 0; t < S; t++) {
+                p[t] = exp(p[t] - mx);
+                sum += p[t];
+            }
+            for (int64_t d = 0; d < DH; d++) {
+                double acc = 0.0;
+                for (int64_t t = 0; t < S; t++)
+                    acc += p[t] * v[t * D + h * DH + d];
+                ctx[i * D + h * DH + d] = acc / sum;
+            }
+        }
+    matmul(S, D, D, ctx, wo, r);
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < D; j++)
+            r[i * D + j] += x[i * D + j] + bo[j];
+    layer_norm_rows(S, D, r, ln2_g, ln2_b, xn);
+    matmul(S, D, F, xn, w1, hid);
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t n = 0; n < F; n++)
+            hid[i * F + n] = gelu(hid[i * F + n] + b1[n]);
+    matmul(S, F, D, hid, w2, y);
+    for (int64_t i = 0; i < S; i++)
+        for (int64_t j = 0; j < D; j++)
+            y[i * D + j] += r[i * D + j] + b2[j];
+    expect(c, "y", 2, SHAPE(S, D), y);
+    free(x), free(ln1_g), free(ln1_b), free(wq), free(wk), free(wv), free(wo), free(bo);
+    free(ln2_g), free(ln2_b), free(w1), free(b1), free(w2), free(b2);
+    free(xn), free(q), free(k), free(v), free(ctx), free(p), free(r), free(hid);
+}
+
 static const struct {
     const char *name;
     void (*run)(Check *c);
@@ -427,7 +536,7 @@ static const struct {
     { "matmul_gelu", matmul_gelu }, { "batch_matmul", batch_matmul },
     { "conv2d", conv2d },           { "softmax", softmax },
     { "layernorm", layernorm },     { "transpose_add", transpose_add },
-    { "maxpool", maxpool },
+    { "maxpool", maxpool },         { "transformer_block", transformer_block },
 };
 
 int main(int argc, char **argv)

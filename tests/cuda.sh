@@ -290,6 +290,7 @@ program layernorm     "$samples/layernorm.te"     "M=8 D=64"                "M=7
 program maxpool       "$samples/maxpool.te"       "N=1 C=4 H=8 W=32"        "N=2 C=3 H=11 W=37"
 program softmax       "$samples/softmax.te"       "M=8 N=64"                "M=7 N=37"
 program transpose_add "$samples/transpose_add.te" "M=16 N=64"               "M=13 N=37"
+program transformer_block "$samples/transformer_block.te" "S=16 D=32 H=2 F=64" "S=13 D=36 H=3 F=40"
 program half          "$scheds/half.te"           "M=64 N=64 K=32"          "M=33 N=40 K=24"
 program ints          "$scheds/ints.te"           "M=16 N=64"               "M=9 N=37"
 

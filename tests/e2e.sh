@@ -137,6 +137,7 @@ prepare layernorm     "M=8 D=64"                  "M=7 D=37"
 prepare maxpool       "N=1 C=4 H=8 W=32"          "N=2 C=3 H=11 W=37"
 prepare softmax       "M=8 N=64"                  "M=7 N=37"
 prepare transpose_add "M=16 N=64"                 "M=13 N=37"
+prepare transformer_block "S=16 D=32 H=2 F=64"    "S=13 D=36 H=3 F=40"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 

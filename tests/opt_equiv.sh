@@ -25,6 +25,7 @@ sizes() {
     maxpool) echo "-D N=1 -D C=2 -D H=4 -D W=6" ;;
     softmax) echo "-D M=3 -D N=11" ;;
     transpose_add) echo "-D M=3 -D N=4" ;;
+    transformer_block) echo "-D S=5 -D D=8 -D H=2 -D F=12" ;;
     *) echo "" ;;
     esac
 }

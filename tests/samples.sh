@@ -61,6 +61,7 @@ run_sample softmax "M=3 N=5" "M=1 N=11"
 run_sample layernorm "M=4 D=6" "M=3 D=13"
 run_sample transpose_add "M=3 N=4" "M=1 N=9"
 run_sample maxpool "N=1 C=2 H=4 W=6" "N=2 C=3 H=5 W=7"
+run_sample transformer_block "S=5 D=8 H=2 F=12" "S=7 D=10 H=3 F=9"
 
 # The checker is not vacuous: random inputs (no --input) must not pass.
 mkdir wrong
