@@ -61,6 +61,7 @@ check "exhaustive: records carry workload, machine, compiler, times, error" sh -
     grep -q '\"workload\":\"[0-9a-f]\{32\}\"' '$log' && grep -q '\"arch\":' '$log' &&
     grep -q '\"compiler\":' '$log' && grep -q '\"texc_version\":' '$log' &&
     grep -q '\"time_s\":' '$log' && grep -q '\"max_err\":' '$log' &&
+    grep -q '\"copies\":[1-9]' '$log' &&
     grep -q '\"timestamp\":' '$log' && grep -q '\"dims\":{\"M\":16' '$log'"
 check "exhaustive: --plot writes an SVG" grep -q "<polyline" "$tmp/a.svg"
 check "exhaustive: no temporary directory left" test "$(leftover)" -eq 0

@@ -191,6 +191,7 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
         json_object_set_new(r, "gflops", json_real(gflops_of(t, c->time_s)));
         json_object_set_new(r, "first_s", json_real(c->first_s));
         json_object_set_new(r, "repeats", json_integer(c->repeats));
+        json_object_set_new(r, "copies", json_integer(c->copies));
     }
     if (c->status == TS_OK || c->status == TS_WRONG)
         json_object_set_new(r, "max_err", isfinite(c->max_err) ? json_real(c->max_err) : json_null());

@@ -178,6 +178,7 @@ typedef struct Candidate {
     char *schedule_text;  /* the applied trace, from the build */
     double build_s, time_s, first_s;
     int repeats;
+    int copies;           /* input copies the timed run rotated through */
     double max_err;       /* largest |got - ref| over all outputs */
     double worst_ratio;   /* largest |got - ref| / (atol + rtol |ref|) */
 } Candidate;
