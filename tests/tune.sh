@@ -211,6 +211,18 @@ if grep -q "needs a CUDA device" "$tmp/cu.err"; then
 else
     skip "cuda without a device: a clear message and exit 1" "this machine has a CUDA device"
 fi
+# the CUDA space prints without a device (--arch stands in for one)
+sed 's/y.split(i, 128) -> bi, ib;/y.split(i, ?BI in [64, 128]) -> bi, ib;/' \
+    "$srcdir/samples/matmul_gelu.te" >"$tmp/cudaknob.te"
+"$TEXC" "$tmp/cudaknob.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
+    >"$tmp/cs.out" 2>&1
+check "cuda: --dump=space prints the knobs of the cuda schedule" sh -c "
+    grep -q 'the knobs of the cuda schedule, 2 points' '$tmp/cs.out' &&
+    grep -q 'BI *in \[64, 128\]' '$tmp/cs.out'"
+"$TEXC" "$srcdir/samples/matmul_gelu.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
+    >"$tmp/cs2.out" 2>&1
+check "cuda: without knobs, --dump=space says the automatic space is CPU-only" \
+    grep -q 'derives CPU schedules only: a cuda schedule is tuned through its knobs' "$tmp/cs2.out"
 "$TEXC" "$small" --tune --trials 1 -q -o "$tmp/q" >"$tmp/q.out" 2>"$tmp/q.err"
 rc=$?
 check "-q: tuning prints nothing" sh -c "test $rc -eq 0 && ! test -s '$tmp/q.err'"

@@ -1024,6 +1024,10 @@ void tune_space_print(FILE *out, const Space *sp)
     else
         fprintf(out, "texc: search space: the knobs of the %s schedule", sp->target);
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
+    if (sp->is_auto && strcmp(sp->target, "cpu") != 0)
+        fprintf(out, "texc:   (the automatic space derives CPU schedules only: a %s schedule "
+                     "is tuned through its knobs, ?NAME in [...])\n",
+                sp->target);
     for (int i = 0; i < sp->nparams; i++) {
         const Param *p = &sp->params[i];
         fprintf(out, "texc:   %-12s in [", p->name);
