@@ -21,7 +21,8 @@
 #   same run      the guided winner's time as the exhaustive run measured
 #                 it, over the exhaustive best: what the search itself
 #                 lost, free of the second run's noise.
-# Needs jq (Debian's jq) to read the logs.
+# Needs jq (Debian's jq) to read the logs.  TUNE_SEARCH_REPORT_ONLY=1
+# reports on OUTDIR's logs without tuning again.
 set -eu
 
 texc=${1:?usage: tune_search.sh TEXC [FILE.te [OUTDIR]]}
@@ -33,7 +34,7 @@ command -v jq >/dev/null 2>&1 || {
     exit 1
 }
 mkdir -p "$out"
-rm -f "$out/exhaustive.jsonl" "$out/guided.jsonl"
+[ -n "${TUNE_SEARCH_REPORT_ONLY:-}" ] || rm -f "$out/exhaustive.jsonl" "$out/guided.jsonl"
 
 # tune NAME ARGS...: one tuning run, its log NAME.jsonl, its stderr NAME.err
 tune() {
@@ -45,9 +46,11 @@ tune() {
     end=$(date +%s)
     echo $((end - start)) >"$out/$name.wall"
 }
-# best LOG: "TIME CONFIG" of the fastest valid record
+# best LOG [points]: "TIME CONFIG" of the fastest valid record (with
+# "points", of the space's points only: not the default schedule)
 best() {
-    jq -r 'select(.status == "ok") | "\(.time_s) \(.config | tojson)"' "$1" | sort -g | head -1
+    jq -r --arg only "${2:-}" 'select(.status == "ok" and ($only == "" or (.config.default | not)))
+        | "\(.time_s) \(.config | tojson)"' "$1" | sort -g | head -1
 }
 # time_of LOG CONFIG: the time LOG measured for CONFIG (compact JSON)
 time_of() {
@@ -56,28 +59,44 @@ time_of() {
 
 echo "tune_search: $te"
 "$texc" "$te" --dump=space -o "$out/space" | sed 's/^texc: /  /'
-echo "exhaustive search (every point)..."
-tune exhaustive --trials 100000 --time-budget 100000
-echo "guided search (the default budget)..."
-tune guided
+if [ -z "${TUNE_SEARCH_REPORT_ONLY:-}" ]; then
+    echo "exhaustive search (every point)..."
+    tune exhaustive --trials 100000 --time-budget 100000
+    echo "guided search (the default budget)..."
+    tune guided
+fi
 
-set -- $(best "$out/exhaustive.jsonl")
-ex_time=$1 ex_config=$2
-set -- $(best "$out/guided.jsonl")
-gu_time=$1 gu_config=$2
-gu_in_ex=$(time_of "$out/exhaustive.jsonl" "$gu_config")
+# report [points]: the table and the ratios, over all records or over
+# the space's points only (the default schedule is a candidate of both
+# runs, measured once in each: on a busy machine one of the two can be
+# the slow one)
+report() {
+    only=${1:-}
+    set -- $(best "$out/exhaustive.jsonl" $only)
+    ex_time=$1 ex_config=$2
+    set -- $(best "$out/guided.jsonl" $only)
+    gu_time=$1 gu_config=$2
+    gu_in_ex=$(time_of "$out/exhaustive.jsonl" "$gu_config")
+    rank=$(jq -r 'select(.status == "ok") | .time_s' "$out/exhaustive.jsonl" |
+        sort -g | awk -v t="$gu_in_ex" '$1 < t { n++ } END { print n + 1 }')
+
+    printf '\n%-11s %10s %6s %7s  %s\n' search "best (s)" trials "wall s" configuration
+    printf '%-11s %10.6f %6d %7d  %s\n' exhaustive "$ex_time" "$(count "$out/exhaustive.jsonl")" \
+        "$(cat "$out/exhaustive.wall")" "$ex_config"
+    printf '%-11s %10.6f %6d %7d  %s\n' guided "$gu_time" "$(count "$out/guided.jsonl")" \
+        "$(cat "$out/guided.wall")" "$gu_config"
+    awk -v g="$gu_time" -v e="$ex_time" 'BEGIN {
+        printf "\nguided / exhaustive best time, as measured: %.3f\n", g / e }'
+    awk -v g="$gu_in_ex" -v e="$ex_time" -v r="$rank" 'BEGIN {
+        if (g == "") print "guided winner / exhaustive best, same run: (the exhaustive run has no valid record of it)"
+        else printf "guided winner / exhaustive best, same run: %.3f (the guided winner ranks %d of the exhaustive run)\n", g / e, r }'
+}
 count() { jq -s 'length' "$1"; }
-rank=$(jq -r 'select(.status == "ok") | .time_s' "$out/exhaustive.jsonl" |
-    sort -g | awk -v t="$gu_in_ex" '$1 < t { n++ } END { print n + 1 }')
 
-printf '\n%-11s %10s %6s %7s  %s\n' search "best (s)" trials "wall s" configuration
-printf '%-11s %10.6f %6d %7d  %s\n' exhaustive "$ex_time" "$(count "$out/exhaustive.jsonl")" \
-    "$(cat "$out/exhaustive.wall")" "$ex_config"
-printf '%-11s %10.6f %6d %7d  %s\n' guided "$gu_time" "$(count "$out/guided.jsonl")" \
-    "$(cat "$out/guided.wall")" "$gu_config"
-awk -v g="$gu_time" -v e="$ex_time" 'BEGIN {
-    printf "\nguided / exhaustive best time, as measured: %.3f\n", g / e }'
-awk -v g="$gu_in_ex" -v e="$ex_time" -v r="$rank" 'BEGIN {
-    if (g == "") print "guided winner / exhaustive best, same run: (the exhaustive run has no valid record of it)"
-    else printf "guided winner / exhaustive best, same run: %.3f (the guided winner ranks %d of the exhaustive run)\n", g / e, r }'
+echo
+echo "all candidates (the default schedule included):"
+report
+echo
+echo "the space's points only (the default schedule left out):"
+report points
 grep -h '^texc: stopped:' "$out/guided.err" | sed 's/^texc: /guided: /' || true
