@@ -1,12 +1,26 @@
 /* harness.c — a main() that runs a generated CPU kernel on .npy files.
  *
  * The tests, the tuner and the benchmarks compile NAME.c with this
- * harness:  NAME_harness IN.npy... OUT.npy... [-r REPEATS]
+ * harness:  NAME_harness IN.npy... OUT.npy... [-r REPEATS [-c COPIES]]
  * It reads every input (the exact dtype and shape texc wrote with
  * --eval --save-inputs), fills every output with NaN (or 0x7f bytes for
  * integer types) so that an element the kernel forgets cannot pass, runs
- * the kernel, writes the outputs, and with -r times REPEATS runs after one
- * warm-up and prints the median in seconds.
+ * the kernel and writes the outputs.
+ *
+ * With -r it times REPEATS runs after one warm-up and prints the median
+ * in seconds and the number of copies it rotated through:  "MEDIAN COPIES".
+ * Repeated calls on one set of buffers would find a small kernel's
+ * inputs in cache every time after the first, and time it faster than any
+ * real use (where the inputs arrive from elsewhere) runs it.  So the
+ * harness keeps COPIES copies of the inputs and outputs (each output copy
+ * poisoned) and run r uses copy r mod COPIES.  Unless -c says, COPIES is
+ * the fewest whose total exceeds the last-level cache by a copy (the
+ * largest cache of the highest level Linux lists for cpu0, else
+ * sysconf's level-3 size, else 32 MiB), bounded by REPEATS + 1 (more
+ * would never be used), by 1024 copies and by 256 MiB in all: a kernel
+ * whose buffers are under 256 KiB, or a cache over 256 MiB, is rotated
+ * through less than the cache.  The outputs written are those of the
+ * last timed run.
  */
 #include <string.h>
 
@@ -70,6 +84,58 @@ static const char harness_body[] =
     "{\n"
     "    double x = *(const double *)a, y = *(const double *)b;\n"
     "    return x < y ? -1 : x > y;\n"
+    "}\n"
+    "\n"
+    "/* The last-level cache in bytes: the largest cache of the highest level\n"
+    "   Linux lists for cpu0, else sysconf's level-3 size, else 32 MiB. */\n"
+    "static long long cache_bytes(void)\n"
+    "{\n"
+    "    long long best = 0;\n"
+    "    int best_level = 0;\n"
+    "    for (int i = 0; i < 16; i++) {\n"
+    "        char path[96];\n"
+    "        int level = 0;\n"
+    "        long long size = 0;\n"
+    "        char unit = 0;\n"
+    "        snprintf(path, sizeof path, \"/sys/devices/system/cpu/cpu0/cache/index%d/level\", i);\n"
+    "        FILE *f = fopen(path, \"r\");\n"
+    "        if (!f)\n"
+    "            break;\n"
+    "        int got = fscanf(f, \"%d\", &level);\n"
+    "        fclose(f);\n"
+    "        snprintf(path, sizeof path, \"/sys/devices/system/cpu/cpu0/cache/index%d/size\", i);\n"
+    "        f = fopen(path, \"r\");\n"
+    "        if (!f)\n"
+    "            continue;\n"
+    "        got += fscanf(f, \"%lld%c\", &size, &unit);\n"
+    "        fclose(f);\n"
+    "        if (got < 2)\n"
+    "            continue;\n"
+    "        size *= unit == 'K' ? 1024 : unit == 'M' ? 1024 * 1024 : 1;\n"
+    "        if (level > best_level || (level == best_level && size > best)) {\n"
+    "            best_level = level;\n"
+    "            best = size;\n"
+    "        }\n"
+    "    }\n"
+    "#ifdef _SC_LEVEL3_CACHE_SIZE\n"
+    "    if (best <= 0)\n"
+    "        best = sysconf(_SC_LEVEL3_CACHE_SIZE);\n"
+    "#endif\n"
+    "    return best > 0 ? best : 32LL << 20;\n"
+    "}\n"
+    "\n"
+    "/* How many copies of the buffers (SET bytes) to rotate through. */\n"
+    "static int choose_copies(long long set, int repeats)\n"
+    "{\n"
+    "    long long n = cache_bytes() / (set > 0 ? set : 1) + 2;\n"
+    "    long long most = (256LL << 20) / (set > 0 ? set : 1);\n"
+    "    if (n > most)\n"
+    "        n = most;\n"
+    "    if (n > 1024)\n"
+    "        n = 1024;\n"
+    "    if (n > repeats + 1LL)\n"
+    "        n = repeats + 1LL;\n"
+    "    return n < 1 ? 1 : (int)n;\n"
     "}\n";
 
 static const char *npy_descr(DType t)
@@ -101,57 +167,90 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
     fputs("#define _POSIX_C_SOURCE 200809L\n", out);
     fprintf(out, "#include \"%s.h\"\n\n", name);
     fputs("#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
-          "#include <time.h>\n\n", out);
+          "#include <time.h>\n#include <unistd.h>\n\n", out);
     fputs(harness_body, out);
-    int nin = g->ninputs, nout = g->noutputs;
+    int nin = g->ninputs, nout = g->noutputs, nbuf = nin + nout;
     fputs("\nint main(int argc, char **argv)\n{\n", out);
-    fprintf(out, "    int repeats = 0;\n"
-                 "    if (argc == %d + 2 && strcmp(argv[argc - 2], \"-r\") == 0)\n"
-                 "        repeats = atoi(argv[argc - 1]);\n"
-                 "    else if (argc != %d) {\n"
-                 "        fprintf(stderr, \"usage: %%s", nin + nout + 1, nin + nout + 1);
+    /* the arguments: the buffers' files, then -r REPEATS [-c COPIES] */
+    fprintf(out, "    int repeats = 0, copies = 0;\n"
+                 "    int argn = %d;\n"
+                 "    if (argc >= argn + 2 && strcmp(argv[argn], \"-r\") == 0) {\n"
+                 "        repeats = atoi(argv[argn + 1]);\n"
+                 "        argn += 2;\n"
+                 "        if (argc >= argn + 2 && strcmp(argv[argn], \"-c\") == 0) {\n"
+                 "            copies = atoi(argv[argn + 1]);\n"
+                 "            argn += 2;\n"
+                 "        }\n"
+                 "    }\n"
+                 "    if (argc != argn || repeats < 0 || copies < 0) {\n"
+                 "        fprintf(stderr, \"usage: %%s", nbuf + 1);
     for (int i = 0; i < nin; i++)
         fprintf(out, " %s.npy", g->inputs[i]->name);
     for (int i = 0; i < nout; i++)
         fprintf(out, " %s.npy", g->outputs[i]->name);
-    fputs(" [-r REPEATS]\\n\", argv[0]);\n        return 2;\n    }\n", out);
-    for (int i = 0; i < nin + nout; i++) {
+    fputs(" [-r REPEATS [-c COPIES]]\\n\", argv[0]);\n        return 2;\n    }\n", out);
+    long long set = 0;
+    for (int i = 0; i < nbuf; i++) {
+        const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
+        set += (tensor_elems(t) * dtype_bytes(t->dtype) + 63) / 64 * 64;
+    }
+    fprintf(out, "    if (copies == 0)\n        copies = choose_copies(%lldLL, repeats);\n", set);
+    fprintf(out, "    /* copy c's buffers: buf[c * %d + i], inputs then outputs */\n", nbuf);
+    fprintf(out, "    void **buf = calloc((size_t)copies * %d, sizeof *buf);\n", nbuf);
+    fputs("    if (!buf)\n        return 2;\n", out);
+    for (int i = 0; i < nbuf; i++) {
         const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
         int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
         if (i < nin) {
-            fprintf(out, "    void *t%d = read_npy(argv[%d], %lld);\n", i, i + 1, (long long)bytes);
-        } else {
-            fprintf(out, "    void *t%d = aligned_alloc(64, %lld);\n", i,
-                    (long long)((bytes + 63) / 64 * 64));
-            fprintf(out, "    if (!t%d)\n        return 2;\n", i);
-            if (t->dtype == DT_F32 || t->dtype == DT_F64) {
-                fprintf(out, "    for (long long k = 0; k < %lld; k++)\n", (long long)tensor_elems(t));
-                fprintf(out, "        ((%s *)t%d)[k] = NAN;\n", dtype_ctype(t->dtype), i);
-            } else {
-                fprintf(out, "    memset(t%d, 0x7f, %lld);\n", i, (long long)bytes);
-            }
+            fprintf(out, "    buf[%d] = read_npy(argv[%d], %lld);\n", i, i + 1, (long long)bytes);
+            continue;
         }
+        fprintf(out, "    for (int c = 0; c < copies; c++) {\n");
+        fprintf(out, "        void *p = buf[c * %d + %d] = aligned_alloc(64, %lld);\n", nbuf, i,
+                (long long)((bytes + 63) / 64 * 64));
+        fprintf(out, "        if (!p)\n            return 2;\n");
+        if (t->dtype == DT_F32 || t->dtype == DT_F64) {
+            fprintf(out, "        for (long long k = 0; k < %lld; k++)\n", (long long)tensor_elems(t));
+            fprintf(out, "            ((%s *)p)[k] = NAN;\n", dtype_ctype(t->dtype));
+        } else {
+            fprintf(out, "        memset(p, 0x7f, %lld);\n", (long long)bytes);
+        }
+        fputs("    }\n", out);
+    }
+    if (nin > 0) {
+        fputs("    for (int c = 1; c < copies; c++) {\n", out);
+        for (int i = 0; i < nin; i++) {
+            const Tensor *t = g->inputs[i];
+            int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
+            fprintf(out, "        buf[c * %d + %d] = aligned_alloc(64, %lld);\n", nbuf, i,
+                    (long long)((bytes + 63) / 64 * 64));
+            fprintf(out, "        if (!buf[c * %d + %d])\n            return 2;\n", nbuf, i);
+            fprintf(out, "        memcpy(buf[c * %d + %d], buf[%d], %lld);\n", nbuf, i, i,
+                    (long long)bytes);
+        }
+        fputs("    }\n", out);
     }
     fputs("    double *times = malloc(sizeof *times * (size_t)(repeats + 1));\n", out);
     fputs("    if (!times)\n        return 2;\n", out);
     fputs("    for (int r = 0; r <= repeats; r++) {\n", out);
+    fprintf(out, "        void **b = buf + (size_t)(r %% copies) * %d;\n", nbuf);
     fputs("        double start = now();\n", out);
     fprintf(out, "        %s(", name);
-    for (int i = 0; i < nin + nout; i++)
-        fprintf(out, "t%d%s", i, i + 1 < nin + nout ? ", " : "");
+    for (int i = 0; i < nbuf; i++)
+        fprintf(out, "b[%d]%s", i, i + 1 < nbuf ? ", " : "");
     fputs(");\n        times[r] = now() - start;\n    }\n", out);
     fputs("    if (repeats > 0) {\n"
           "        qsort(times + 1, (size_t)repeats, sizeof *times, cmp_double);\n"
-          "        printf(\"%.9f\\n\", times[1 + repeats / 2]);\n"
+          "        printf(\"%.9f %d\\n\", times[1 + repeats / 2], copies);\n"
           "    }\n", out);
+    fprintf(out, "    void **last = buf + (size_t)(repeats %% copies) * %d;\n", nbuf);
     for (int i = 0; i < nout; i++) {
         const Tensor *t = g->outputs[i];
-        fprintf(out, "    write_npy(argv[%d], t%d, %lld, \"%s\", \"%s\");\n", nin + i + 1, nin + i,
-                (long long)(tensor_elems(t) * dtype_bytes(t->dtype)), npy_descr(t->dtype),
+        fprintf(out, "    write_npy(argv[%d], last[%d], %lld, \"%s\", \"%s\");\n", nin + i + 1,
+                nin + i, (long long)(tensor_elems(t) * dtype_bytes(t->dtype)), npy_descr(t->dtype),
                 shape_text(a, t));
     }
-    for (int i = 0; i < nin + nout; i++)
-        fprintf(out, "    free(t%d);\n", i);
-    fputs("    free(times);\n    return 0;\n}\n", out);
+    fprintf(out, "    for (size_t k = 0; k < (size_t)copies * %d; k++)\n        free(buf[k]);\n", nbuf);
+    fputs("    free(buf);\n    free(times);\n    return 0;\n}\n", out);
     return !ferror(out);
 }

@@ -61,6 +61,7 @@ check "exhaustive: records carry workload, machine, compiler, times, error" sh -
     grep -q '\"workload\":\"[0-9a-f]\{32\}\"' '$log' && grep -q '\"arch\":' '$log' &&
     grep -q '\"compiler\":' '$log' && grep -q '\"texc_version\":' '$log' &&
     grep -q '\"time_s\":' '$log' && grep -q '\"max_err\":' '$log' &&
+    grep -q '\"copies\":[1-9]' '$log' &&
     grep -q '\"timestamp\":' '$log' && grep -q '\"dims\":{\"M\":16' '$log'"
 check "exhaustive: --plot writes an SVG" grep -q "<polyline" "$tmp/a.svg"
 check "exhaustive: no temporary directory left" test "$(leftover)" -eq 0
@@ -173,6 +174,34 @@ check "auto space: the build rebuilds the winner's schedule from the log" \
     cmp -s "$tmp/g.out" "$tmp/g2.out"
 check "auto space: and says so" grep -q "using the tuned schedule" "$tmp/g2.err"
 
+# --- 6b. the automatic space holds the register-blocked micro-kernel -------
+"$TEXC" "$autospace" --dump=space -o "$tmp/sp" >"$tmp/sp.out" 2>"$tmp/sp.err"
+check "auto space: --dump=space shows the micro-kernel form of the matmul" sh -c "
+    grep -q 'y.form *in \[0, 1\]' '$tmp/sp.out' &&
+    grep -q 'y: matmul-like, [0-9]* points: [0-9]* loop nests (form 0), [1-9][0-9]* register-blocked micro-kernels (form 1)' '$tmp/sp.out' &&
+    grep -q 'form 1: y_acc = y.cache_write(local), a ti x tj tile: ti in \[4, 6, 8\]' '$tmp/sp.out'"
+# One micro-kernel point, made the log's winner: 6-row tiles (which do not
+# divide M = 16), column panels outside, both tile loops fused and
+# parallel.  The build must apply it as such and compute the right numbers.
+ok_line=$(grep '"status":"ok"' "$log" | grep '"y.form":' | head -1)
+printf '%s\n' "$ok_line" | sed 's/"y.ti":[0-9]*,"y.tj":[0-9]*,"y.tk":[0-9]*,"y.order":[0-9]*,"y.ui":[0-9]*,"y.uk":[0-9]*,"y.vec":[0-9]*,"y.par":[0-9]*,"y.form":[0-9]*/"y.ti":6,"y.tj":16,"y.tk":0,"y.order":2,"y.ui":0,"y.uk":0,"y.vec":0,"y.par":1,"y.form":1/; s/"time_s":[-0-9.e+]*/"time_s":1e-09/' >"$tmp/micro.jsonl"
+"$TEXC" "$autospace" --log "$tmp/micro.jsonl" -o "$tmp/mk" --harness --dump=schedule \
+    >"$tmp/mk.out" 2>"$tmp/mk.err"
+check "micro-kernel point: the build applies it" sh -c "
+    grep -q 'y_acc = y.cache_write(local);' '$tmp/mk.out' &&
+    grep -q 'y.tile(i, j, 6, 16) -> io, jo, ii, ji;' '$tmp/mk.out' &&
+    grep -q 'y.fuse(jo, io) -> f;' '$tmp/mk.out' && grep -q 'y_acc.compute_at(y, f);' '$tmp/mk.out' &&
+    grep -q 'y_acc.unroll(i);' '$tmp/mk.out' && grep -q 'y.parallel(f);' '$tmp/mk.out' &&
+    grep -q 'using the tuned schedule' '$tmp/mk.err'"
+"$TEXC" "$autospace" --eval --save-inputs -o "$tmp/mkref" >/dev/null 2>&1
+${CC:-cc} -std=gnu11 -O1 -fopenmp -o "$tmp/mkrun" "$tmp/mk.c" "$tmp/mk_harness.c" -lm \
+    >"$tmp/mkcc.out" 2>&1 &&
+    "$tmp/mkrun" "$tmp/mkref.in.x.npy" "$tmp/mkref.in.w.npy" "$tmp/mkref.in.b.npy" \
+        "$tmp/mk.y.npy" "$tmp/mk.r.npy" -r 3 >"$tmp/mkrun.out" 2>&1
+check "micro-kernel point: its outputs match the reference" sh -c "
+    '$builddir/tests/npycmp' '$tmp/mkref.y.npy' '$tmp/mk.y.npy' &&
+    '$builddir/tests/npycmp' '$tmp/mkref.r.npy' '$tmp/mk.r.npy'"
+
 # --- 7. odds and ends -------------------------------------------------------
 "$TEXC" "$small" --tune --target cuda --log "$tmp/cuda.jsonl" -o "$tmp/cu" >"$tmp/cu.out" 2>"$tmp/cu.err"
 rc=$?
@@ -182,6 +211,18 @@ if grep -q "needs a CUDA device" "$tmp/cu.err"; then
 else
     skip "cuda without a device: a clear message and exit 1" "this machine has a CUDA device"
 fi
+# the CUDA space prints without a device (--arch stands in for one)
+sed 's/y.split(i, 128) -> bi, ib;/y.split(i, ?BI in [64, 128]) -> bi, ib;/' \
+    "$srcdir/samples/matmul_gelu.te" >"$tmp/cudaknob.te"
+"$TEXC" "$tmp/cudaknob.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
+    >"$tmp/cs.out" 2>&1
+check "cuda: --dump=space prints the knobs of the cuda schedule" sh -c "
+    grep -q 'the knobs of the cuda schedule, 2 points' '$tmp/cs.out' &&
+    grep -q 'BI *in \[64, 128\]' '$tmp/cs.out'"
+"$TEXC" "$srcdir/samples/matmul_gelu.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
+    >"$tmp/cs2.out" 2>&1
+check "cuda: without knobs, --dump=space says the automatic space is CPU-only" \
+    grep -q 'derives CPU schedules only: a cuda schedule is tuned through its knobs' "$tmp/cs2.out"
 "$TEXC" "$small" --tune --trials 1 -q -o "$tmp/q" >"$tmp/q.out" 2>"$tmp/q.err"
 rc=$?
 check "-q: tuning prints nothing" sh -c "test $rc -eq 0 && ! test -s '$tmp/q.err'"

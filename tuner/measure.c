@@ -27,11 +27,12 @@
  * The first run is `-r 1`: its output is compared with the reference, and
  * its time sizes the second run, `-r R` with R chosen so that the timed
  * repeats last at least min_time (0.2 s); the second run's output is
- * compared again and its median is the candidate's time.  Inputs are not
- * rotated between repeats: the harness times repeated calls on the same
- * buffers, so a kernel whose working set fits in cache is flattered
- * somewhat; the workloads this tuner is aimed at (matmul_gelu: 11 MB of
- * inputs) do not fit in L2 anyway.
+ * compared again and its median is the candidate's time.  Inputs are
+ * rotated between repeats: the harness keeps enough copies of the inputs
+ * and outputs that together they exceed the last-level cache (within
+ * bounds, see codegen/harness.c) and each run uses the next copy, so a
+ * small kernel is not timed on inputs the previous repeat left in cache.
+ * The harness prints how many copies it used; the record keeps it.
  *
  * Every run has a time limit (the caller's, from the best time so far):
  * a candidate past it is killed (status timeout).  A signal is a crash, a
@@ -665,7 +666,8 @@ void tune_build(Bench *b, Candidate **cands, int n, int jobs)
 /* Running.                                                            */
 
 /* Runs C's harness with -r REPEATS under LIMIT seconds.  Returns the
- * status; on TS_OK *SECONDS is the median it printed. */
+ * status; on TS_OK *SECONDS is the median it printed and C's copies the
+ * number of input copies it rotated through. */
 static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit, double *seconds)
 {
     const Graph *g = b->g;
@@ -753,7 +755,8 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
     }
     FILE *f = fopen(stdout_path, "r");
     double t = -1;
-    if (!f || fscanf(f, "%lf", &t) != 1 || !(t >= 0)) {
+    int copies = 0;
+    if (!f || fscanf(f, "%lf %d", &t, &copies) != 2 || !(t >= 0) || copies < 1) {
         if (f)
             fclose(f);
         snprintf(c->detail, sizeof c->detail, "the harness printed no time");
@@ -761,6 +764,7 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
     }
     fclose(f);
     *seconds = t;
+    c->copies = copies;
     return TS_OK;
 }
 

@@ -14,7 +14,23 @@
  *          parameters depend on the stage's structure:
  *
  *          matmul-like (a reduction with >= 2 spatial axes, the innermost
- *          at least one vector wide; the default schedule's rule):
+ *          at least one vector wide; the default schedule's rule), two
+ *          families told apart by form:
+ *            form    0: a loop nest, the parameters below;
+ *                    1: the register-blocked micro-kernel of the default
+ *                    schedule (sched/default.c) and of samples/
+ *                    matmul_gelu.te: the reduction accumulates a ti x tj
+ *                    tile in a local buffer (cache_write(local)) computed
+ *                    at the tile loop, its rows unrolled and its columns
+ *                    vectorized, and the stage applies its epilogue to
+ *                    the tile (ji vectorized).  Its parameters: ti in
+ *                    4, 6, 8 and tj in 1 to 4 vectors (the tile need
+ *                    not divide: tile handles the edges), order 0 (row
+ *                    tiles outside) or 2 (column panels outside, so a
+ *                    thread's panel of the right-hand side stays in its
+ *                    cache), par 0 (the outer tile loop parallel) or 1
+ *                    (the two tile loops fused, then parallel); tk, ui,
+ *                    uk and vec stay 0, since the form fixes them;
  *            ti, tj  the register tile: the two innermost spatial axes
  *                    split by ti rows and tj columns (tj whole vectors)
  *            tk      a split of the longest reduction axis (0: none)
@@ -67,7 +83,7 @@
 
 #include "tuner/tuner.h"
 
-#define AUTO_SPACE_VERSION "auto-v1"
+#define AUTO_SPACE_VERSION "auto-v2"
 
 typedef enum PlanKind {
     PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
@@ -76,7 +92,12 @@ typedef enum PlanKind {
 } PlanKind;
 
 /* Param offsets within a plan, by kind. */
-enum { M_TI, M_TJ, M_TK, M_ORDER, M_UI, M_UK, M_VEC, M_PAR, M_COUNT };
+enum { M_TI, M_TJ, M_TK, M_ORDER, M_UI, M_UK, M_VEC, M_PAR, M_FORM, M_COUNT };
+
+/* A matmul plan's forms (its M_FORM values). */
+enum { FORM_LOOPS, FORM_MICRO };
+
+enum { SIZES_MAX = 8 };
 enum { E_VS, E_PAR, E_COUNT };
 enum { R_TK, R_PAR, R_COUNT };
 
@@ -95,6 +116,11 @@ struct StagePlan {
     int regs;              /* vector registers */
     /* names of the loops the statements create */
     const char *io, *ii, *jo, *ji, *ko, *ki, *fused;
+    /* matmul: the tile sizes each form allows (the ti and tj Params hold
+       their union), and the micro-kernel's accumulator stage */
+    int64_t loop_ti[SIZES_MAX], loop_tj[SIZES_MAX], micro_ti[SIZES_MAX], micro_tj[SIZES_MAX];
+    int nloop_ti, nloop_tj, nmicro_ti, nmicro_tj;
+    const char *acc;
     /* the legal local points: nlegal tuples of nparams value indices */
     int *legal;
     int nlegal;
@@ -157,6 +183,7 @@ static void vector_unit(int *bytes, int *regs)
 
 typedef struct SpaceBuilder {
     Arena *a;
+    SchedState *st; /* the stages as the file's schedule leaves them */
     Space *sp;
     PtrVec params; /* Param * */
     PtrVec plans;  /* StagePlan * */
@@ -317,21 +344,72 @@ static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
     return p;
 }
 
+static bool in_set(const int64_t *set, int n, int64_t v)
+{
+    for (int i = 0; i < n; i++)
+        if (set[i] == v)
+            return true;
+    return false;
+}
+
+/* OUT (N so far) with SET's values added, ascending, without repeats. */
+static int merge_sizes(int64_t *out, int n, const int64_t *set, int nset)
+{
+    for (int i = 0; i < nset; i++) {
+        if (in_set(out, n, set[i]))
+            continue;
+        int k = n++;
+        while (k > 0 && out[k - 1] > set[i]) {
+            out[k] = out[k - 1];
+            k--;
+        }
+        out[k] = set[i];
+    }
+    return n;
+}
+
+/* A stage name made from BASE and SUFFIX that no stage has. */
+static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const char *suffix)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s%s%d", base, suffix, attempt);
+        if (!sch_find_stage(st, name))
+            return name;
+    }
+}
+
 static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 {
     StagePlan *p = new_plan(b, s, PLAN_MATMUL);
     int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
-    int64_t v[8];
+    int64_t v[2 * SIZES_MAX];
     int n;
     const char *st = s->name;
     Arena *a = b->a;
+    /* the loop nest's tiles: divisors where enough of them divide */
     static const int64_t ti[] = { 1, 2, 4, 8, 16 };
-    n = sizes(v, ti, 5, iext, iext);
-    add_param(b, arena_printf(a, "%s.ti", st), v, n, false, plan);
+    p->nloop_ti = sizes(p->loop_ti, ti, 5, iext, iext);
     int64_t tj[4];
     for (int i = 0; i < 4; i++)
         tj[i] = (int64_t)p->lanes << i;
-    n = sizes(v, tj, 4, jext, jext);
+    p->nloop_tj = sizes(p->loop_tj, tj, 4, jext, jext);
+    /* the micro-kernel's: rows of 4 to 8 accumulators, 1 to 4 vectors */
+    static const int64_t mti[] = { 4, 6, 8 };
+    for (int i = 0; i < 3; i++)
+        if (mti[i] <= iext)
+            p->micro_ti[p->nmicro_ti++] = mti[i];
+    for (int i = 1; i <= 4; i++)
+        if (i * p->lanes <= jext)
+            p->micro_tj[p->nmicro_tj++] = i * p->lanes;
+    bool micro = p->nmicro_ti > 0 && p->nmicro_tj > 0;
+    if (micro)
+        p->acc = fresh_stage(a, b->st, st, "_acc");
+    n = merge_sizes(v, 0, p->loop_ti, p->nloop_ti);
+    n = micro ? merge_sizes(v, n, p->micro_ti, p->nmicro_ti) : n;
+    add_param(b, arena_printf(a, "%s.ti", st), v, n, false, plan);
+    n = merge_sizes(v, 0, p->loop_tj, p->nloop_tj);
+    n = micro ? merge_sizes(v, n, p->micro_tj, p->nmicro_tj) : n;
     add_param(b, arena_printf(a, "%s.tj", st), v, n, false, plan);
     static const int64_t tk[] = { 0, 4, 8, 16, 64, 256 };
     n = sizes(v, tk, 6, p->rsplit_extent, p->rsplit_extent - 1);
@@ -342,6 +420,7 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
     add_param(b, arena_printf(a, "%s.uk", st), flag, 2, false, plan);
     add_param(b, arena_printf(a, "%s.vec", st), flag, 2, false, plan);
     add_param(b, arena_printf(a, "%s.par", st), flag, 2, true, plan);
+    add_param(b, arena_printf(a, "%s.form", st), flag, micro ? 2 : 1, true, plan);
     p->nparams = M_COUNT;
     vec_push(a, &b->plans, p);
 }
@@ -435,7 +514,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
     Space *sp = arena_alloc(a, sizeof *sp);
     sp->target = target;
     sp->written = written;
-    SpaceBuilder b = { a, sp, { 0 }, { 0 } };
+    SpaceBuilder b = { a, NULL, sp, { 0 }, { 0 } };
     if (written && written->nknobs > 0) {
         sp->knobs = written->knobs;
         for (int k = 0; k < written->nknobs; k++) {
@@ -457,6 +536,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
         /* the plans live in A; names copied out of the scratch arena */
         Arena *keep = a;
         b.a = keep;
+        b.st = st;
         if (strcmp(target, "cpu") == 0) {
             for (int i = 0; i < st->stages.len; i++) {
                 SStage *s = st->stages.items[i];
@@ -520,14 +600,22 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
     switch (p->kind) {
     case PLAN_MATMUL: {
         int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
+        if (ti * ((tj + p->lanes - 1) / p->lanes) > p->regs)
+            return false; /* more accumulators than vector registers */
+        if (v[M_FORM] == FORM_MICRO)
+            /* its own sizes; the other parameters at 0 (but order 2:
+               column panels outside) */
+            return in_set(p->micro_ti, p->nmicro_ti, ti) &&
+                   in_set(p->micro_tj, p->nmicro_tj, tj) && tk == 0 &&
+                   (order == 0 || order == 2) && !v[M_UI] && !v[M_UK] && !v[M_VEC];
+        if (!in_set(p->loop_ti, p->nloop_ti, ti) || !in_set(p->loop_tj, p->nloop_tj, tj))
+            return false;
         if ((order == 1 || order == 3) && tk == 0)
             return false; /* the variant places ki: it needs the split */
         if (v[M_UK] && (tk == 0 || tk > 16))
             return false;
         if (v[M_UI] && ti == 1)
             return false; /* the same point as ui = 0 */
-        if (ti * ((tj + p->lanes - 1) / p->lanes) > p->regs)
-            return false; /* more accumulators than vector registers */
         if (v[M_PAR] == 1 && p->nsvars == 2 && order == 3)
             return false; /* would fuse io with the reduction */
         return true;
@@ -621,8 +709,68 @@ static void emit_parallel(Emitter *e, const StagePlan *p, const char *first, con
     }
 }
 
+/* The micro-kernel (form 1), as sched/default.c writes it:
+ *   acc = S.cache_write(local);
+ *   S.tile(i, j, ti, tj) -> io, jo, ii, ji;
+ *   S.reorder(batch.., io, jo, ii, ji);     order 2: jo before io
+ *   S.fuse(io, jo) -> f;                    par 1 (before compute_at,
+ *                                           which pins the loop it names)
+ *   acc.compute_at(S, jo);                  (the inner tile loop, or f)
+ *   acc.reorder(k.., i, j); acc.unroll(i); acc.vectorize(j);
+ *   S.vectorize(ji); S.parallel(the outermost loop, or f); */
+static void emit_micro(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    const char *i = p->svar[p->nsvars - 2], *j = p->svar[p->nsvars - 1];
+    SchedStmt *cw = emit(e, "cache_write", 1);
+    cw->args[0] = (SchedArg){ .kind = SA_NAME, .name = "local" };
+    cw->result = p->acc;
+    SchedStmt *t = emit(e, "tile", 4);
+    t->args[0] = (SchedArg){ .kind = SA_NAME, .name = i };
+    t->args[1] = (SchedArg){ .kind = SA_NAME, .name = j };
+    t->args[2] = (SchedArg){ .kind = SA_INT, .ival = v[M_TI] };
+    t->args[3] = (SchedArg){ .kind = SA_INT, .ival = v[M_TJ] };
+    t->outs[0] = p->io;
+    t->outs[1] = p->jo;
+    t->outs[2] = p->ii;
+    t->outs[3] = p->ji;
+    t->nouts = 4;
+    const char *outer = v[M_ORDER] == 2 ? p->jo : p->io;
+    const char *inner = v[M_ORDER] == 2 ? p->io : p->jo;
+    SchedStmt *r = emit(e, "reorder", p->nsvars + 2);
+    int n = 0;
+    for (int b = 0; b < p->nsvars - 2; b++)
+        r->args[n++] = (SchedArg){ .kind = SA_NAME, .name = p->svar[b] };
+    const char *order[] = { outer, inner, p->ii, p->ji };
+    for (int k = 0; k < 4; k++)
+        r->args[n++] = (SchedArg){ .kind = SA_NAME, .name = order[k] };
+    const char *at = inner, *par = p->nsvars > 2 ? p->svar[0] : outer;
+    if (v[M_PAR] == 1) {
+        emit_fuse(e, outer, inner, p->fused);
+        at = par = p->fused;
+    }
+    const char *stage = e->stage;
+    e->stage = p->acc;
+    SchedStmt *ca = emit(e, "compute_at", 2);
+    ca->args[0] = (SchedArg){ .kind = SA_NAME, .name = stage };
+    ca->args[1] = (SchedArg){ .kind = SA_NAME, .name = at };
+    SchedStmt *ar = emit(e, "reorder", p->nrvars + 2);
+    for (int k = 0; k < p->nrvars; k++)
+        ar->args[k] = (SchedArg){ .kind = SA_NAME, .name = p->rvar[k] };
+    ar->args[p->nrvars] = (SchedArg){ .kind = SA_NAME, .name = i };
+    ar->args[p->nrvars + 1] = (SchedArg){ .kind = SA_NAME, .name = j };
+    emit_loop(e, "unroll", i);
+    emit_loop(e, "vectorize", j);
+    e->stage = stage;
+    emit_loop(e, "vectorize", p->ji);
+    emit_loop(e, "parallel", par);
+}
+
 static void emit_matmul(Emitter *e, const StagePlan *p, const int64_t *v)
 {
+    if (v[M_FORM] == FORM_MICRO) {
+        emit_micro(e, p, v);
+        return;
+    }
     const char *i = p->svar[p->nsvars - 2], *j = p->svar[p->nsvars - 1];
     const char *k = p->rvar[p->rsplit];
     int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
@@ -876,12 +1024,44 @@ void tune_space_print(FILE *out, const Space *sp)
     else
         fprintf(out, "texc: search space: the knobs of the %s schedule", sp->target);
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
+    if (sp->is_auto && strcmp(sp->target, "cpu") != 0)
+        fprintf(out, "texc:   (the automatic space derives CPU schedules only: a %s schedule "
+                     "is tuned through its knobs, ?NAME in [...])\n",
+                sp->target);
     for (int i = 0; i < sp->nparams; i++) {
         const Param *p = &sp->params[i];
         fprintf(out, "texc:   %-12s in [", p->name);
         for (int k = 0; k < p->nvalues; k++)
             fprintf(out, "%s%lld", k ? ", " : "", (long long)p->values[k]);
         fputs("]\n", out);
+    }
+    /* what each stage's points are */
+    static const char *const kinds[] = { "matmul-like", "elementwise", "a reduction" };
+    for (int i = 0; i < sp->nplans; i++) {
+        const StagePlan *p = sp->plans[i];
+        fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
+                p->nlegal == 1 ? "" : "s");
+        if (p->kind != PLAN_MATMUL) {
+            fputc('\n', out);
+            continue;
+        }
+        int micro = 0;
+        for (int k = 0; k < p->nlegal; k++)
+            micro += p->legal[k * p->nparams + M_FORM] == FORM_MICRO;
+        fprintf(out, ": %d loop nests (form 0), %d register-blocked micro-kernels (form 1)\n",
+                p->nlegal - micro, micro);
+        if (!micro)
+            continue;
+        fprintf(out, "texc:     form 1: %s = %s.cache_write(local), a ti x tj tile: ti in [", p->acc,
+                p->stage);
+        for (int k = 0; k < p->nmicro_ti; k++)
+            fprintf(out, "%s%lld", k ? ", " : "", (long long)p->micro_ti[k]);
+        fputs("], tj in [", out);
+        for (int k = 0; k < p->nmicro_tj; k++)
+            fprintf(out, "%s%lld", k ? ", " : "", (long long)p->micro_tj[k]);
+        fprintf(out, "]; order 0 (%s outside) or 2 (%s outside); par 0 (outer tile loop) or 1 "
+                     "(both, fused)\n",
+                p->io, p->jo);
     }
 }
 
@@ -892,7 +1072,19 @@ bool tune_space_random(const Space *sp, uint64_t *rng, int *point)
             const StagePlan *p = sp->plans[i];
             if (p->nlegal == 0)
                 return false;
-            const int *t = p->legal + (size_t)(tune_rand(rng) % (uint64_t)p->nlegal) * p->nparams;
+            /* a matmul's forms are drawn equally often: the micro-kernels
+               are few beside the loop nests, yet often the fastest */
+            int pick = (int)(tune_rand(rng) % (uint64_t)p->nlegal);
+            if (p->kind == PLAN_MATMUL && tune_rand(rng) % 2) {
+                int micro = 0;
+                for (int k = 0; k < p->nlegal; k++)
+                    micro += p->legal[k * p->nparams + M_FORM] == FORM_MICRO;
+                int want = micro ? (int)(tune_rand(rng) % (uint64_t)micro) : -1;
+                for (int k = 0; k < p->nlegal && want >= 0; k++)
+                    if (p->legal[k * p->nparams + M_FORM] == FORM_MICRO && want-- == 0)
+                        pick = k;
+            }
+            const int *t = p->legal + (size_t)pick * p->nparams;
             memcpy(point + p->first, t, sizeof *point * (size_t)p->nparams);
         }
         return true;

@@ -182,6 +182,15 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
 {
     json_t *r = tune_record_new(&t->w, &t->m, t->sp);
     json_object_set(r, "config", c->config);
+    if (c->point) {
+        /* what the cost model sees, for offline study (bench/model_compare) */
+        double *f = arena_alloc(t->a, sizeof *f * (size_t)(t->sp->nfeatures + 1));
+        tune_space_features(t->sp, c->point, f);
+        json_t *features = json_array();
+        for (int i = 0; i < t->sp->nfeatures; i++)
+            json_array_append_new(features, json_real(f[i]));
+        json_object_set_new(r, "features", features);
+    }
     json_object_set_new(r, "schedule", json_string(c->schedule_text ? c->schedule_text : ""));
     json_object_set_new(r, "status", json_string(tune_status_name(c->status)));
     if (c->detail[0])
@@ -191,6 +200,7 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
         json_object_set_new(r, "gflops", json_real(gflops_of(t, c->time_s)));
         json_object_set_new(r, "first_s", json_real(c->first_s));
         json_object_set_new(r, "repeats", json_integer(c->repeats));
+        json_object_set_new(r, "copies", json_integer(c->copies));
     }
     if (c->status == TS_OK || c->status == TS_WRONG)
         json_object_set_new(r, "max_err", isfinite(c->max_err) ? json_real(c->max_err) : json_null());

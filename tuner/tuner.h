@@ -109,7 +109,8 @@ bool tune_space_point_of(const Space *sp, const json_t *config, int *point);
 void tune_space_features(const Space *sp, const int *point, double *out);
 /* One line per parameter, and the size. */
 void tune_space_print(FILE *out, const Space *sp);
-/* A uniformly random legal point, by rejection; false if none found. */
+/* A random legal point (of an automatic space: a matmul stage in its
+ * micro-kernel form half the time); false if none found. */
 bool tune_space_random(const Space *sp, uint64_t *rng, int *point);
 uint64_t tune_rand(uint64_t *state);
 
@@ -178,6 +179,7 @@ typedef struct Candidate {
     char *schedule_text;  /* the applied trace, from the build */
     double build_s, time_s, first_s;
     int repeats;
+    int copies;           /* input copies the timed run rotated through */
     double max_err;       /* largest |got - ref| over all outputs */
     double worst_ratio;   /* largest |got - ref| / (atol + rtol |ref|) */
 } Candidate;
