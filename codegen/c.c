@@ -1139,7 +1139,67 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         emit_signature(e, h, f->packed_ws_name, &f->kernel, true, true);
         fputs(";\n", h);
     }
+    fprintf(h, "\n/* For test harnesses and the tuner, the same calls with ARGS the inputs\n"
+               " * then the outputs, in %s's order: %s_prepack_args packs into PACKED\n"
+               " * (%s_prepacked_bytes() bytes, 64-byte aligned; nothing when the\n"
+               " * kernel packs nothing) and %s_packed_args runs the kernel on it. */\n",
+            o->name, o->name, o->name, o->name);
+    fprintf(h, "size_t %s_prepacked_bytes(void);\n", o->name);
+    fprintf(h, "void %s_prepack_args(void *const *args, void *packed);\n", o->name);
+    fprintf(h, "void %s_packed_args(void *const *args, const void *packed);\n", o->name);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+}
+
+/* NAME_prepacked_bytes, NAME_prepack_args and NAME_packed_args: each
+ * packed tensor at a 64-byte aligned offset of one buffer. */
+static void emit_args_entries(Emitter *e, const Funcs *f, const char *name)
+{
+    FILE *c = e->out;
+    Graph *g = e->st->g;
+    int64_t *offset = arena_alloc(e->a, sizeof *offset * (size_t)(f->packed->len + 1));
+    int64_t total = 0;
+    for (int i = 0; i < f->packed->len; i++) {
+        const Tensor *t = f->packed->items[i];
+        offset[i] = total;
+        total += (tensor_elems(t) * dtype_bytes(t->dtype) + 63) / 64 * 64;
+    }
+    fprintf(c, "\nsize_t %s_prepacked_bytes(void)\n{\n    return %lld;\n}\n", name,
+            (long long)total);
+    fprintf(c, "\nvoid %s_prepack_args(void *const *args, void *packed)\n{\n", name);
+    if (f->prepack.n) {
+        fprintf(c, "    %s(", f->prepack_name);
+        int k = 0;
+        for (int i = 0; i < g->ninputs; i++)
+            for (int p = 0; p < f->packed->len; p++)
+                if (((const Tensor *)f->packed->items[p])->packs == g->inputs[i])
+                    fprintf(c, "%s(const %s *)args[%d]", k++ ? ", " : "",
+                            storage_type(g->inputs[i]->dtype), i);
+        for (int p = 0; p < f->packed->len; p++) {
+            const Tensor *t = f->packed->items[p];
+            fprintf(c, ", (%s *)((char *)packed + %lld)", storage_type(t->dtype),
+                    (long long)offset[p]);
+        }
+        fputs(");\n}\n", c);
+    } else {
+        fputs("    (void)args;\n    (void)packed;\n}\n", c);
+    }
+    fprintf(c, "\nvoid %s_packed_args(void *const *args, const void *packed)\n{\n", name);
+    if (!f->prepack.n)
+        fputs("    (void)packed;\n", c);
+    fprintf(c, "    %s(", f->prepack.n ? f->packed_name : name);
+    for (int i = 0; i < f->kernel.n; i++) {
+        const Tensor *t = f->kernel.t[i];
+        const char *cst = f->kernel.ro[i] ? "const " : "";
+        int p = 0;
+        while (p < f->packed->len && f->packed->items[p] != t)
+            p++;
+        if (p < f->packed->len)
+            fprintf(c, "%s(%s%s *)((const char *)packed + %lld)", i ? ", " : "", cst,
+                    storage_type(t->dtype), (long long)offset[p]);
+        else
+            fprintf(c, "%s(%s%s *)args[%d]", i ? ", " : "", cst, storage_type(t->dtype), i);
+    }
+    fputs(");\n}\n", c);
 }
 
 static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
@@ -1193,6 +1253,9 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
         add_param(&f.prepack, fn->packed.items[i], false);
     f.ws_name = claim(&e, arena_printf(a, "%s_ws", o->name));
     claim(&e, arena_printf(a, "%s_workspace_size", o->name));
+    claim(&e, arena_printf(a, "%s_prepacked_bytes", o->name));
+    claim(&e, arena_printf(a, "%s_prepack_args", o->name));
+    claim(&e, arena_printf(a, "%s_packed_args", o->name));
     if (f.prepack.n) {
         f.packed_name = claim(&e, arena_printf(a, "%s_packed", o->name));
         f.packed_ws_name = claim(&e, arena_printf(a, "%s_packed_ws", o->name));
@@ -1261,6 +1324,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
 
     if (!f.prepack.n) {
         emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
+        emit_args_entries(&e, &f, o->name);
         return !ferror(out_c) && !ferror(out_h);
     }
     emit_with_workspace(&e, f.packed_name, f.packed_ws_name, &f.kernel, f.ws_macro);
@@ -1284,5 +1348,6 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
         line(&e, "free(%s_);\n", tensor_name(&e, fn->packed.items[i]));
     fputs("}\n", c);
     emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
+    emit_args_entries(&e, &f, o->name);
     return !ferror(out_c) && !ferror(out_h);
 }

@@ -21,6 +21,12 @@
  * whose buffers are under 256 KiB, or a cache over 256 MiB, is rotated
  * through less than the cache.  The outputs written are those of the
  * last timed run.
+ *
+ * Weights the kernel reads prepacked (pass_layout.c) are packed once per
+ * copy, before the warm-up, with NAME_prepack_args; every run calls
+ * NAME_packed_args.  So the time is the kernel's on packed weights, as a
+ * program with fixed weights runs it, and the harness is the same text
+ * whichever layout a schedule chose (the tuner compiles it once).
  */
 #include <string.h>
 
@@ -230,15 +236,19 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
         }
         fputs("    }\n", out);
     }
+    fprintf(out, "    size_t packed_bytes = (%s_prepacked_bytes() + 63) / 64 * 64 + 64;\n", name);
+    fputs("    void **packed = calloc((size_t)copies, sizeof *packed);\n"
+          "    if (!packed)\n        return 2;\n"
+          "    for (int c = 0; c < copies; c++) {\n"
+          "        if (!(packed[c] = aligned_alloc(64, packed_bytes)))\n            return 2;\n", out);
+    fprintf(out, "        %s_prepack_args(buf + (size_t)c * %d, packed[c]);\n    }\n", name, nbuf);
     fputs("    double *times = malloc(sizeof *times * (size_t)(repeats + 1));\n", out);
     fputs("    if (!times)\n        return 2;\n", out);
     fputs("    for (int r = 0; r <= repeats; r++) {\n", out);
     fprintf(out, "        void **b = buf + (size_t)(r %% copies) * %d;\n", nbuf);
     fputs("        double start = now();\n", out);
-    fprintf(out, "        %s(", name);
-    for (int i = 0; i < nbuf; i++)
-        fprintf(out, "b[%d]%s", i, i + 1 < nbuf ? ", " : "");
-    fputs(");\n        times[r] = now() - start;\n    }\n", out);
+    fprintf(out, "        %s_packed_args(b, packed[r %% copies]);\n", name);
+    fputs("        times[r] = now() - start;\n    }\n", out);
     fputs("    if (repeats > 0) {\n"
           "        qsort(times + 1, (size_t)repeats, sizeof *times, cmp_double);\n"
           "        printf(\"%.9f %d\\n\", times[1 + repeats / 2], copies);\n"
@@ -251,6 +261,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
                 shape_text(a, t));
     }
     fprintf(out, "    for (size_t k = 0; k < (size_t)copies * %d; k++)\n        free(buf[k]);\n", nbuf);
-    fputs("    free(buf);\n    free(times);\n    return 0;\n}\n", out);
+    fputs("    for (int c = 0; c < copies; c++)\n        free(packed[c]);\n", out);
+    fputs("    free(packed);\n    free(buf);\n    free(times);\n    return 0;\n}\n", out);
     return !ferror(out);
 }

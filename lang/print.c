@@ -57,6 +57,7 @@ typedef struct Printer {
     bool canonical;        /* names by position, constants with dtypes */
     const IterVar **vars;  /* canonical: v<k> is vars[k] */
     int nvars, cap;
+    const Graph *g;        /* the graph being printed, or NULL */
 } Printer;
 
 static int binary_prec(Op op)
@@ -166,10 +167,21 @@ static void print_var(Printer *p, const IterVar *v)
         fputs(v->name ? v->name : "?", p->out);
 }
 
+/* The canonical form leaves prepack stages out (pass_layout.c: a layout
+ * is the schedule's business, and the tuner assigns it per candidate), so
+ * positions count the other tensors only. */
+static int canonical_id(const Printer *p, const Tensor *t)
+{
+    int id = t->id;
+    for (int i = 0; p->g && i < t->id && i < p->g->ntensors; i++)
+        id -= p->g->tensors[i]->packs != NULL;
+    return id;
+}
+
 static void print_tensor_name(Printer *p, const Tensor *t)
 {
     if (p->canonical)
-        fprintf(p->out, "t%d", t->id);
+        fprintf(p->out, "t%d", canonical_id(p, t));
     else
         fputs(t->name ? t->name : "?", p->out);
 }
@@ -247,6 +259,16 @@ static void print_expr(Printer *p, const Expr *e, int min_prec)
         print_var(p, e->var);
         break;
     case EX_LOAD:
+        if (p->canonical && e->tensor->packs) {
+            /* W_packed[j / P, a.., j % P] is W[a.., j] */
+            print_tensor_name(p, e->tensor->packs);
+            fputc('[', p->out);
+            print_list(p, e->args + 1, e->nargs - 2);
+            fputs(e->nargs > 2 ? ", " : "", p->out);
+            print_expr(p, e->args[0]->args[0], PREC_REDUCE);
+            fputc(']', p->out);
+            break;
+        }
         print_tensor_name(p, e->tensor);
         if (e->nargs) {
             fputc('[', p->out);
@@ -318,8 +340,10 @@ static void print_graph(Printer *p, const Graph *g)
         for (int i = 0; i < g->ndims; i++)
             fprintf(p->out, "dim %s = %lld\n", g->dims[i].name,
                     (long long)g->dims[i].value);
+    p->g = g;
     for (int i = 0; i < g->ntensors; i++)
-        print_tensor(p, g->tensors[i]);
+        if (!p->canonical || !g->tensors[i]->packs)
+            print_tensor(p, g->tensors[i]);
     for (int i = 0; i < g->noutputs; i++) {
         fputs("output ", p->out);
         print_tensor_name(p, g->outputs[i]);

@@ -299,6 +299,8 @@ typedef struct Graph {
     int nvars; /* IterVar ids are 0 .. nvars-1 */
     struct Schedule **schedules;
     int nschedules;
+    bool layouts; /* the layout pass ran (not -fno-layout): the tuner
+                     assigns layouts again for each candidate schedule */
 } Graph;
 
 Expr *ex_const(Arena *a, Span sp, DType t, double v);

@@ -237,3 +237,11 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
         return 0;
     return tile_j(stage->shape[dim], lanes);
 }
+
+void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched)
+{
+    if (!g->layouts)
+        return;
+    PanelQuery q = { target, sched, true };
+    te_layout_assign(a, g, sch_panel_width, &q, NULL);
+}

@@ -263,6 +263,10 @@ typedef struct PanelQuery {
     bool sched_given;
 } PanelQuery;
 int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
+/* Assigns layouts again for SCHED (NULL: the default schedule), unless
+ * the layout pass did not run: the tuner's candidates tile differently,
+ * and each gets the panels its own tiles want. */
+void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched);
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
 
