@@ -927,7 +927,14 @@ static const char helpers[] =
     "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
     "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
     "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
-    "TE_VMAP2(te_vpow, powf)\n";
+    "TE_VMAP2(te_vpow, powf)\n"
+    "static inline void *te_alloc(size_t bytes)\n"
+    "{\n"
+    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
+    "    if (!p)\n"
+    "        abort();\n"
+    "    return p;\n"
+    "}\n";
 
 static void emit_param(Emitter *e, FILE *out, const Tensor *t, bool in_header)
 {
@@ -1141,8 +1148,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     emit_params(&e, c, false, false);
     fputs(")\n{\n", c);
     if (e.plan.bytes > 0)
-        fprintf(c, "    void *te_workspace = aligned_alloc(64, %s);\n"
-                   "    if (!te_workspace)\n        abort();\n", ws_macro);
+        fprintf(c, "    void *te_workspace = te_alloc(%s);\n", ws_macro);
     fprintf(c, "    %s_ws(", o->name);
     for (int i = 0; i < g->ninputs + g->noutputs; i++) {
         const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
