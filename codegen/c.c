@@ -927,7 +927,14 @@ static const char helpers[] =
     "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
     "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
     "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
-    "TE_VMAP2(te_vpow, powf)\n";
+    "TE_VMAP2(te_vpow, powf)\n"
+    "static inline void *te_alloc(size_t bytes)\n"
+    "{\n"
+    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
+    "    if (!p)\n"
+    "        abort();\n"
+    "    return p;\n"
+    "}\n";
 
 /* A function's parameters: the tensors, and which it only reads. */
 typedef struct Params {
@@ -1219,8 +1226,7 @@ static void emit_with_workspace(Emitter *e, const char *name, const char *ws_nam
     emit_signature(e, c, name, p, false, false);
     fputs("\n{\n", c);
     if (e->plan.bytes > 0)
-        fprintf(c, "    void *te_workspace = aligned_alloc(64, %s);\n"
-                   "    if (!te_workspace)\n        abort();\n", ws_macro);
+        fprintf(c, "    void *te_workspace = te_alloc(%s);\n", ws_macro);
     emit_call_open(e, ws_name, p);
     fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
 }
@@ -1334,11 +1340,9 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     fputs("\n{\n", c);
     for (int i = 0; i < fn->packed.len; i++) {
         const Tensor *t = fn->packed.items[i];
-        const char *n = tensor_name(&e, t), *ty = storage_type(t->dtype);
-        line(&e, "%s *%s_ = aligned_alloc(64, (%s * sizeof(%s) + 63) / 64 * 64);\n", ty, n,
+        const char *ty = storage_type(t->dtype);
+        line(&e, "%s *%s_ = te_alloc(%s * sizeof(%s));\n", ty, tensor_name(&e, t),
              f.elems_macros[i], ty);
-        line(&e, "if (!%s_)\n", n);
-        line(&e, "    abort();\n");
     }
     emit_call_open(&e, f.prepack_name, &f.prepack);
     fputs(");\n", c);

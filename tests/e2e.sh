@@ -25,11 +25,12 @@ KCFLAGS="-std=gnu11 -O1 -g -fopenmp -fsanitize=address,undefined -fno-sanitize-r
 
 # Children, run by xargs: e2e.sh --prep DIR and e2e.sh --case DIR.
 # step NAME COMMAND...: runs COMMAND, logging to $dir/log; on failure
-# writes NAME to $dir/status and ends the child.
+# writes NAME to $dir/status and ends the child.  $limit seconds (60
+# unless a caller sets it) guard against a hang.
 step() {
     name=$1
     shift
-    if ! timeout 60 "$@" >>"$dir/log" 2>&1; then
+    if ! timeout "${limit:-60}" "$@" >>"$dir/log" 2>&1; then
         echo "$name" >"$dir/status"
         exit 0
     fi
@@ -62,9 +63,14 @@ if [ "${1:-}" = --case ]; then
     step "texc" "$TEXC" "$dir/te" $defines $flags -o "$dir/k" --harness
     # the kernel with the prepared harness (same name, inputs and shapes)
     step "the same harness" cmp -s "$dir/k_harness.c" "$prep/k_harness.c"
+    # the sanitized build of a many-kernel program (transformer_block's
+    # default schedule unrolls six register-tiled matmuls) takes 40 s on
+    # a loaded two-core machine, and the cases run in parallel
+    limit=300
     # shellcheck disable=SC2086 # $KCFLAGS too
     step "compiling the generated C" ${CC:-cc} $KCFLAGS -o "$dir/run" "$dir/k.c" \
         "$prep/harness.o" -lm
+    limit=60
     ins=$(sed -n 's/^ \* input  \([A-Za-z0-9_]*\) :.*/\1/p' "$dir/k.h")
     outs=$(sed -n 's/^ \* output \([A-Za-z0-9_]*\) :.*/\1/p' "$dir/k.h")
     set --
