@@ -50,8 +50,9 @@
  * reference is NaN.
  *
  * Test hook: TEXC_TUNE_PLANT=KIND:N,... makes the candidate built as
- * trial N of this run misbehave: its kernel is renamed and wrapped
- * (plant.c) by a function that raises SIGSEGV (crash), spins forever
+ * trial N of this run misbehave: the entry point the harness calls
+ * (NAME_packed_args) is renamed and wrapped (plant.c) by a function that
+ * raises SIGSEGV (crash), spins forever
  * (hang), adds 1 to the first element of the first output (wrong), or
  * sleeps 20 ms before computing (slow); best:N slows every candidate but
  * trial N, so that the winner of an exhaustive search is known.  TEXC_TUNE_MIN_TIME
@@ -342,38 +343,27 @@ static bool write_plant(FILE *f, const Bench *b, const char *how)
                "#define _POSIX_C_SOURCE 200809L\n"
                "#include <signal.h>\n#include <stdint.h>\n#include <time.h>\n\n",
             how);
-    int n = g->ninputs + g->noutputs;
-    for (int pass = 0; pass < 2; pass++) {
-        fprintf(f, pass == 0 ? "void texc_planted_%s(" : "void %s(", k);
-        for (int i = 0; i < n; i++) {
-            const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
-            fprintf(f, "%s%s%s *p%d", i ? ", " : "", i < g->ninputs ? "const " : "",
-                    dtype_ctype(t->dtype), i);
-        }
-        fputs(pass == 0 ? ");\n\n" : ")\n{\n", f);
-    }
+    /* the harness's entry point (codegen/harness.c), wrapped */
+    fprintf(f, "void texc_planted_%s_packed_args(void *const *args, const void *packed);\n\n"
+               "void %s_packed_args(void *const *args, const void *packed)\n{\n", k, k);
     if (strcmp(how, "crash") == 0) {
         fputs("    raise(SIGSEGV);\n", f);
     } else if (strcmp(how, "hang") == 0) {
         fputs("    for (;;)\n        ;\n", f);
-    } else if (strcmp(how, "slow") == 0) {
-        fputs("    struct timespec ts = { 0, 20000000 };\n    nanosleep(&ts, NULL);\n", f);
-        fprintf(f, "    texc_planted_%s(", k);
-        for (int i = 0; i < n; i++)
-            fprintf(f, "%sp%d", i ? ", " : "", i);
-        fputs(");\n", f);
     } else {
-        fprintf(f, "    texc_planted_%s(", k);
-        for (int i = 0; i < n; i++)
-            fprintf(f, "%sp%d", i ? ", " : "", i);
-        fputs(");\n", f);
+        if (strcmp(how, "slow") == 0)
+            fputs("    struct timespec ts = { 0, 20000000 };\n    nanosleep(&ts, NULL);\n", f);
+        fprintf(f, "    texc_planted_%s_packed_args(args, packed);\n", k);
         const Tensor *t = g->outputs[0];
-        if (t->dtype == DT_BOOL)
-            fprintf(f, "    p%d[0] = !p%d[0];\n", g->ninputs, g->ninputs);
+        int o = g->ninputs;
+        if (strcmp(how, "slow") == 0)
+            ;
+        else if (t->dtype == DT_BOOL)
+            fprintf(f, "    ((_Bool *)args[%d])[0] = !((_Bool *)args[%d])[0];\n", o, o);
         else if (t->dtype == DT_BF16)
-            fprintf(f, "    p%d[0] ^= 0x4000;\n", g->ninputs);
+            fprintf(f, "    ((uint16_t *)args[%d])[0] ^= 0x4000;\n", o);
         else
-            fprintf(f, "    p%d[0] += 1;\n", g->ninputs);
+            fprintf(f, "    ((%s *)args[%d])[0] += 1;\n", dtype_ctype(t->dtype), o);
     }
     fputs("}\n", f);
     return !ferror(f);
@@ -430,7 +420,8 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     if (!fc || !fh || (own_harness && !fm) || (plant && !fp))
         _exit(BUILD_EXIT_WRITE);
     if (plant)
-        fprintf(fc, "#define %s texc_planted_%s /* TEXC_TUNE_PLANT */\n", b->kernel, b->kernel);
+        fprintf(fc, "#define %s_packed_args texc_planted_%s_packed_args /* TEXC_TUNE_PLANT */\n",
+                b->kernel, b->kernel);
     CodegenOptions co = { b->kernel, b->source, b->target };
     bool ok = cg_emit_c(st, &fn, &co, fc, fh) &&
               (!own_harness || cg_emit_harness(&a, b->g, b->kernel, fm)) &&
