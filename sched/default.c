@@ -8,8 +8,8 @@
  *     prepack stage (pass_layout.c) is inlined into its readers
  *     (Halide's default, and the graph optimizer's fusion in miniature);
  *   - a reduction with two or more spatial axes and a wide innermost one
- *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 4
- *     vectors accumulated in a local tile (schedule_matmul_like);
+ *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
+ *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
  *   - any other stage vectorizes its innermost loop when that loop is
  *     spatial;
  *   - the outermost spatial loop runs in parallel.
@@ -69,8 +69,16 @@ static const char *suffixed(Builder *b, const char *name, const char *suffix)
  * applies its epilogue once per element.  Column blocks are the outer,
  * parallel loop, so each thread's block of w (K x TJ) stays in its cache
  * while the row tiles stream past it. */
+/* The column tile: 3 vectors when they divide the axis (8 rows x 3 = 24
+ * accumulators leave registers for w and x; 8 x 4 = 32 spill some), else
+ * 4 or 2 vectors that divide it, else the widest that fits (the last
+ * tile is then an edge tile, with guards). */
 static int64_t tile_j(int64_t jext, int lanes)
 {
+    static const int pref[] = { 3, 4, 2 };
+    for (int i = 0; i < 3; i++)
+        if (jext % (pref[i] * lanes) == 0)
+            return pref[i] * lanes;
     return jext >= 4 * lanes ? 4 * lanes : jext >= 2 * lanes ? 2 * lanes : lanes;
 }
 
