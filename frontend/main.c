@@ -466,7 +466,6 @@ static void out_discard(OutFile *o)
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
 static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
 {
-    SchedState *st = sch_state_new(a, g, o->target);
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
         if (strcmp(g->schedules[i]->target, o->target) == 0)
@@ -477,6 +476,10 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
         return 1;
     /* the tuning log's winner, when one matches this workload and machine */
     written = tune_best(a, g, written, &o->tuning);
+    /* its tiles (or its knobs' values) may want other panels than the
+     * file's schedule did */
+    sch_relayout(a, g, o->target, written);
+    SchedState *st = sch_state_new(a, g, o->target);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 o->target);

@@ -94,6 +94,7 @@ bool sch_set_knob(Graph *g, const char *name, int64_t value)
                 return false;
             }
             kn->chosen = at;
+            kn->set = true;
         }
     }
     if (!found)

@@ -17,6 +17,7 @@ typedef struct Knob {
     int64_t *values;
     int nvalues;
     int chosen; /* index into values: 0 until the tuner or -K sets it */
+    bool set;   /* -K set it (to any value, the first one too) */
 } Knob;
 
 #define SCHED_ARG_KINDS(X)                                     \

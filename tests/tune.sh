@@ -35,7 +35,7 @@ leftover() { ls -d "$tmp"/texc-tune.* 2>/dev/null | wc -l | tr -d ' '; }
 
 # --- 1. exhaustive search: every point, once; the known best wins -------
 log=$tmp/a.jsonl
-TEXC_TUNE_PLANT=best:3 "$TEXC" "$small" --tune --seed 7 --log "$log" --plot "$tmp/a.svg" \
+TEXC_TUNE_PLANT=best:4 "$TEXC" "$small" --tune --seed 7 --log "$log" --plot "$tmp/a.svg" \
     -o "$tmp/a" >"$tmp/a.out" 2>"$tmp/a.err"
 rc=$?
 check "exhaustive: texc --tune exits 0" test "$rc" -eq 0
@@ -46,11 +46,11 @@ check "exhaustive: each configuration measured once" \
     test "$(configs "$log" | sort -u | wc -l | tr -d ' ')" -eq 5
 check "exhaustive: every record valid (status ok)" \
     test "$(grep -c '"status":"ok"' "$log")" -eq 5
-best_config=$(field "$log" 3 config)
+best_config=$(field "$log" 4 config)
 best_tj=$(echo "$best_config" | sed -n 's/.*"TJ":\([0-9]*\).*/\1/p')
 best_tk=$(echo "$best_config" | sed -n 's/.*"TK":\([0-9]*\).*/\1/p')
 winner=$(sed -n 's/^texc: best: .*s), \(.*\);.*/\1/p' "$tmp/a.err")
-check "exhaustive: the planted best (trial 3, $best_config) wins" \
+check "exhaustive: the planted best (trial 4, $best_config) wins" \
     test "$winner" = "TJ=$best_tj TK=$best_tk"
 check "exhaustive: prints the winner as schedule text" \
     grep -q "y.split(j, $best_tj) -> jo, ji;" "$tmp/a.out"
@@ -70,6 +70,12 @@ check "exhaustive: no temporary directory left" test "$(leftover)" -eq 0
 "$TEXC" "$small" --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/b.out" 2>"$tmp/b.err"
 check "build: uses the logged winner" grep -q "y.split(j, $best_tj) -> jo, ji;" "$tmp/b.out"
 check "build: says which record it used" grep -q "using the tuned schedule from $log (" "$tmp/b.err"
+# w is const: the winner's tiles (TJ=16, not the file's first value, 32,
+# where one panel would be all of w) read it in panels of 16
+"$TEXC" "$small" --log "$log" -o "$tmp/b" --dump=loops >"$tmp/bl.out" 2>&1
+check "build: the winner's tiles get their own panels of w ($best_tj)" sh -c "
+    test '$best_tj' = 16 && grep -q 'w_packed\[p, a0, l\] = w\[a0, p \* 16 + l\]' '$tmp/bl.out' &&
+    grep -q 'w_packed\[jo, ko \* [0-9]* + ki, ji\]' '$tmp/bl.out'"
 other_tj=$([ "$best_tj" = 16 ] && echo 32 || echo 16)
 "$TEXC" "$small" -K TJ=$other_tj --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/kk.out" 2>"$tmp/kk.err"
 check "build: -K wins over the log" sh -c "

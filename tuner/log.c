@@ -447,7 +447,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         return written;
     }
     for (int k = 0; written && k < written->nknobs; k++) {
-        if (written->knobs[k]->chosen != 0) {
+        if (written->knobs[k]->set) {
             /* -K chose a knob: the user's choice wins over the log */
             if (o->verbose)
                 fprintf(stderr, "texc: -K set knob ?%s: the tuning log is not used\n",

@@ -648,6 +648,27 @@ static void finish(Tuner *t, Candidate *c, double limit)
     progress(t, c);
 }
 
+/* TEXT (a schedule block) without the statements on prepack stages: the
+ * layout pass makes those for whichever tiles the schedule picks, and the
+ * user's file has no such stage to name. */
+static void print_pasteable(const Graph *g, const char *text)
+{
+    for (const char *line = text; *line;) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line + 1) : strlen(line);
+        const char *p = line + strspn(line, " ");
+        bool pack = false;
+        for (int i = 0; i < g->ntensors && !pack; i++) {
+            const Tensor *x = g->tensors[i];
+            size_t n = strlen(x->name);
+            pack = x->packs && strncmp(p, x->name, n) == 0 && p[n] == '.';
+        }
+        if (!pack)
+            fwrite(line, 1, len, stdout);
+        line += len;
+    }
+}
+
 static void summary(Tuner *t, double model_corr)
 {
     if (t->o->quiet)
@@ -689,7 +710,7 @@ static void summary(Tuner *t, double model_corr)
     const char *text = json_string_value(json_object_get(t->best, "schedule"));
     if (text && *text) {
         fprintf(stderr, "texc: the best schedule, to paste into %s:\n", t->o->source_path);
-        fputs(text, stdout);
+        print_pasteable(t->g, text);
         fflush(stdout);
     }
 }
