@@ -33,7 +33,11 @@
 #include "codegen/codegen.h"
 
 static const char harness_body[] =
-    "static void *read_npy(const char *path, size_t bytes)\n"
+    "/* Reads the data of PATH: ELEMS elements of SIZE bytes, the file's descr\n"
+    "   WANT.  A bf16 buffer (BF16) comes as '<f4' holding bf16 values (texc\n"
+    "   --eval writes bf16 so, NumPy having no bf16) or as raw '<u2'. */\n"
+    "static void *read_npy(const char *path, const char *want, int rank, const long long *dims,\n"
+    "                      size_t size, int bf16)\n"
     "{\n"
     "    FILE *f = fopen(path, \"rb\");\n"
     "    unsigned char head[10];\n"
@@ -48,14 +52,60 @@ static const char harness_body[] =
     "            exit(2);\n"
     "        hlen |= (size_t)more[0] << 16 | (size_t)more[1] << 24;\n"
     "    }\n"
-    "    if (fseek(f, (long)hlen, SEEK_CUR) != 0)\n"
+    "    char *text = malloc(hlen + 1);\n"
+    "    if (!text || fread(text, 1, hlen, f) != hlen) {\n"
+    "        fprintf(stderr, \"harness: %s: short header\\n\", path);\n"
     "        exit(2);\n"
+    "    }\n"
+    "    text[hlen] = 0;\n"
+    "    const char *d = strstr(text, \"'descr': '\");\n"
+    "    char descr[8] = \"?\";\n"
+    "    if (d)\n"
+    "        sscanf(d + 10, \"%7[^']\", descr);\n"
+    "    /* the shape: a tuple of RANK sizes equal to DIMS */\n"
+    "    const char *sh = strstr(text, \"'shape': (\");\n"
+    "    int same = sh != NULL;\n"
+    "    size_t elems = 1;\n"
+    "    char *p = sh ? (char *)sh + 10 : NULL;\n"
+    "    for (int k = 0; same && k < rank; k++) {\n"
+    "        char *end;\n"
+    "        long long v = strtoll(p, &end, 10);\n"
+    "        same = end != p && v == dims[k];\n"
+    "        p = end + strspn(end, \", \");\n"
+    "        elems *= (size_t)dims[k];\n"
+    "    }\n"
+    "    same = same && *p == ')';\n"
+    "    free(text);\n"
+    "    if (!same) {\n"
+    "        fprintf(stderr, \"harness: %s: not of the shape the kernel takes (\", path);\n"
+    "        for (int k = 0; k < rank; k++)\n"
+    "            fprintf(stderr, \"%s%lld\", k ? \", \" : \"\", dims[k]);\n"
+    "        fputs(\")\\n\", stderr);\n"
+    "        exit(2);\n"
+    "    }\n"
+    "    int wide = bf16 && strcmp(descr, \"<f4\") == 0;\n"
+    "    if (!wide && strcmp(descr, want) != 0) {\n"
+    "        fprintf(stderr, \"harness: %s: holds '%s' values, expected '%s'%s\\n\", path, descr, want,\n"
+    "                bf16 ? \" or '<f4'\" : \"\");\n"
+    "        exit(2);\n"
+    "    }\n"
+    "    size_t bytes = elems * (wide ? 4 : size);\n"
     "    void *data = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
     "    if (!data || fread(data, 1, bytes, f) != bytes) {\n"
     "        fprintf(stderr, \"harness: %s: short file\\n\", path);\n"
     "        exit(2);\n"
     "    }\n"
     "    fclose(f);\n"
+    "    if (wide) { /* to bf16, rounding to nearest even; NaN stays NaN */\n"
+    "        uint16_t *out = data;\n"
+    "        for (size_t i = 0; i < elems; i++) {\n"
+    "            uint32_t u;\n"
+    "            memcpy(&u, (char *)data + 4 * i, 4);\n"
+    "            out[i] = (u & 0x7fffffffu) > 0x7f800000u\n"
+    "                         ? (uint16_t)((u >> 16) | 0x40)\n"
+    "                         : (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+    "        }\n"
+    "    }\n"
     "    return data;\n"
     "}\n"
     "\n"
@@ -172,7 +222,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
             name, TE_VERSION, name);
     fputs("#define _POSIX_C_SOURCE 200809L\n", out);
     fprintf(out, "#include \"%s.h\"\n\n", name);
-    fputs("#include <math.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
+    fputs("#include <math.h>\n#include <stdint.h>\n#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n"
           "#include <time.h>\n#include <unistd.h>\n\n", out);
     fputs(harness_body, out);
     int nin = g->ninputs, nout = g->noutputs, nbuf = nin + nout;
@@ -208,7 +258,12 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
         const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
         int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
         if (i < nin) {
-            fprintf(out, "    buf[%d] = read_npy(argv[%d], %lld);\n", i, i + 1, (long long)bytes);
+            fprintf(out, "    static const long long dims%d[] = { ", i);
+            for (int d = 0; d < t->rank; d++)
+                fprintf(out, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+            fprintf(out, "%s };\n", t->rank ? "" : "0");
+            fprintf(out, "    buf[%d] = read_npy(argv[%d], \"%s\", %d, dims%d, %d, %d);\n", i, i + 1,
+                    npy_descr(t->dtype), t->rank, i, dtype_bytes(t->dtype), t->dtype == DT_BF16);
             continue;
         }
         fprintf(out, "    for (int c = 0; c < copies; c++) {\n");

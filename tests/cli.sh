@@ -74,4 +74,34 @@ printf 'dim A = 4294967296, B = 4294967296;\ninput x : f32[A, B];\ny[i, j] = x[i
 expect_status "dims whose product overflows 64 bits" 1 "$TEXC" "$tmp/huge.te"
 awk 'BEGIN { printf "input x : f32["; for (i = 0; i < 64; i++) printf "%s1", (i ? ", " : ""); printf "];\n" }' >"$tmp/rank64.te"
 expect_status "a rank-64 tensor" 1 "$TEXC" "$tmp/rank64.te"
+
+# --- the harness (texc --harness) on the files --eval writes ----------
+# bf16 inputs come as '<f4' (NumPy has no bf16): the harness converts;
+# a file of the wrong shape or dtype is an error, never a silent misread
+cat >"$tmp/bf.te" <<'EOF2'
+dim M = 5, N = 19, K = 7;
+input x : bf16[M, K];
+input w : const bf16[K, N];
+y[i, j] = sum(k) x[i, k] * w[k, j];
+z[i, j] = relu(y[i, j]);
+output z;
+EOF2
+if "$TEXC" "$tmp/bf.te" --eval --save-inputs -o "$tmp/bf" &&
+   "$TEXC" "$tmp/bf.te" --harness -o "$tmp/bk" &&
+   ${CC:-cc} -std=gnu11 -O1 -fopenmp $SANITIZER_FLAGS -o "$tmp/bk" "$tmp/bk.c" "$tmp/bk_harness.c" -lm \
+       2>"$tmp/cc.err"; then
+    check "harness: bf16 inputs from --eval's '<f4' files match the reference" sh -c "
+        '$tmp/bk' '$tmp/bf.in.x.npy' '$tmp/bf.in.w.npy' '$tmp/bz.npy' &&
+        '$builddir/tests/npycmp' '$tmp/bf.z.npy' '$tmp/bz.npy'"
+    "$tmp/bk" "$tmp/bf.z.npy" "$tmp/bf.in.w.npy" "$tmp/bz.npy" 2>"$tmp/err"
+    check "harness: an input of another shape is an error" sh -c "
+        test $? -eq 2 && grep -q 'not of the shape the kernel takes (5, 7)' '$tmp/err'"
+    printf 'dim M = 5, K = 7;\ninput x : i32[M, K];\ny[i, k] = x[i, k] + 1;\noutput y;\n' >"$tmp/i.te"
+    "$TEXC" "$tmp/i.te" --eval -o "$tmp/i" >/dev/null 2>&1
+    "$tmp/bk" "$tmp/i.y.npy" "$tmp/bf.in.w.npy" "$tmp/bz.npy" 2>"$tmp/err"
+    check "harness: an input of another dtype is an error" sh -c "
+        test $? -eq 2 && grep -q \"holds '<i4' values, expected '<u2' or '<f4'\" '$tmp/err'"
+else
+    not_ok "harness: builds for a bf16 program" "$tmp/cc.err"
+fi
 done_testing
