@@ -688,6 +688,7 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
                 break;
             }
             l->pipeline = (int)n;
+            l->pipeline_span = stmt->span;
             ok = true;
         }
         break;

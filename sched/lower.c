@@ -612,6 +612,26 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         s->value = inline_expr(&L, s->value);
         s->storage = NULL;
     }
+    /* a pipeline fetches ahead what is staged or computed at its loop:
+     * with nothing there it would do nothing, silently */
+    for (int i = 0; i < st->stages.len && !L.failed; i++) {
+        SStage *s = st->stages.items[i];
+        for (int k = 0; k < s->loops.len && !L.failed; k++) {
+            Loop *l = s->loops.items[k];
+            bool staged = false;
+            for (int c = 0; c < st->stages.len && !staged; c++) {
+                SStage *t = st->stages.items[c];
+                staged = t->attach_loop == l && !t->inlined;
+            }
+            if (l->pipeline >= 2 && !staged) {
+                diag_error(st->g->src, l->pipeline_span,
+                           "pipeline '%s' of '%s' has nothing to fetch ahead: stage a tile at it "
+                           "first (R = T.cache_read(scope, %s) at %s)",
+                           l->name, s->name, s->name, l->name);
+                L.failed = true;
+            }
+        }
+    }
     Stmt *body = NULL;
     for (int i = 0; i < st->stages.len && !L.failed; i++) {
         SStage *s = st->stages.items[i];

@@ -136,6 +136,7 @@ typedef struct Loop {
     int gpu_axis;     /* LOOP_BOUND: 0..5 for block.x .. thread.z */
     bool reduce;      /* iterates (part of) a reduction axis */
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
+    Span pipeline_span; /* that statement, for errors */
     Span kind_span;   /* the statement that set kind, for later errors */
     int64_t trip_bound; /* lowering: the most iterations a loop over a
                            region makes (its variable's range is then not
