@@ -2,8 +2,17 @@
  *
  * requires: a lowered function (sched/lower.c) and its SchedState.
  * guarantees: NAME.c, a translation unit that includes only standard
- * headers and NAME.h, defines one function computing every output, and
- * reads the way the schedule reads: one loop per schedule loop, named
+ * headers and NAME.h, defines the entry points NAME.h declares:
+ *   NAME(inputs, outputs)            a workspace of its own, then NAME_ws
+ *   NAME_ws(.., workspace)           the kernel steps, intermediates at
+ *                                    the memory plan's offsets
+ *   NAME_prepack(weights, packed)    when the layout pass packed const
+ *   NAME_packed[_ws](.., packed ..)  inputs: packing once, and the kernel
+ *                                    on packed weights (NAME and NAME_ws
+ *                                    then pack on every call)
+ *   NAME_prepacked_bytes, NAME_prepack_args, NAME_packed_args: the same
+ *                                    over pointer arrays, for harnesses
+ * and reads the way the schedule reads: one loop per schedule loop, named
  * after it; `#pragma omp parallel for` for parallel loops, `#pragma omp
  * simd` for vectorized ones, one block per value of an unrolled loop.
  * Buffers are typed views of the caller's pointers (float (*x)[768]), so
