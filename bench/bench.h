@@ -76,6 +76,16 @@ Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time);
 extern dnnl_engine_t bench_dnnl_engine;
 extern dnnl_stream_t bench_dnnl_stream;
 void bench_describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md);
+/* In a setup function with parameters WHY and WHY_SIZE returning int:
+ * runs a oneDNN call; on failure says which and returns 0. */
+#define DNNL_TRY(call)                                                                  \
+    do {                                                                                \
+        dnnl_status_t status_ = (call);                                                 \
+        if (status_ != dnnl_success) {                                                  \
+            snprintf(why, why_size, "%s failed: %s", #call, dnnl_status2str(status_));  \
+            return 0;                                                                   \
+        }                                                                               \
+    } while (0)
 #endif
 
 /* bench_ops.c: batched matmul, conv2d, softmax and layer norm */

@@ -167,15 +167,6 @@ static void run_dnnl(void *ctx)
     dnnl_stream_wait(bench_dnnl_stream);
 }
 
-#define DNNL_TRY(call)                                                             \
-    do {                                                                           \
-        dnnl_status_t status_ = (call);                                            \
-        if (status_ != dnnl_success) {                                             \
-            snprintf(why, why_size, "%s failed: %s", #call, dnnl_status2str(status_)); \
-            return 0;                                                              \
-        }                                                                          \
-    } while (0)
-
 /* Builds the primitive for P at the current thread count; 0 and WHY on failure. */
 static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
 {

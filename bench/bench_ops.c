@@ -186,15 +186,6 @@ static void run_dnnl_op(void *ctx)
     dnnl_stream_wait(bench_dnnl_stream);
 }
 
-#define DNNL_TRY(call)                                                                  \
-    do {                                                                                \
-        dnnl_status_t status_ = (call);                                                 \
-        if (status_ != dnnl_success) {                                                  \
-            snprintf(why, why_size, "%s failed: %s", #call, dnnl_status2str(status_));  \
-            return 0;                                                                   \
-        }                                                                               \
-    } while (0)
-
 /* A memory object for ARG over BUF (NULL: oneDNN allocates), kept in D. */
 static int dnnl_arg(DnnlOp *d, int arg, const dnnl_memory_desc_t *md, void *buf, char *why,
                     size_t why_size)

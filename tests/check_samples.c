@@ -362,15 +362,12 @@ static void softmax(Check *c)
     free(x);
 }
 
-/* y = layer normalization of the rows of x, eps 1e-5, then * gamma + beta */
-static void layernorm(Check *c)
+/* Y = layer normalization of the S rows of X (width D), eps 1e-5, then
+ * * G + B. */
+static void layer_norm_rows(int64_t S, int64_t D, const double *x, const double *g,
+                            const double *b, double *y)
 {
-    int64_t M = dim(c, "M", 128), D = dim(c, "D", 768);
-    double *x = input(c, "x", 2, SHAPE(M, D));
-    double *gamma = input(c, "gamma", 1, SHAPE(D));
-    double *beta = input(c, "beta", 1, SHAPE(D));
-    double *y = xmalloc(sizeof *y * (size_t)(M * D));
-    for (int64_t i = 0; i < M; i++) {
+    for (int64_t i = 0; i < S; i++) {
         const double *row = x + i * D;
         double mean = 0.0, var = 0.0;
         for (int64_t j = 0; j < D; j++)
@@ -380,8 +377,19 @@ static void layernorm(Check *c)
             var += (row[j] - mean) * (row[j] - mean);
         var /= (double)D;
         for (int64_t j = 0; j < D; j++)
-            y[i * D + j] = (row[j] - mean) / sqrt(var + 1e-5) * gamma[j] + beta[j];
+            y[i * D + j] = (row[j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
     }
+}
+
+/* y = layer normalization of the rows of x, eps 1e-5, then * gamma + beta */
+static void layernorm(Check *c)
+{
+    int64_t M = dim(c, "M", 128), D = dim(c, "D", 768);
+    double *x = input(c, "x", 2, SHAPE(M, D));
+    double *gamma = input(c, "gamma", 1, SHAPE(D));
+    double *beta = input(c, "beta", 1, SHAPE(D));
+    double *y = xmalloc(sizeof *y * (size_t)(M * D));
+    layer_norm_rows(M, D, x, gamma, beta, y);
     expect(c, "y", 2, SHAPE(M, D), y);
     free(x), free(gamma), free(beta);
 }
@@ -420,24 +428,6 @@ static void maxpool(Check *c)
     free(x);
 }
 
-/* Y = layer normalization of the S rows of X (width D), eps 1e-5, then
- * * G + B. */
-static void layer_norm_rows(int64_t S, int64_t D, const double *x, const double *g,
-                            const double *b, double *y)
-{
-    for (int64_t i = 0; i < S; i++) {
-        const double *row = x + i * D;
-        double mean = 0.0, var = 0.0;
-        for (int64_t j = 0; j < D; j++)
-            mean += row[j];
-        mean /= (double)D;
-        for (int64_t j = 0; j < D; j++)
-            var += (row[j] - mean) * (row[j] - mean);
-        var /= (double)D;
-        for (int64_t j = 0; j < D; j++)
-            y[i * D + j] = (row[j] - mean) / sqrt(var + 1e-5) * g[j] + b[j];
-    }
-}
 
 /* Y (S x N) = X (S x K) @ W (K x N) */
 static void matmul(int64_t S, int64_t K, int64_t N, const double *x, const double *w,
