@@ -478,7 +478,10 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     written = tune_best(a, g, written, &o->tuning);
     /* its tiles (or its knobs' values) may want other panels than the
      * file's schedule did */
-    sch_relayout(a, g, o->target, written);
+    if (g->layouts) {
+        sch_relayout(a, g, o->target, written, &stats->layout_notes);
+        stats->packed = stats->layout_notes.len;
+    }
     SchedState *st = sch_state_new(a, g, o->target);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,

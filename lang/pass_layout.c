@@ -260,10 +260,10 @@ bool te_layout_assign(Arena *a, Graph *g,
 
 bool te_pass_layout(OptCtx *c, Graph *g)
 {
-    int before = c->stats->notes.len;
     g->layouts = c->opts->panel_width != NULL;
+    c->stats->layout_notes.len = 0;
     bool ok = te_layout_assign(c->arena, g, c->opts->panel_width, c->opts->panel_ctx,
-                               &c->stats->notes);
-    c->stats->packed += c->stats->notes.len - before;
+                               &c->stats->layout_notes);
+    c->stats->packed = c->stats->layout_notes.len;
     return ok;
 }

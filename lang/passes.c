@@ -108,6 +108,8 @@ void te_print_opt_summary(FILE *out, const OptStats *s)
     count(out, &first, s->substituted, "operator substituted", "operators substituted");
     count(out, &first, s->fused, "stage fused", "stages fused");
     count(out, &first, s->packed, "weight prepacked", "weights prepacked");
+    for (int i = 0; i < s->layout_notes.len; i++)
+        fprintf(out, "; %s", (const char *)s->layout_notes.items[i]);
     for (int i = 0; i < s->notes.len; i++)
         fprintf(out, "; %s", (const char *)s->notes.items[i]);
     fputc('\n', out);

@@ -403,6 +403,9 @@ typedef struct OptStats {
     int fused;        /* stages merged into another */
     int packed;       /* const inputs given a packed layout */
     PtrVec notes;     /* char *: one-line notes ("scale folded into y") */
+    PtrVec layout_notes; /* char *: what the layout pass packed; a build
+                            with a tuned schedule assigns layouts again
+                            and replaces them */
 } OptStats;
 
 typedef struct OptCtx {

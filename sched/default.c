@@ -246,10 +246,12 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
     return tile_j(stage->shape[dim], lanes);
 }
 
-void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched)
+void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes)
 {
     if (!g->layouts)
         return;
     PanelQuery q = { target, sched, true };
-    te_layout_assign(a, g, sch_panel_width, &q, NULL);
+    if (notes)
+        notes->len = 0;
+    te_layout_assign(a, g, sch_panel_width, &q, notes);
 }

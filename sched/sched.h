@@ -267,8 +267,9 @@ typedef struct PanelQuery {
 int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
 /* Assigns layouts again for SCHED (NULL: the default schedule), unless
  * the layout pass did not run: the tuner's candidates tile differently,
- * and each gets the panels its own tiles want. */
-void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched);
+ * and each gets the panels its own tiles want.  NOTES (may be NULL) is
+ * emptied and gets the new notes for -v. */
+void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
 

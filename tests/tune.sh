@@ -76,6 +76,9 @@ check "build: says which record it used" grep -q "using the tuned schedule from 
 check "build: the winner's tiles get their own panels of w ($best_tj)" sh -c "
     test '$best_tj' = 16 && grep -q 'w_packed\[p, a0, l\] = w\[a0, p \* 16 + l\]' '$tmp/bl.out' &&
     grep -q 'w_packed\[jo, ko \* [0-9]* + ki, ji\]' '$tmp/bl.out'"
+"$TEXC" "$small" --log "$log" -o "$tmp/b" -v >/dev/null 2>"$tmp/bv.err"
+check "build: -v tells the panels the winner's tiles got" \
+    grep -q "w prepacked in panels of $best_tj for y (w_packed)" "$tmp/bv.err"
 other_tj=$([ "$best_tj" = 16 ] && echo 32 || echo 16)
 "$TEXC" "$small" -K TJ=$other_tj --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/kk.out" 2>"$tmp/kk.err"
 check "build: -K wins over the log" sh -c "

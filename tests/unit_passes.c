@@ -182,6 +182,8 @@ static void run_case(const Case *k)
         bool found = false;
         for (int i = 0; i < stats.notes.len; i++)
             found |= strcmp(stats.notes.items[i], k->note) == 0;
+        for (int i = 0; i < stats.layout_notes.len; i++)
+            found |= strcmp(stats.layout_notes.items[i], k->note) == 0;
         if (!found) {
             printf("# note missing: %s\n", k->note);
             ok = false;

@@ -400,7 +400,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     diag_stream = stderr;
     diag_quiet = true;
     Arena a = { 0 };
-    sch_relayout(&a, b->g, b->target, c->sched); /* this child's copy of the graph */
+    sch_relayout(&a, b->g, b->target, c->sched, NULL); /* this child's copy of the graph */
     SchedState *st = sch_state_new(&a, b->g, b->target);
     LoweredFunc fn = { 0 };
     if (!sch_apply_schedule(st, c->sched, NULL) ||
