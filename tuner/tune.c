@@ -459,6 +459,24 @@ static int best_history(const Tuner *t, int *out, int nmax)
     return n;
 }
 
+/* Adds a copy of POINT to POOL unless it was measured already or is in
+ * the pool (IN_POOL: its configurations' keys).  True if it was added. */
+static bool pool_add(Tuner *t, Arena *scratch, json_t *in_pool, PtrVec *pool, const int *point)
+{
+    int np = t->sp->nparams;
+    json_t *config = tune_space_config(t->sp, point);
+    char *key = config_key(scratch, config);
+    bool fresh = !json_object_get(t->seen, key) && !json_object_get(in_pool, key);
+    if (fresh) {
+        json_object_set_new(in_pool, key, json_true());
+        int *p = arena_alloc(t->a, sizeof *p * (size_t)(np + 1));
+        memcpy(p, point, sizeof *p * (size_t)np);
+        vec_push(scratch, pool, p);
+    }
+    json_decref(config);
+    return fresh;
+}
+
 /* Up to N candidates chosen by the cost model (or at random). */
 static int propose_guided(Tuner *t, int **out, int n, double *predicted, bool *guided)
 {
@@ -474,33 +492,15 @@ static int propose_guided(Tuner *t, int **out, int n, double *predicted, bool *g
     int want_mut = model ? 24 : 0, want_rand = model ? 64 : 4 * n;
     for (int i = 0; i < nparents; i++) {
         for (int k = 0; k < want_mut; k++) {
-            if (!mutate(t, t->hpoint[parents[i]], buf))
-                continue;
-            json_t *config = tune_space_config(t->sp, buf);
-            char *key = config_key(&scratch, config);
-            if (!json_object_get(t->seen, key) && !json_object_get(in_pool, key)) {
-                json_object_set_new(in_pool, key, json_true());
-                int *p = arena_alloc(t->a, sizeof *p * (size_t)(np + 1));
-                memcpy(p, buf, sizeof *p * (size_t)np);
-                vec_push(&scratch, &pool, p);
-            }
-            json_decref(config);
+            if (mutate(t, t->hpoint[parents[i]], buf))
+                pool_add(t, &scratch, in_pool, &pool, buf);
         }
     }
     int nmut = pool.len;
     for (int k = 0, tries = 0; k < want_rand && tries < 20 * want_rand; tries++) {
-        if (!tune_space_random(t->sp, &t->rng, buf) || !tune_space_legal(t->sp, buf))
-            continue;
-        json_t *config = tune_space_config(t->sp, buf);
-        char *key = config_key(&scratch, config);
-        if (!json_object_get(t->seen, key) && !json_object_get(in_pool, key)) {
-            json_object_set_new(in_pool, key, json_true());
-            int *p = arena_alloc(t->a, sizeof *p * (size_t)(np + 1));
-            memcpy(p, buf, sizeof *p * (size_t)np);
-            vec_push(&scratch, &pool, p);
+        if (tune_space_random(t->sp, &t->rng, buf) && tune_space_legal(t->sp, buf) &&
+            pool_add(t, &scratch, in_pool, &pool, buf))
             k++;
-        }
-        json_decref(config);
     }
     json_decref(in_pool);
     int got = 0;
