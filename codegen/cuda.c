@@ -824,21 +824,23 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
     }
 }
 
-/* The S_SEQ node whose second statement is the S_FOR of LOOP. */
-static const Stmt *find_update(const Stmt *s, const Loop *loop)
+/* The first statement of S, in preorder, that MATCH accepts, or NULL. */
+typedef bool StmtMatch(const Stmt *s, const void *arg);
+
+static const Stmt *find_stmt(const Stmt *s, StmtMatch *match, const void *arg)
 {
     if (!s)
         return NULL;
+    if (match(s, arg))
+        return s;
     switch (s->kind) {
     case S_FOR:
     case S_IF:
     case S_ALLOC:
-        return find_update(s->body, loop);
+        return find_stmt(s->body, match, arg);
     case S_SEQ:
-        if (s->n == 2 && s->stmts[1]->kind == S_FOR && s->stmts[1]->loop == loop)
-            return s;
         for (int i = 0; i < s->n; i++) {
-            const Stmt *f = find_update(s->stmts[i], loop);
+            const Stmt *f = find_stmt(s->stmts[i], match, arg);
             if (f)
                 return f;
         }
@@ -847,53 +849,28 @@ static const Stmt *find_update(const Stmt *s, const Loop *loop)
         return NULL;
     }
     return NULL;
+}
+
+/* An S_SEQ node whose second statement is the S_FOR of LOOP. */
+static bool is_update(const Stmt *s, const void *loop)
+{
+    return s->kind == S_SEQ && s->n == 2 && s->stmts[1]->kind == S_FOR &&
+           s->stmts[1]->loop == loop;
 }
 
 /* The S_SEQ whose statement CHILD is. */
-static const Stmt *find_parent(const Stmt *s, const Stmt *child)
+static bool is_parent(const Stmt *s, const void *child)
 {
-    if (!s)
-        return NULL;
-    switch (s->kind) {
-    case S_FOR:
-    case S_IF:
-    case S_ALLOC:
-        return find_parent(s->body, child);
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++) {
-            if (s->stmts[i] == child)
-                return s;
-            const Stmt *f = find_parent(s->stmts[i], child);
-            if (f)
-                return f;
-        }
-        return NULL;
-    case S_STORE:
-        return NULL;
-    }
-    return NULL;
+    for (int i = 0; s->kind == S_SEQ && i < s->n; i++)
+        if (s->stmts[i] == child)
+            return true;
+    return false;
 }
 
-static const Stmt *find_store(const Stmt *s, const Tensor *buf)
+/* A store to BUF. */
+static bool is_store(const Stmt *s, const void *buf)
 {
-    if (!s)
-        return NULL;
-    switch (s->kind) {
-    case S_FOR:
-    case S_IF:
-    case S_ALLOC:
-        return find_store(s->body, buf);
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++) {
-            const Stmt *f = find_store(s->stmts[i], buf);
-            if (f)
-                return f;
-        }
-        return NULL;
-    case S_STORE:
-        return s->buf == buf ? s : NULL;
-    }
-    return NULL;
+    return s->kind == S_STORE && s->buf == buf;
 }
 
 /* The per-thread accumulator of the kernel's root reduction, when its
@@ -918,13 +895,13 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
     for (int ax = 0; ax < 3; ax++)
         if (e->dims[3 + ax] > 1 && !covered[ax])
             return NULL;
-    const Stmt *seq = find_update(body, s->loops.items[p]);
-    const Stmt *init = seq ? find_store(seq->stmts[0], s->storage) : NULL;
+    const Stmt *seq = find_stmt(body, is_update, s->loops.items[p]);
+    const Stmt *init = seq ? find_stmt(seq->stmts[0], is_store, s->storage) : NULL;
     if (!init)
         return NULL;
     Acc *acc = arena_alloc(e->a, sizeof *acc);
     acc->seq = seq;
-    acc->outer = find_parent(body, seq);
+    acc->outer = find_stmt(body, is_parent, seq);
     if (acc->outer && acc->outer->n == 2 && acc->outer->stmts[0] == seq)
         acc->epilogue = acc->outer->stmts[1];
     else
