@@ -700,6 +700,18 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
  * replaced by __builtin_prefetch of what they read and its innermost loop
  * stepping by 16 elements. */
 
+/* "if (COND) {", S's body by EMIT_BODY, "}" */
+static void emit_if(Emitter *e, const Stmt *s, void (*emit_body)(Emitter *, const Stmt *))
+{
+    line(e, "if (");
+    emit_expr(e, s->cond, 0);
+    fputs(") {\n", e->out);
+    e->indent++;
+    emit_body(e, s->body);
+    e->indent--;
+    line(e, "}\n");
+}
+
 static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n)
 {
     if (!s)
@@ -765,13 +777,7 @@ static void emit_prefetch_nest(Emitter *e, const Stmt *s)
         }
         break;
     case S_IF:
-        line(e, "if (");
-        emit_expr(e, s->cond, 0);
-        fputs(") {\n", e->out);
-        e->indent++;
-        emit_prefetch_nest(e, s->body);
-        e->indent--;
-        line(e, "}\n");
+        emit_if(e, s, emit_prefetch_nest);
         break;
     case S_ALLOC:
         break;
@@ -831,13 +837,7 @@ static void emit_stmt(Emitter *e, const Stmt *s)
         emit_store(e, s);
         break;
     case S_IF:
-        line(e, "if (");
-        emit_expr(e, s->cond, 0);
-        fputs(") {\n", e->out);
-        e->indent++;
-        emit_stmt(e, s->body);
-        e->indent--;
-        line(e, "}\n");
+        emit_if(e, s, emit_stmt);
         break;
     case S_ALLOC:
         line(e, "{\n");
