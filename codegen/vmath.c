@@ -1,11 +1,13 @@
-/* codegen/vmath.c — branch-free vector math for the generated C kernels.
+/* codegen/vmath.c — vector math for the generated C kernels.
  *
  * cg_vmath_source is C11 text that the C generator pastes into every file
  * it writes, after te_v16f and te_splat.  It defines, on te_v16f,
  *     te_vexp_fast  te_verf_fast  te_vtanh_fast  te_vgelu_fast  te_vsigmoid_fast
  * with only vector arithmetic, comparisons, bit operations for blending and
  * __builtin_convertvector: no libm calls and no per-lane loops, so that
- * gcc/clang -O3 -march=native turn them into straight AVX-512 code.
+ * gcc/clang -O3 -march=native turn them into straight AVX-512 code.  Where
+ * AVX-512F is there, gelu's fast path uses three of its intrinsics (a lane
+ * permute, fma, a mask test); elsewhere portable per-lane loops stand in.
  *
  * Method: each function widens its 16 floats to two vectors of 8 doubles,
  * evaluates there and rounds once back to float.  The double-precision
@@ -16,22 +18,32 @@
  * 1/(1+exp(-x))), so every result, subnormal ones included, is within 1 ulp
  * of the correctly rounded float (and almost always is it); NaN -> NaN,
  * infinities, overflow, underflow and -0 as libm.  gelu(-inf) is -0 (the
- * limit).  tests/unit_vmath.c checks all this against double libm.
+ * limit).
+ *
+ * gelu, the epilogue of most matmuls, also has a fast path in float, four
+ * times the double path's speed: a vector whose lanes all have |x| <= 5.9
+ * takes it, any other vector (a lane outside, a NaN) the double path.  It is
+ * within 2 ulp of the correctly rounded float (te_vgelu_narrow says how;
+ * its coefficients come from codegen/vmath_gelu_fit.py).  The selection is
+ * one branch per 16 lanes, taken the same way for almost every vector of a
+ * real activation.  tests/unit_vmath.c checks all this against double libm.
  */
 extern const char cg_vmath_source[];
 
 const char cg_vmath_source[] =
-    "/* texc vector math (codegen/vmath.c): branch-free f32 exp, erf, tanh, gelu\n"
-    "   and sigmoid on te_v16f.  Each widens to double, evaluates there (range\n"
-    "   reduction and polynomials with relative error < 1e-10) and rounds once\n"
-    "   back to float, so the result is within 1 ulp of the correctly rounded\n"
-    "   one over the whole f32 range, subnormal results included.  NaN in gives\n"
-    "   NaN out; -0 keeps its sign where the function is odd. */\n"
+    "/* texc vector math (codegen/vmath.c): f32 exp, erf, tanh, gelu and sigmoid\n"
+    "   on te_v16f.  Each widens to double, evaluates there (range reduction and\n"
+    "   polynomials with relative error < 1e-10) and rounds once back to float,\n"
+    "   so the result is within 1 ulp of the correctly rounded one over the\n"
+    "   whole f32 range, subnormal results included.  NaN in gives NaN out; -0\n"
+    "   keeps its sign where the function is odd.  gelu also has a float fast\n"
+    "   path, within 2 ulp, for vectors with every |x| <= 5.9 (below). */\n"
     "typedef int te_v16i __attribute__((vector_size(64)));\n"
     "typedef float te_vm_v8f __attribute__((vector_size(32)));\n"
     "typedef double te_vm_v8d __attribute__((vector_size(64)));\n"
     "typedef long long te_vm_v8l __attribute__((vector_size(64)));\n"
     "typedef unsigned long long te_vm_v8u __attribute__((vector_size(64)));\n"
+    "typedef unsigned te_vm_v16u __attribute__((vector_size(64)));\n"
     "static inline __attribute__((always_inline)) te_vm_v8d te_vm_dsplat(double x)\n"
     "{ return (te_vm_v8d){ x, x, x, x, x, x, x, x }; }\n"
     "/* the work is done in double, eight lanes (one AVX-512 register) at a time */\n"
@@ -140,7 +152,7 @@ const char cg_vmath_source[] =
     "}\n"
     "/* gelu(x) = x/2 * erfc(-x/sqrt2): erfc keeps its relative accuracy for\n"
     "   negative x, so tiny and subnormal results are right too; gelu(-inf) = -0 */\n"
-    "static inline __attribute__((always_inline)) te_vm_v8d te_vgelu_fast_8(te_vm_v8d y)\n"
+    "static inline __attribute__((always_inline)) te_vm_v8d te_vgelu_wide_8(te_vm_v8d y)\n"
     "{\n"
     "    te_vm_v8d ay = te_vm_abs(y);\n"
     "    te_vm_v8d a = te_vm_clamp(ay, 0.0, 15.0), s = 0.5 * a * a;   /* s = z*z exact */\n"
@@ -155,5 +167,85 @@ const char cg_vmath_source[] =
     "TE_VM_SPLIT(te_vexp_fast)\n"
     "TE_VM_SPLIT(te_verf_fast)\n"
     "TE_VM_SPLIT(te_vtanh_fast)\n"
-    "TE_VM_SPLIT(te_vgelu_fast)\n"
-    "TE_VM_SPLIT(te_vsigmoid_fast)\n";
+    "TE_VM_SPLIT(te_vgelu_wide)\n"
+    "TE_VM_SPLIT(te_vsigmoid_fast)\n"
+    "/* gelu, fast path: for |x| <= 5.9, sixteen lanes in float.  gelu(x) =\n"
+    "   x/2 * erfc(|x|/sqrt2) for x < 0 and x - x/2 * erfc(|x|/sqrt2) above, with\n"
+    "   erfc(|x|/sqrt2) = exp(-x*x/2) * G(|x|): G is erfcx(|x|/sqrt2), a degree-6\n"
+    "   polynomial in d = |x| - 0.375k on each of 16 intervals of width 0.375\n"
+    "   (coefficients picked by lane from registers; relative error < 1.5e-8,\n"
+    "   the constant term in two floats; codegen/vmath_gelu_fit.py), and\n"
+    "   x*x/2 is carried exactly as hi + lo into exp, whose argument error the\n"
+    "   result would otherwise amplify.  Within 2 ulp of the correctly rounded\n"
+    "   result (tests/unit_vmath.c sweeps every float of the range).  A vector\n"
+    "   with a lane outside the range, or a NaN, takes the double path above. */\n"
+    "static const te_v16f te_vm_gelu_tab[8] = {\n"
+    "    { 0x1.ad1878p-7f, 0x1.5f64bcp-8f, 0x1.3193bep-9f, 0x1.18d856p-10f, 0x1.0f8e64p-11f, 0x1.1311cap-12f, 0x1.22b9d6p-13f, 0x1.3f6fb2p-14f,\n"
+    "      0x1.6ba4ep-15f, 0x1.ab95b8p-16f, 0x1.02ed34p-16f, 0x1.422e46p-17f, 0x1.9aeeap-18f, 0x1.0c1384p-18f, 0x1.65216ap-19f, 0x1.e4f638p-20f },  /* c6 */\n"
+    "    { -0x1.95e9c8p-5f, -0x1.5e885ep-6f, -0x1.419dacp-7f, -0x1.37e9bap-8f, -0x1.3e33acp-9f, -0x1.53e93cp-10f, -0x1.7a9b48p-11f, -0x1.b603f8p-12f,\n"
+    "      -0x1.063eeep-12f, -0x1.43fb54p-13f, -0x1.9bc37cp-14f, -0x1.0c7f7cp-14f, -0x1.667932p-15f, -0x1.e8f41ap-16f, -0x1.540ca2p-16f, -0x1.e186d6p-17f },  /* c5 */\n"
+    "    { 0x1.fc602ap-4f, 0x1.d97676p-5f, 0x1.d459acp-6f, 0x1.e9505p-7f, 0x1.0c892cp-7f, 0x1.34232p-8f, 0x1.6ffd62p-9f, 0x1.c7874ep-10f,\n"
+    "      0x1.232ffep-10f, 0x1.7f3a3p-11f, 0x1.02da66p-11f, 0x1.66064ap-12f, 0x1.f9d99ap-13f, 0x1.6c516ep-13f, 0x1.0b0634p-13f, 0x1.8db902p-14f },  /* c4 */\n"
+    "    { -0x1.103b1cp-2f, -0x1.15b32ep-3f, -0x1.2c72fap-4f, -0x1.569ebep-5f, -0x1.9972dcp-6f, -0x1.fe1abcp-7f, -0x1.49b498p-7f, -0x1.b86854p-8f,\n"
+    "      -0x1.2ed3c2p-8f, -0x1.ab60fcp-9f, -0x1.34a02cp-9f, -0x1.c70a5ep-10f, -0x1.55ba76p-10f, -0x1.04f194p-10f, -0x1.948c7ap-11f, -0x1.3de368p-11f },  /* c3 */\n"
+    "    { 0x1.fffe4cp-2f, 0x1.222e8p-2f, 0x1.5bf76ep-3f, 0x1.b658fap-4f, 0x1.204006p-4f, 0x1.899938p-5f, 0x1.15aa54p-5f, 0x1.931dc4p-6f,\n"
+    "      0x1.2c08bep-6f, 0x1.c889ccp-7f, 0x1.622006p-7f, 0x1.176d9p-7f, 0x1.bfbae8p-8f, 0x1.6b995p-8f, 0x1.2ae286p-8f, 0x1.f0c62ep-9f },  /* c2 */\n"
+    "    { -0x1.98844ep-1f, -0x1.06bfbp-1f, -0x1.63e07p-2f, -0x1.f7949ep-3f, -0x1.71c04cp-3f, -0x1.18274ep-3f, -0x1.b405ccp-4f, -0x1.5b205ep-4f,\n"
+    "      -0x1.19cef2p-4f, -0x1.d15736p-5f, -0x1.85dc7cp-5f, -0x1.4ad238p-5f, -0x1.1be2c6p-5f, -0x1.ec1058p-6f, -0x1.ae369cp-6f, -0x1.7b18bep-6f },  /* c1 */\n"
+    "    { 0.0f, -0x1.38bbbcp-29f, -0x1.086b3cp-26f, -0x1.7b61ccp-28f, -0x1.a5db52p-28f, 0x1.cf4ceap-27f, -0x1.cc2dp-31f, -0x1.06f92cp-27f,\n"
+    "      0x1.18f4dcp-30f, 0x1.d6ae4ap-29f, 0x1.b67674p-28f, -0x1.aba5dp-31f, -0x1.89d408p-28f, 0x1.15acfep-29f, 0x1.84e722p-28f, -0x1.5804dap-29f },  /* c0lo */\n"
+    "    { 0x1p+0f, 0x1.84b706p-1f, 0x1.337024p-1f, 0x1.f6704ep-2f, 0x1.a57056p-2f, 0x1.690b32p-2f, 0x1.3aaddep-2f, 0x1.1630fap-2f,\n"
+    "      0x1.f1b89cp-3f, 0x1.c1b2dp-3f, 0x1.99c2b6p-3f, 0x1.78167cp-3f, 0x1.5b5acep-3f, 0x1.42938ap-3f, 0x1.2d01fep-3f, 0x1.1a1398p-3f },  /* c0hi */\n"
+    "};\n"
+    "#if defined(__AVX512F__)\n"
+    "#include <immintrin.h>\n"
+    "static inline __attribute__((always_inline)) te_v16f te_vm_pick(te_v16f tab, te_v16i k)\n"
+    "{ return (te_v16f)_mm512_permutexvar_ps((__m512i)k, (__m512)tab); }\n"
+    "static inline __attribute__((always_inline)) te_v16f te_vm_fmaf(te_v16f a, te_v16f b, te_v16f c)\n"
+    "{ return (te_v16f)_mm512_fmadd_ps((__m512)a, (__m512)b, (__m512)c); }\n"
+    "static inline __attribute__((always_inline)) int te_vm_all(te_v16i m)\n"
+    "{ return _mm512_test_epi32_mask((__m512i)m, (__m512i)m) == 0xffff; }\n"
+    "#else\n"
+    "static inline te_v16f te_vm_pick(te_v16f tab, te_v16i k)\n"
+    "{ te_v16f r; for (int l = 0; l < 16; l++) r[l] = tab[k[l] & 15]; return r; }\n"
+    "static inline te_v16f te_vm_fmaf(te_v16f a, te_v16f b, te_v16f c)\n"
+    "{ te_v16f r; for (int l = 0; l < 16; l++) r[l] = fmaf(a[l], b[l], c[l]); return r; }\n"
+    "static inline int te_vm_all(te_v16i m)\n"
+    "{ int a = -1; for (int l = 0; l < 16; l++) a &= m[l]; return a != 0; }\n"
+    "#endif\n"
+    "static inline __attribute__((always_inline)) te_v16f te_vgelu_narrow(te_v16f x)\n"
+    "{\n"
+    "    const te_v16f *c = te_vm_gelu_tab;\n"
+    "    te_v16f ax = (te_v16f)((te_v16i)x & 0x7fffffff);\n"
+    "    te_v16i k = __builtin_convertvector(ax * (8.0f / 3.0f), te_v16i);\n"
+    "    te_v16f d = ax - __builtin_convertvector(k, te_v16f) * 0.375f;   /* exact */\n"
+    "    te_v16f p = te_vm_pick(c[0], k);\n"
+    "    for (int i = 1; i < 6; i++)\n"
+    "        p = te_vm_fmaf(p, d, te_vm_pick(c[i], k));\n"
+    "    te_v16f t = te_vm_fmaf(p, d, te_vm_pick(c[6], k)), g0 = te_vm_pick(c[7], k);\n"
+    "    /* exp(-(hi + lo)) = 2^n (1 + r + r*r*e), hi + lo = x*x/2 exactly */\n"
+    "    te_v16f xx = x * x, hi = 0.5f * xx, lo = 0.5f * te_vm_fmaf(x, x, -xx);\n"
+    "    te_v16f nt = te_vm_fmaf(hi, te_splat(-0x1.715476p+0f), te_splat(0x1.8p23f));\n"
+    "    te_v16f n = nt - 0x1.8p23f;\n"
+    "    te_v16f r = te_vm_fmaf(n, te_splat(-0x1.62e4p-1f), -hi);\n"
+    "    r = te_vm_fmaf(n, te_splat(-0x1.7f7d1cp-20f), r) - lo;\n"
+    "    te_v16f e = te_splat(0x1.6a1a86p-10f);\n"
+    "    e = te_vm_fmaf(e, r, te_splat(0x1.123fb6p-7f));\n"
+    "    e = te_vm_fmaf(e, r, te_splat(0x1.555916p-5f));\n"
+    "    e = te_vm_fmaf(e, r, te_splat(0x1.55548ap-3f));\n"
+    "    e = te_vm_fmaf(e, r, te_splat(0x1.fffffcp-2f));\n"
+    "    /* erfc = 2^n (g0 + t)(1 + r + r*r*e) = 2^n (g0 + v): the small terms of v\n"
+    "       first, g0 (exact) last, folded into the final product */\n"
+    "    te_v16f w = te_vm_fmaf(g0 + t, (r * r) * e, t);\n"
+    "    te_v16f v = te_vm_fmaf(g0, r, te_vm_fmaf(t, r, w));\n"
+    "    te_v16f scale = (te_v16f)(((te_vm_v16u)nt << 23) + 0x3f800000u);\n"
+    "    te_v16f xs = (0.5f * x) * scale;   /* exact */\n"
+    "    te_v16f neg = te_vm_fmaf(xs, g0, xs * v), pos = te_vm_fmaf(-xs, g0 + v, x);\n"
+    "    te_v16i m = (te_v16i)x < 0;   /* the sign bit: -0 takes the first form */\n"
+    "    return (te_v16f)((m & (te_v16i)neg) | (~m & (te_v16i)pos));\n"
+    "}\n"
+    "static inline __attribute__((always_inline)) te_v16f te_vgelu_fast(te_v16f x)\n"
+    "{\n"
+    "    te_v16f ax = (te_v16f)((te_v16i)x & 0x7fffffff);\n"
+    "    return te_vm_all(ax <= 5.9f) ? te_vgelu_narrow(x) : te_vgelu_wide(x);\n"
+    "}\n";

@@ -10,7 +10,7 @@
  * (TEXC_VMATH_STRIDE, default 97; 1 sweeps all 2^32), every pattern of the
  * ranges around each region boundary and the subnormal results, and a list of
  * special values, and fails a function whose result is ever more than
- * MAX_ULP ulp from the correctly rounded one (the double result rounded to
+ * its bound (1 ulp; 2 for gelu) from the correctly rounded one (the double result rounded to
  * float), returns a non-NaN for NaN or NaN for a number, or gets the sign of
  * a zero wrong.  Extra flags for the driver's compilation: TEXC_VMATH_CFLAGS.
  */
@@ -108,7 +108,6 @@ int main(void)
 #include <stdlib.h>
 #include <time.h>
 
-#define MAX_ULP 1   /* the bound the test enforces, vs the correctly rounded float */
 
 typedef te_v16f (*vfn)(te_v16f);
 static te_v16f v_exp(te_v16f x) { return te_vexp_fast(x); }
@@ -128,6 +127,7 @@ struct fn {
     const char *name;
     vfn f;
     double (*ref)(double);
+    int bound;              /* the most ulp from the correctly rounded float the test allows */
     float dense[8][2];      /* value ranges swept pattern by pattern, both signs */
     /* results */
     long long tested, not_cr, bad_nan, bad_zero;
@@ -138,11 +138,12 @@ struct fn {
 };
 
 static struct fn fns[] = {
-    { "te_vexp_fast", v_exp, r_exp, { { 87.0f, 104.5f }, { 88.5f, 89.5f } } },
-    { "te_verf_fast", v_erf, r_erf, { { 0.99f, 1.01f }, { 3.8f, 4.0f }, { 5.9f, 6.1f } } },
-    { "te_vtanh_fast", v_tanh, r_tanh, { { 0.0615f, 0.0635f }, { 9.9f, 10.1f } } },
-    { "te_vgelu_fast", v_gelu, r_gelu, { { 12.0f, 15.5f }, { 1.41f, 1.42f } } },
-    { "te_vsigmoid_fast", v_sigmoid, r_sigmoid, { { 86.0f, 104.5f }, { 16.0f, 18.0f } } },
+    { "te_vexp_fast", v_exp, r_exp, 1, { { 87.0f, 104.5f }, { 88.5f, 89.5f } } },
+    { "te_verf_fast", v_erf, r_erf, 1, { { 0.99f, 1.01f }, { 3.8f, 4.0f }, { 5.9f, 6.1f } } },
+    { "te_vtanh_fast", v_tanh, r_tanh, 1, { { 0.0615f, 0.0635f }, { 9.9f, 10.1f } } },
+    /* gelu: 2 ulp on its float fast path (|x| <= 5.9), 1 on the double one */
+    { "te_vgelu_fast", v_gelu, r_gelu, 2, { { 12.0f, 15.5f }, { 1.41f, 1.42f }, { 5.85f, 5.95f } } },
+    { "te_vsigmoid_fast", v_sigmoid, r_sigmoid, 1, { { 86.0f, 104.5f }, { 16.0f, 18.0f } } },
 };
 #define NFN (int)(sizeof fns / sizeof fns[0])
 
@@ -282,10 +283,10 @@ int main(int argc, char **argv)
             for (int l = 0; l < 16; l++) sp[l] = fbits(specials[(k + l) % nsp]);
             check16(F, sp);
         }
-        int ok = F->max_ulp <= MAX_ULP && !F->bad_nan && !F->bad_zero;
+        int ok = F->max_ulp <= F->bound && !F->bad_nan && !F->bad_zero;
         fails += !ok;
         printf("%s %d - %s within %d ulp of the correctly rounded result, NaN and signed zeros right (%lld inputs)\n",
-               ok ? "ok" : "not ok", ++n, F->name, MAX_ULP, F->tested);
+               ok ? "ok" : "not ok", ++n, F->name, F->bound, F->tested);
         printf("#   %s: max %lld ulp vs correctly rounded (at %a), max %.4f ulp vs exact (at %a), "
                "%.2g%% not correctly rounded; over |result| > 1e-30: %lld ulp (at %a), %.4f ulp; %.1f s\n",
                F->name, F->max_ulp, F->max_ulp_x, F->max_frac, F->max_frac_x,
