@@ -19,6 +19,8 @@
  * Errors: a vectorized loop that is not innermost.
  */
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -309,6 +311,111 @@ static int guard_depth(SStage *s, Expr *g, bool *in_nest)
 
 static Stmt *lower_stage(Lower *L, SStage *s);
 
+/* E with sums and differences moved inside min(): lo + min(T, S - lo) - 1
+ * becomes min(lo + T - 1, S - 1), whose bounds do not count lo twice. */
+static Expr *sum_into_min(Arena *a, Expr *e)
+{
+    if (e->kind != EX_OP || (e->op != OP_ADD && e->op != OP_SUB) || e->nargs != 2)
+        return e;
+    Expr *x = sum_into_min(a, e->args[0]), *y = sum_into_min(a, e->args[1]);
+    bool add = e->op == OP_ADD;
+    if (x->kind == EX_OP && x->op == OP_MIN)
+        return sch_min(a, sum_into_min(a, add ? sch_add(a, x->args[0], y) : sch_sub(a, x->args[0], y)),
+                       sum_into_min(a, add ? sch_add(a, x->args[1], y) : sch_sub(a, x->args[1], y)));
+    if (add && y->kind == EX_OP && y->op == OP_MIN)
+        return sch_min(a, sum_into_min(a, sch_add(a, x, y->args[0])),
+                       sum_into_min(a, sch_add(a, x, y->args[1])));
+    return add ? sch_add(a, x, y) : sch_sub(a, x, y);
+}
+
+/* The constant range of index E over every value of the loops it uses:
+ * first over INNER's loops, whose ranges start at expressions of the outer
+ * loops (so that j - jo*48 with j in [jo*48, jo*48 + 47] is 0..47), then
+ * again over ALL loops until only constants are left.  False if E is
+ * beyond interval arithmetic. */
+static bool const_bounds(Lower *L, Expr *e, bool *inner, bool *all, int64_t *lo, int64_t *hi)
+{
+    Bounds b = { e, e };
+    for (int depth = 0; depth < 8; depth++) {
+        if (sch_const_int(b.lo, lo) && sch_const_int(b.hi, hi))
+            return true;
+        Bounds x, y;
+        bool *varying = depth == 0 ? inner : all;
+        if (!bounds(L, b.lo, varying, &x) || !bounds(L, b.hi, varying, &y))
+            return false;
+        b = (Bounds){ sch_simplify(L->a, sum_into_min(L->a, x.lo)),
+                      sch_simplify(L->a, sum_into_min(L->a, y.hi)) };
+    }
+    return false;
+}
+
+/* Whether every load in E stays inside its tensor over the loops' ranges. */
+static bool loads_in_bounds(Lower *L, Expr *e, bool *inner, bool *all)
+{
+    if (e->kind == EX_LOAD)
+        for (int d = 0; d < e->tensor->rank; d++) {
+            int64_t lo, hi;
+            if (!const_bounds(L, e->args[d], inner, all, &lo, &hi) || lo < 0 ||
+                hi >= e->tensor->shape[d])
+                return false;
+        }
+    for (int i = 0; i < e->nargs; i++)
+        if (!loads_in_bounds(L, e->args[i], inner, all))
+            return false;
+    return true;
+}
+
+/* Edge tiles of a local region: where the tensor's end cuts the region
+ * along dimension D (EXT[D] = min(size, S - lo)), C may compute the whole
+ * constant-sized region instead, into its own buffer, when every load it
+ * makes stays inside its tensor over the whole region: a weight packed in
+ * panels is zero-padded to whole panels, so a matmul's accumulator tile
+ * reading it can run full vectors with no per-row test of the edge.  Only
+ * what the consumer reads of the buffer (the real region) is stored. */
+static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *shape)
+{
+    Arena *a = L->a;
+    int n = L->st->next_var;
+    bool *all = arena_alloc(a, sizeof *all * (size_t)n);
+    bool *inner = arena_alloc(a, sizeof *inner * (size_t)n);
+    for (int v = 0; v < n; v++)
+        all[v] = L->loop_min[v] != NULL;
+    /* C's loops as lower_stage will set them: reduction and untouched
+     * loops over their whole extent */
+    for (int i = 0; i < c->loops.len; i++) {
+        Loop *l = c->loops.items[i];
+        if (l->reduce || !L->loop_min[l->var->id]) {
+            L->loop_min[l->var->id] = sch_int(a, 0);
+            L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
+            L->loop_trip[l->var->id] = l->var->extent;
+        }
+        all[l->var->id] = inner[l->var->id] = true;
+    }
+    for (int d = 0; d < c->tensor->rank; d++) {
+        int64_t k;
+        if (sch_const_int(ext[d], &k))
+            continue;
+        Loop *region = NULL;
+        for (int i = 0; i < c->loops.len && !region; i++) {
+            Loop *l = c->loops.items[i];
+            Expr *v = c->value_of[c->svars[d]->id];
+            if (v->kind == EX_VAR && v->var == l->var)
+                region = l;
+        }
+        if (!region)
+            continue;
+        L->loop_ext[region->var->id] = sch_int(a, shape[d]);
+        Expr *value = simplify_divisions(L, sch_subst(a, c->value, c->value_of, n));
+        bool safe = loads_in_bounds(L, value, inner, all);
+        if (safe && c->epilogue)
+            safe = loads_in_bounds(L, sch_subst(a, c->epilogue, c->value_of, n), inner, all);
+        if (safe)
+            ext[d] = L->loop_ext[region->var->id];
+        else
+            L->loop_ext[region->var->id] = ext[d];
+    }
+}
+
 /* Plans child C, computed at loop number POS of stage S: the region of C
  * that S reads inside that loop (VALUE is S's value in loop variables),
  * the ranges of C's loops over it, and C's storage. */
@@ -374,6 +481,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     for (int d = 0; local && d < t->rank; d++)
         local = !__builtin_mul_overflow(bytes, shape[d], &bytes) && bytes <= (64 << 10); /* stays on the stack */
     if (local) {
+        overcompute_edges(L, c, ext, shape);
         Tensor *buf = arena_alloc(a, sizeof *buf);
         *buf = *t;
         memcpy(buf->shape, shape, sizeof buf->shape);

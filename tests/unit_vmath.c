@@ -12,7 +12,9 @@
  * special values, and fails a function whose result is ever more than
  * its bound (1 ulp; 2 for gelu) from the correctly rounded one (the double result rounded to
  * float), returns a non-NaN for NaN or NaN for a number, or gets the sign of
- * a zero wrong.  Extra flags for the driver's compilation: TEXC_VMATH_CFLAGS.
+ * a zero wrong.  Extra flags for the driver's compilation: TEXC_VMATH_CFLAGS;
+ * TEXC_VMATH_ONLY=NAME sweeps only the functions whose name contains NAME
+ * (with TEXC_VMATH_STRIDE=1, an exhaustive check of one function).
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L   /* mkdtemp, popen, clock_gettime */
@@ -268,8 +270,13 @@ int main(int argc, char **argv)
     if (stride < 1) stride = 1;
     double t0 = now();
 
+    const char *only = getenv("TEXC_VMATH_ONLY");
     for (int i = 0; i < NFN; i++) {
         struct fn *F = &fns[i];
+        if (only && *only && !strstr(F->name, only)) {
+            printf("ok %d - %s # SKIP not in TEXC_VMATH_ONLY=%s\n", ++n, F->name, only);
+            continue;
+        }
         double t1 = now();
         sweep(F, 0, 1ull << 32, stride);
         for (int r = 0; r < 8 && F->dense[r][1] > 0; r++)
