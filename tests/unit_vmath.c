@@ -144,7 +144,7 @@ static struct fn fns[] = {
     { "te_verf_fast", v_erf, r_erf, 1, { { 0.99f, 1.01f }, { 3.8f, 4.0f }, { 5.9f, 6.1f } } },
     { "te_vtanh_fast", v_tanh, r_tanh, 1, { { 0.0615f, 0.0635f }, { 9.9f, 10.1f } } },
     /* gelu: 2 ulp on its float fast path (|x| <= 5.9), 1 on the double one */
-    { "te_vgelu_fast", v_gelu, r_gelu, 2, { { 12.0f, 15.5f }, { 1.41f, 1.42f }, { 5.85f, 5.95f } } },
+    { "te_vgelu_fast", v_gelu, r_gelu, 2, { { 12.0f, 15.5f }, { 1.41f, 1.42f }, { 5.85f, 5.95f }, { 0x1p-149f, 0x1p-140f } } },
     { "te_vsigmoid_fast", v_sigmoid, r_sigmoid, 1, { { 86.0f, 104.5f }, { 16.0f, 18.0f } } },
 };
 #define NFN (int)(sizeof fns / sizeof fns[0])
@@ -222,6 +222,7 @@ static const float specials[] = {
     FLT_MIN, -FLT_MIN, FLT_MAX, -FLT_MAX, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1e-30f, -1e-30f,
     88.72283f, 88.72284f, -87.33654f, -87.33655f, -103.97208f, -103.97209f, -104.0f, 89.0f,
     0.0625f, -0.0625f, 10.0f, -10.0f, 4.0f, -4.0f, 6.0f, -6.0f, 15.0f, -15.0f, 1.4142135f, -1.4142135f,
+    -0x1p-149f, -0x1p-148f, -0x1.8p-148f, 0x1p-149f, 5.9f, -5.9f, 0.375f, -0.375f,
 };
 
 static int exact_specials(void)
