@@ -977,8 +977,10 @@ static void keep_build(const Bench *b, const Candidate *c)
         return;
     if (mkdir(dest, 0755) != 0 && errno != EEXIST)
         return;
-    static const char *const files[] = { "kernel.cubin", "launch.txt", "kernel.cu",
-                                         "schedule.txt", "build.log", "run.log" };
+    char c_file[300];
+    snprintf(c_file, sizeof c_file, "%s.c", b->kernel);
+    const char *const files[] = { "kernel.cubin", "launch.txt", "kernel.cu", c_file,
+                                  "schedule.txt", "build.log", "run.log" };
     for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
         char from[4400], to[4400];
         snprintf(from, sizeof from, "%s/%s", c->dir, files[i]);

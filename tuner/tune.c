@@ -685,6 +685,44 @@ static void finish(Tuner *t, Candidate *c, double limit)
     progress(t, c);
 }
 
+/* Measures the built candidates of BATCH (N) and records them all: one
+ * at a time, each recorded as it completes; or, with several GPUs, the
+ * batch on all of them at once, then recorded in order.  A candidate
+ * built after the time budget ran out is not measured. */
+static void measure_batch(Tuner *t, Candidate **batch, int n)
+{
+    double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+    if (t->bench.ndevices > 1) {
+        Candidate **built = arena_alloc(t->a, sizeof *built * (size_t)(n + 1));
+        int nbuilt = 0;
+        for (int i = 0; i < n; i++) {
+            if (batch[i]->status != TS_OK)
+                continue;
+            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+                batch[i]->status = TS_COUNT;
+            else
+                built[nbuilt++] = batch[i];
+        }
+        tune_measure_devices(&t->bench, built, nbuilt, limit);
+        for (int i = 0; i < n; i++)
+            finish(t, batch[i], limit);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        Candidate *c = batch[i];
+        /* the limit follows the best so far */
+        limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+        c->device = t->bench.ndevices > 0 ? t->bench.devices[0] : 0;
+        if (c->status == TS_OK) {
+            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+                c->status = TS_COUNT;
+            else
+                tune_measure(&t->bench, c, limit);
+        }
+        finish(t, c, limit);
+    }
+}
+
 /* TEXT (a schedule block) without the statements on prepack stages: the
  * layout pass makes those for whichever tiles the schedule picks, and the
  * user's file has no such stage to name. */
@@ -887,37 +925,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         for (int i = 0; i < n; i++)
             batch[i]->trial = ++t->next_trial;
         tune_build(&t->bench, batch, n, t->jobs);
-        if (t->bench.ndevices > 1) {
-            /* several GPUs: the batch measured on all of them at once */
-            double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
-            Candidate **built = arena_alloc(t->a, sizeof *built * (size_t)(n + 1));
-            int nbuilt = 0;
-            for (int i = 0; i < n; i++) {
-                if (batch[i]->status != TS_OK)
-                    continue;
-                if (over_budget(t) && (t->measured > 0 || tune_interrupted))
-                    batch[i]->status = TS_COUNT; /* built too late: not measured */
-                else
-                    built[nbuilt++] = batch[i];
-            }
-            tune_measure_devices(&t->bench, built, nbuilt, limit);
-            for (int i = 0; i < n; i++)
-                finish(t, batch[i], limit);
-            n = 0;
-        }
-        for (int i = 0; i < n; i++) {
-            Candidate *c = batch[i];
-            double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
-            c->device = t->bench.ndevices > 0 ? t->bench.devices[0] : 0;
-            if (c->status == TS_OK) {
-                if (over_budget(t) && (t->measured > 0 || tune_interrupted)) {
-                    c->status = TS_COUNT; /* built too late: not measured */
-                } else {
-                    tune_measure(&t->bench, c, limit);
-                }
-            }
-            finish(t, c, limit);
-        }
+        measure_batch(t, batch, n);
         if (new_trials >= t->trials) {
             stop = NULL;
             break;
