@@ -16,7 +16,8 @@
 # 4. Every point of small.te's automatic space (exhaustive): each one
 #    built and loaded (recorded wrong, never invalid or compile_error) and,
 #    kept by the test hook TEXC_TUNE_KEEP, a cubin for the fake device's
-#    sm_86 holding its kernels (tests/cubin_check).
+#    sm_86 holding its kernels (tests/cubin_check); three of the points
+#    run on the host by tests/cudaemu, matching the reference.
 # 5. Two fake devices: candidates measured on both, every one recorded.
 # 6. A kernel that faults (the fake driver's cuCtxSynchronize reports an
 #    illegal address) and a measurement child that crashes
@@ -163,6 +164,45 @@ done
 check "every point: 137 cubins for sm_86 holding their kernels (cubin_check)" sh -c "
     test $checked -eq 137 && test $bad -eq 0"
 [ "$bad" -eq 0 ] || sed 's/^/# /' "$tmp/cubins.out" | grep -v ': present$' | head -20
+
+# Three of those points computed on the host by tests/cudaemu (the
+# emulator of tests/cuda.sh, whose --prep and --emu cases this reuses), at
+# sizes no tile divides, against the reference evaluator: the space's
+# schedules are right, not only accepted.  The points: staged in shared
+# memory (cp.async on sm_80), a split reduction without staging (sm_75),
+# no split and one output a thread.
+CXX=${CXX:-c++}
+export CXX TEXC builddir srcdir
+emu_point() {  # emu_point NAME PATTERN ARCH: the first record matching PATTERN
+    dir=$tmp/emu_$1
+    mkdir -p "$dir"
+    rec=$(grep -- "$2" "$tmp/e.jsonl" | head -1)
+    { cat "$tmp/emu_prep/plain.te"; printf "%s\n" "$rec" | sed -n 's/.*"schedule":"\([^"]*\)".*/\1/p' |
+        sed 's/\\n/\n/g'; } >"$dir/te"
+    echo "$tmp/emu_prep" >"$dir/prep"
+    echo "$3" >"$dir/arch"
+    : >"$dir/san"
+    echo "$tmp/emu.o" >"$dir/emu"
+    sh "$srcdir/tests/cuda.sh" --emu "$dir"
+    if [ "$(cat "$dir/status" 2>/dev/null)" = ok ] && grep -q 'schedule cuda' "$dir/te"; then
+        ok "every point: $1 ($(printf "%s\n" "$rec" | sed -n 's/.*"config":{\([^}]*\)}.*/\1/p')), emulated, matches the reference"
+    else
+        not_ok "every point: $1, emulated" "$dir/log"
+    fi
+}
+if echo 'int main() { return 0; }' >"$tmp/probe.cc" && $CXX -x c++ "$tmp/probe.cc" -o "$tmp/probe" >/dev/null 2>&1 &&
+        $CXX -std=c++17 -O1 -I"$srcdir/tests/cudaemu" -I"$srcdir/runtime" \
+            -c "$srcdir/tests/cudaemu/cudaemu.cc" -o "$tmp/emu.o" >/dev/null 2>&1; then
+    mkdir -p "$tmp/emu_prep"
+    cp "$small" "$tmp/emu_prep/plain.te"
+    echo "-D M=13 -D N=37 -D K=19" >"$tmp/emu_prep/defines"
+    sh "$srcdir/tests/cuda.sh" --prep "$tmp/emu_prep"
+    emu_point staged '"y.bk":8,"y.stage":1' sm_80
+    emu_point split '"y.tn":2,"y.bk":8,"y.stage":0,"y.pipe":1,"y.unroll":1' sm_75
+    emu_point plain '"y.tm":1,"y.tn":1,"y.bk":0' sm_80
+else
+    skip "every point: three of them emulated" "no C++ compiler ($CXX) for tests/cudaemu"
+fi
 
 # --- 5. two devices --------------------------------------------------------------
 log=$tmp/d.jsonl
