@@ -136,6 +136,24 @@ check "fake device: a later build uses the knobs' first values" sh -c "
     grep -q 'y.split(i, 128) -> bi, ib;' '$tmp/fb.out' && grep -q 'y.split(k, 8) -> ko, ki;' '$tmp/fb.out' &&
     grep -q 'y.pipeline(ko, 3);' '$tmp/fb.out' && ! grep -q 'using the tuned' '$tmp/fb.err'"
 check "fake device: no temporary directory left" test "$(leftover)" -eq 0
+# a valid record, as a GPU would have written it (trial 3 made ok): a
+# build on this device uses it; one from another GPU is not applied
+sed '/"trial":3,/s/"status":"wrong"/"status":"ok","time_s":0.001,"gflops":2.1/' "$log" >"$tmp/ok.jsonl"
+want=$(field "$tmp/ok.jsonl" 3 config)
+bm=$(echo "$want" | sed -n 's/.*"BM":\([0-9]*\).*/\1/p')
+bk=$(echo "$want" | sed -n 's/.*"BK":\([0-9]*\).*/\1/p')
+stages=$(echo "$want" | sed -n 's/.*"STAGES":\([0-9]*\).*/\1/p')
+TEXRT_LIBCUDA=$fake "$TEXC" "$sample" -D M=64 -D N=128 -D K=64 --target cuda --log "$tmp/ok.jsonl" \
+    --check --dump=schedule >"$tmp/ok.out" 2>"$tmp/ok.err"
+check "a valid record of this GPU: the build uses its knobs ($want) and says so" sh -c "
+    grep -q 'using the tuned schedule from $tmp/ok.jsonl' '$tmp/ok.err' &&
+    grep -q 'y.split(i, $bm) -> bi, ib;' '$tmp/ok.out' && grep -q 'y.split(k, $bk) -> ko, ki;' '$tmp/ok.out' &&
+    grep -q 'y.pipeline(ko, $stages);' '$tmp/ok.out'"
+sed 's/"arch":"sm_86; Fake CUDA Device"/"arch":"sm_90; Another GPU"/' "$tmp/ok.jsonl" >"$tmp/og.jsonl"
+TEXRT_LIBCUDA=$fake "$TEXC" "$sample" -D M=64 -D N=128 -D K=64 --target cuda --log "$tmp/og.jsonl" \
+    --check >"$tmp/og.out" 2>"$tmp/og.err"
+check "a record of another GPU: not applied, and said so" sh -c "
+    ! grep -q 'using the tuned' '$tmp/og.err' && grep -q 'from another machine' '$tmp/og.err'"
 
 # --- 4. every point of an automatic space builds --------------------------------
 log=$tmp/e.jsonl
