@@ -312,7 +312,8 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
             break;
         }
         b->input_paths[i] = arena_printf(a, "%s/in%d.npy", b->workdir, i);
-        if (npy_write(b->input_paths[i], t, in[i]) != 0) {
+        /* (a CUDA run child has the inputs in memory: no file for it) */
+        if (!b->cuda && npy_write(b->input_paths[i], t, in[i]) != 0) {
             fprintf(stderr, "texc: cannot write %s: %s\n", b->input_paths[i], strerror(errno));
             ok = false;
         }
