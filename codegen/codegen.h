@@ -70,6 +70,15 @@ typedef struct CudaOptions {
 int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const CudaOptions *o);
 
+/* nvrtc.c: compiles SOURCE (named FILE in messages) for ARCH ("sm_90")
+ * with NVRTC into a malloc'ed cubin; a failure prints NVRTC's log.  With
+ * VERBOSE, ptxas's report of each kernel's registers and spills too.
+ * Without NVRTC (configure disabled the cuda target) says so, false. */
+bool cg_nvrtc_compile(const char *file, const char *source, const char *arch, bool verbose,
+                      char **cubin, size_t *cubin_size);
+/* nvrtc.c: NVRTC's version, 0.0 without it. */
+void cg_nvrtc_version(int *major, int *minor);
+
 /* One kernel of a CUDA program: what its launcher needs. */
 typedef struct CudaKernel {
     const char *name;        /* its extern "C" name, NAME_STAGE */

@@ -244,6 +244,23 @@ static bool compile(const char *file, const char *source, const Arch *arch, bool
     return ok;
 }
 
+bool cg_nvrtc_compile(const char *file, const char *source, const char *arch, bool verbose,
+                      char **cubin, size_t *cubin_size)
+{
+    Arch a;
+    if (!parse_arch(arch, &a)) {
+        fprintf(stderr, "texc: internal error: bad architecture '%s'\n", arch);
+        return false;
+    }
+    return compile(file, source, &a, verbose, cubin, cubin_size);
+}
+
+void cg_nvrtc_version(int *major, int *minor)
+{
+    *major = *minor = 0;
+    nvrtcVersion(major, minor);
+}
+
 /* ------------------------------------------------------------------ */
 /* The header.                                                         */
 
@@ -612,6 +629,24 @@ int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
 }
 
 #else /* !TEXC_HAVE_CUDA */
+
+bool cg_nvrtc_compile(const char *file, const char *source, const char *arch, bool verbose,
+                      char **cubin, size_t *cubin_size)
+{
+    (void)file;
+    (void)source;
+    (void)arch;
+    (void)verbose;
+    *cubin = NULL;
+    *cubin_size = 0;
+    fputs("texc: the cuda target was disabled at configure time (no NVRTC found)\n", stderr);
+    return false;
+}
+
+void cg_nvrtc_version(int *major, int *minor)
+{
+    *major = *minor = 0;
+}
 
 int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const CudaOptions *o)

@@ -598,6 +598,7 @@ int main(int argc, char **argv)
     }
     o.tuning.source_path = o.file;
     o.tuning.target = o.target;
+    o.tuning.arch = o.arch;
     o.tuning.seed = o.seed;
     o.tuning.verbose = o.verbose;
     o.tuning.quiet = diag_quiet;

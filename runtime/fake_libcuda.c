@@ -22,6 +22,12 @@
  *                          number, e.g. 86 for 8.6 (default 86)
  *   FAKE_CUDA_INIT_ERROR   a CUresult cuInit returns (default 0, success)
  *   FAKE_CUDA_SMEM_OPTIN   MAX_SHARED_MEMORY_PER_BLOCK_OPTIN (default 101376)
+ *   FAKE_CUDA_SYNC_ERROR   a CUresult cuCtxSynchronize returns (default 0;
+ *                          700, an illegal address: a kernel that faulted)
+ *   FAKE_CUDA_L2_BYTES     L2_CACHE_SIZE (default 1 MiB); the other
+ *                          attributes libtexrt's callers read are fixed:
+ *                          1024 threads, 48 KiB of shared memory and 64 Ki
+ *                          registers per block, 4 multiprocessors
  * Built with -DFAKE_CUDA_OLD_DRIVER it lacks cuFuncSetAttribute, like a
  * driver older than CUDA 9.
  *
@@ -54,7 +60,8 @@ enum {
   CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
   CUDA_ERROR_INVALID_HANDLE = 400,
-  CUDA_ERROR_NOT_FOUND = 500
+  CUDA_ERROR_NOT_FOUND = 500,
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700
 };
 
 enum { MAX_DEVICES = 16 };
@@ -150,6 +157,7 @@ CUresult cuGetErrorString(CUresult error, const char **text)
     {CUDA_ERROR_INVALID_CONTEXT, "invalid device context"},
     {CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "named symbol not found"},
+    {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
   };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     if (texts[i].code == error) {
@@ -201,6 +209,11 @@ CUresult cuDeviceGetAttribute(int *value, int attr, CUdevice dev)
   switch (attr) {
   case 75: *value = sm / 10; return CUDA_SUCCESS; /* COMPUTE_CAPABILITY_MAJOR */
   case 76: *value = sm % 10; return CUDA_SUCCESS; /* COMPUTE_CAPABILITY_MINOR */
+  case 1: *value = 1024; return CUDA_SUCCESS;    /* MAX_THREADS_PER_BLOCK */
+  case 8: *value = 49152; return CUDA_SUCCESS;   /* MAX_SHARED_MEMORY_PER_BLOCK */
+  case 12: *value = 65536; return CUDA_SUCCESS;  /* MAX_REGISTERS_PER_BLOCK */
+  case 16: *value = 4; return CUDA_SUCCESS;      /* MULTIPROCESSOR_COUNT */
+  case 38: *value = env_int("FAKE_CUDA_L2_BYTES", 1 << 20); return CUDA_SUCCESS; /* L2_CACHE_SIZE */
   case 97: *value = env_int("FAKE_CUDA_SMEM_OPTIN", 101376); return CUDA_SUCCESS;
   default: return CUDA_ERROR_INVALID_VALUE;
   }
@@ -247,7 +260,7 @@ CUresult cuCtxSetCurrent(CUcontext ctx)
 CUresult cuCtxSynchronize(void)
 {
   NEED_CONTEXT();
-  return CUDA_SUCCESS;
+  return env_int("FAKE_CUDA_SYNC_ERROR", 0);
 }
 
 /* The extent of an ELF64 image: the furthest of its headers and sections. */

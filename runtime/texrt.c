@@ -444,6 +444,22 @@ int texrt_device_name(int device, char *buf, size_t n)
   return TEXRT_OK;
 }
 
+int texrt_device_attribute(int device, int attribute, int *value)
+{
+  if (!value)
+    return set_error(TEXRT_E_INVAL, "texrt_device_attribute: value is NULL");
+  *value = 0;
+  CUdevice dev;
+  int rc = check_device(device, &dev);
+  if (rc != TEXRT_OK)
+    return rc;
+  CUresult r = cu.DeviceGetAttribute(value, attribute, dev);
+  if (r != CUDA_SUCCESS)
+    return set_error(TEXRT_E_CUDA, "cannot read attribute %d of device %d: %s", attribute, device,
+                     cu_text(r));
+  return TEXRT_OK;
+}
+
 /* ---- cubins ------------------------------------------------------------------
  *
  * A cubin is an ELF64 little-endian file with e_machine EM_CUDA (190).  Its
@@ -847,20 +863,19 @@ static int compare_floats(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsigned block[3],
-                      unsigned dyn_smem, void **args, int warmup, int reps, float *median_ms)
+/* The timing of texrt_time_kernel and texrt_time_calls, on the current
+   context; WHAT names the work in messages. */
+static int time_calls(int (*call)(void *ctx, int i), void *ctx, int warmup, int reps,
+                      float *median_ms, const char *what)
 {
-  if (!kernel || !median_ms || warmup < 0 || reps < 1)
-    return set_error(TEXRT_E_INVAL, "texrt_time_kernel: needs a kernel, warmup >= 0, reps >= 1");
-  *median_ms = 0;
   for (int i = 0; i < warmup; i++) {
-    int rc = texrt_launch(kernel, grid, block, dyn_smem, args);
+    int rc = call(ctx, i);
     if (rc != TEXRT_OK)
       return rc;
   }
-  /* events[i] and events[i + 1] bracket launch i.  All launches are queued
+  /* events[i] and events[i + 1] bracket call i.  All calls are queued
      back to back and waited for once, so while the CPU keeps ahead of the
-     GPU each interval is the kernel's own time, not the launch latency an
+     GPU each interval is the work's own time, not the launch latency an
      idle GPU would add to every sample. */
   CUevent *events = calloc((size_t)reps + 1, sizeof *events);
   float *times = malloc((size_t)reps * sizeof *times);
@@ -868,7 +883,7 @@ int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsign
   CUresult r = CUDA_SUCCESS;
   const char *step = "creating events for";
   if (!events || !times)
-    rc = set_error(TEXRT_E_NOMEM, "texrt_time_kernel: out of memory");
+    rc = set_error(TEXRT_E_NOMEM, "timing %s: out of memory", what);
   for (int i = 0; i <= reps && rc == TEXRT_OK && r == CUDA_SUCCESS; i++)
     r = cu.EventCreate(&events[i], CU_EVENT_DEFAULT);
   if (rc == TEXRT_OK && r == CUDA_SUCCESS) {
@@ -876,7 +891,7 @@ int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsign
     r = cu.EventRecord(events[0], NULL);
   }
   for (int i = 0; i < reps && rc == TEXRT_OK && r == CUDA_SUCCESS; i++) {
-    rc = texrt_launch(kernel, grid, block, dyn_smem, args);
+    rc = call(ctx, warmup + i);
     if (rc == TEXRT_OK)
       r = cu.EventRecord(events[i + 1], NULL);
   }
@@ -889,7 +904,7 @@ int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsign
     r = cu.EventElapsedTime(&times[i], events[i], events[i + 1]);
   }
   if (rc == TEXRT_OK && r != CUDA_SUCCESS)
-    rc = set_error(TEXRT_E_CUDA, "%s %s failed: %s", step, kernel->name, cu_text(r));
+    rc = set_error(TEXRT_E_CUDA, "%s %s failed: %s", step, what, cu_text(r));
   if (rc == TEXRT_OK) {
     qsort(times, (size_t)reps, sizeof *times, compare_floats);
     *median_ms = reps % 2 ? times[reps / 2] : (times[reps / 2 - 1] + times[reps / 2]) / 2;
@@ -900,6 +915,47 @@ int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsign
   free(events);
   free(times);
   return rc;
+}
+
+/* One launch per call: texrt_time_kernel's. */
+struct one_launch {
+  texrt_kernel *kernel;
+  const unsigned *grid, *block;
+  unsigned dyn_smem;
+  void **args;
+};
+
+static int launch_once(void *ctx, int i)
+{
+  (void)i;
+  struct one_launch *l = ctx;
+  return texrt_launch(l->kernel, l->grid, l->block, l->dyn_smem, l->args);
+}
+
+int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsigned block[3],
+                      unsigned dyn_smem, void **args, int warmup, int reps, float *median_ms)
+{
+  if (!kernel || !median_ms || warmup < 0 || reps < 1)
+    return set_error(TEXRT_E_INVAL, "texrt_time_kernel: needs a kernel, warmup >= 0, reps >= 1");
+  *median_ms = 0;
+  int rc = make_current(kernel->module->device);
+  if (rc != TEXRT_OK)
+    return rc;
+  struct one_launch l = {kernel, grid, block, dyn_smem, args};
+  return time_calls(launch_once, &l, warmup, reps, median_ms, kernel->name);
+}
+
+int texrt_time_calls(int (*call)(void *ctx, int i), void *ctx, int warmup, int reps,
+                     float *median_ms)
+{
+  if (!call || !median_ms || warmup < 0 || reps < 1)
+    return set_error(TEXRT_E_INVAL, "texrt_time_calls: needs a function, warmup >= 0, reps >= 1");
+  *median_ms = 0;
+  int device;
+  int rc = enter_current_device(&device);
+  if (rc != TEXRT_OK)
+    return rc;
+  return time_calls(call, ctx, warmup, reps, median_ms, "the launches");
 }
 
 /* ---- device memory ---------------------------------------------------------- */

@@ -118,6 +118,18 @@ int texrt_driver_version(int *version);
 int texrt_device_arch(int device, int *sm);
 int texrt_device_name(int device, char *buf, size_t n);
 
+/* A device attribute: one of these (the values are the driver's
+   CUdevice_attribute numbers).  Loads the driver as needed; no context. */
+enum {
+  TEXRT_ATTR_MAX_THREADS_PER_BLOCK = 1,
+  TEXRT_ATTR_MAX_SHARED_PER_BLOCK = 8,        /* bytes, without opting in */
+  TEXRT_ATTR_MAX_REGISTERS_PER_BLOCK = 12,
+  TEXRT_ATTR_MULTIPROCESSORS = 16,
+  TEXRT_ATTR_L2_CACHE_BYTES = 38,
+  TEXRT_ATTR_MAX_SHARED_PER_BLOCK_OPTIN = 97  /* bytes a kernel may opt into */
+};
+int texrt_device_attribute(int device, int attribute, int *value);
+
 /* ---- CUDA: cubins ------------------------------------------------------- */
 
 /* The architecture a cubin was built for, read from its ELF header (and its
@@ -179,6 +191,16 @@ int texrt_launch(texrt_kernel *kernel, const unsigned grid[3], const unsigned bl
    them.  reps >= 1; it creates reps + 1 events. */
 int texrt_time_kernel(texrt_kernel *kernel, const unsigned grid[3], const unsigned block[3],
                       unsigned dyn_smem, void **args, int warmup, int reps, float *median_ms);
+
+/* Time any sequence of launches the same way: call(ctx, i) launches
+   whatever one run is (several kernels, other arguments each time: i counts
+   the calls from 0, warm-up included) and returns TEXRT_OK or the error
+   that stops the timing.  `warmup` untimed calls, then `reps` calls with an
+   event recorded before the first and after each, on the calling thread's
+   current device (texrt_cuda_init).  texrt_time_kernel is this with one
+   launch per call. */
+int texrt_time_calls(int (*call)(void *ctx, int i), void *ctx, int warmup, int reps,
+                     float *median_ms);
 
 /* ---- CUDA: device memory -------------------------------------------------
    These work on the calling thread's current device: the one its last

@@ -214,13 +214,8 @@ static const char *fresh_stage(Builder *b, const char *base)
     }
 }
 
-/* The tensors a matmul-like stage should stage in shared memory at ko:
- * each read only at plain indices, one of them the reduction axis.  Up to
- * TE_MAX_RANK of them, in the order of the stage's inputs and stages. */
-static int staged_operands(Builder *b, const Tensor **out)
+int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out)
 {
-    SchedState *st = b->st;
-    SStage *s = b->s;
     int n = 0;
     for (int i = 0; i < st->g->ntensors && n < TE_MAX_RANK; i++) {
         const Tensor *t = st->g->tensors[i];
@@ -246,7 +241,7 @@ static void schedule_tiled(Builder *b)
     axis_tile(iext, big, &bm, &tm);
     axis_tile(jext, big, &bn, &tn);
     const Tensor *staged[TE_MAX_RANK];
-    int nstaged = s->nrvars == 1 ? staged_operands(b, staged) : 0;
+    int nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(st, s, staged) : 0;
 
     PtrVec order = {0};
     Arena *a = st->arena;

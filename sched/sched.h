@@ -276,6 +276,12 @@ Schedule *sch_default(SchedState *st, const Schedule *written);
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)
  * the default CUDA schedule of the stages WRITTEN does not mention. */
 void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written);
+/* default_cuda.c: the tensors a matmul-like stage S (one reduction axis)
+ * stages in shared memory at its reduction loop: each stored in memory
+ * and read by S only at plain indices, one of them the reduction axis.  Up
+ * to TE_MAX_RANK of them into OUT, in the graph's order; their number.
+ * The tuner's automatic CUDA space stages the same ones. */
+int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out);
 
 /* simplify.c */
 Expr *sch_simplify(Arena *a, Expr *e);

@@ -212,26 +212,7 @@ check "micro-kernel point: its outputs match the reference" sh -c "
     '$builddir/tests/npycmp' '$tmp/mkref.r.npy' '$tmp/mk.r.npy'"
 
 # --- 7. odds and ends -------------------------------------------------------
-"$TEXC" "$small" --tune --target cuda --log "$tmp/cuda.jsonl" -o "$tmp/cu" >"$tmp/cu.out" 2>"$tmp/cu.err"
-rc=$?
-if grep -q "needs a CUDA device" "$tmp/cu.err"; then
-    check "cuda without a device: a clear message and exit 1" sh -c "
-        test $rc -eq 1 && grep -q -- '--tune --target cuda needs a CUDA device: none found' '$tmp/cu.err'"
-else
-    skip "cuda without a device: a clear message and exit 1" "this machine has a CUDA device"
-fi
-# the CUDA space prints without a device (--arch stands in for one)
-sed 's/y.split(i, 128) -> bi, ib;/y.split(i, ?BI in [64, 128]) -> bi, ib;/' \
-    "$srcdir/samples/matmul_gelu.te" >"$tmp/cudaknob.te"
-"$TEXC" "$tmp/cudaknob.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
-    >"$tmp/cs.out" 2>&1
-check "cuda: --dump=space prints the knobs of the cuda schedule" sh -c "
-    grep -q 'the knobs of the cuda schedule, 2 points' '$tmp/cs.out' &&
-    grep -q 'BI *in \[64, 128\]' '$tmp/cs.out'"
-"$TEXC" "$srcdir/samples/matmul_gelu.te" --target cuda --arch sm_90 --dump=space -o "$tmp/cs" \
-    >"$tmp/cs2.out" 2>&1
-check "cuda: without knobs, --dump=space says the automatic space is CPU-only" \
-    grep -q 'derives CPU schedules only: a cuda schedule is tuned through its knobs' "$tmp/cs2.out"
+# (tests/tune_cuda.sh tests --tune --target cuda, with and without a device)
 "$TEXC" "$small" --tune --trials 1 -q -o "$tmp/q" >"$tmp/q.out" 2>"$tmp/q.err"
 rc=$?
 check "-q: tuning prints nothing" sh -c "test $rc -eq 0 && ! test -s '$tmp/q.err'"

@@ -443,6 +443,23 @@ static void write_file(const char *path, const void *data, size_t size)
   }
 }
 
+/* texrt_time_calls's call: two launches of one kernel. */
+struct timed_calls {
+  texrt_kernel *k;
+  const unsigned *grid, *block;
+  void **args;
+  int calls, last;
+};
+
+static int two_launches(void *ctx, int i)
+{
+  struct timed_calls *c = ctx;
+  c->calls++;
+  c->last = i;
+  int rc = texrt_launch(c->k, c->grid, c->block, 0, c->args);
+  return rc == TEXRT_OK ? texrt_launch(c->k, c->grid, c->block, 0, c->args) : rc;
+}
+
 static void test_launch_and_memory(texrt_module *m)
 {
   texrt_kernel *k = NULL, *again = NULL;
@@ -494,6 +511,26 @@ static void test_launch_and_memory(texrt_module *m)
   check(texrt_time_kernel(k, grid, huge_block, 0, args, 0, 3, &median) == TEXRT_E_CUDA &&
             strncmp(texrt_last_error(), "launching k ", 12) == 0 && fake.live_events() == 0,
         "a launch failing while timing is reported, and the events are destroyed");
+
+  struct timed_calls calls = {k, grid, block, args, 0, -1};
+  launches = fake.launches();
+  check_ok(texrt_time_calls(two_launches, &calls, 1, 4, &median), "texrt_time_calls");
+  check(fake.launches() == launches + 10 && calls.calls == 5 && calls.last == 4 && median >= 0 &&
+            fake.live_events() == 0,
+        "1 warm-up and 4 timed calls of two launches each, numbered 0..4, events destroyed");
+  check(texrt_time_calls(two_launches, &calls, 0, 0, &median) == TEXRT_E_INVAL,
+        "texrt_time_calls refuses reps = 0");
+  calls.block = huge_block;
+  check(texrt_time_calls(two_launches, &calls, 0, 3, &median) == TEXRT_E_CUDA &&
+            strncmp(texrt_last_error(), "launching k ", 12) == 0 && fake.live_events() == 0,
+        "a call failing while timing stops it, and the events are destroyed");
+  int value = 0;
+  int value_rc = texrt_device_attribute(0, TEXRT_ATTR_MAX_SHARED_PER_BLOCK_OPTIN, &value);
+  check(value_rc == TEXRT_OK && value == 101376,
+        "texrt_device_attribute reads the opt-in shared memory limit (%d)", value);
+  check_error(texrt_device_attribute(0, 12345, &value), TEXRT_E_CUDA,
+              "cannot read attribute 12345 of device 0: invalid argument", 0,
+              "an attribute the driver does not know is an error");
 
   enum { WORDS = 256 };
   float host[WORDS], back[WORDS];

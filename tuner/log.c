@@ -2,8 +2,10 @@
  *
  * The log is JSON lines (jansson), one record per measurement.  A record
  * names its workload (te_hash of the optimized graph, the kernel's name,
- * the sizes and dtypes), the machine (CPU model, cores, SIMD extensions),
- * the C compiler (`cc --version`'s first line) and texc's version, the
+ * the sizes and dtypes), the machine (CPU model, cores, SIMD extensions;
+ * for --target cuda the GPU's sm_XX and name, the number of such devices
+ * measured on and which one measured it), the compiler (`cc --version`'s
+ * first line, or NVRTC's version) and texc's version, the
  * search space it belongs to (its id, see space.c), the configuration,
  * the schedule as text, the status, the times and the error against the
  * reference, and when it was measured.
@@ -35,6 +37,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
 /* ------------------------------------------------------------------ */
@@ -132,11 +135,39 @@ static void first_line_of(char *const *argv, char *out, size_t size)
         out[0] = '\0';
 }
 
-void tune_machine(Machine *m)
+/* The GPU of a cuda build: device 0 (tuning measures on the devices like
+ * it), named by architecture and model; NVRTC is the compiler. */
+static void cuda_machine(Machine *m, const char *arch)
 {
+    memset(m, 0, sizeof *m);
+    m->target = "cuda";
+    const CudaDevices *d = tune_cuda_devices();
+    int major, minor;
+    cg_nvrtc_version(&major, &minor);
+    snprintf(m->compiler, sizeof m->compiler, "NVRTC %d.%d", major, minor);
+    if (d->count == 0) {
+        snprintf(m->arch, sizeof m->arch, "no CUDA device (%s)", d->why);
+        return;
+    }
+    snprintf(m->sm, sizeof m->sm, "sm_%d", d->sm);
+    snprintf(m->device, sizeof m->device, "%s", d->name);
+    m->ndevices = d->nused;
+    if (arch && strcmp(arch, m->sm) != 0)
+        snprintf(m->arch, sizeof m->arch, "%s (--arch; device 0 is %s, %s)", arch, m->sm, m->device);
+    else
+        snprintf(m->arch, sizeof m->arch, "%s; %s", m->sm, m->device);
+}
+
+void tune_machine(Machine *m, const char *target, const char *arch)
+{
+    if (strcmp(target, "cuda") == 0) {
+        cuda_machine(m, arch);
+        return;
+    }
     static Machine cached;
     static bool done;
     if (!done) {
+        cached.target = "cpu";
         read_cpuinfo(&cached);
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cached.cores = n > 0 ? (int)n : 1;
@@ -389,7 +420,7 @@ bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const c
     else if (strcmp(str_field(r, "texc_version"), TE_VERSION) != 0)
         reason = "from another texc version";
     else if (strcmp(str_field(r, "compiler"), m->compiler) != 0)
-        reason = "from another C compiler";
+        reason = "from another compiler";
     if (why)
         *why = reason;
     return reason == NULL;
@@ -407,9 +438,15 @@ json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
     json_object_set_new(r, "kernel", json_string(w->kernel));
     json_object_set_new(r, "target", json_string(w->target));
     json_object_set_new(r, "arch", json_string(m->arch));
-    json_object_set_new(r, "cpu", json_string(m->cpu));
-    json_object_set_new(r, "isa", json_string(m->isa));
-    json_object_set_new(r, "cores", json_integer(m->cores));
+    if (strcmp(m->target, "cuda") == 0) {
+        json_object_set_new(r, "sm", json_string(m->sm));
+        json_object_set_new(r, "device", json_string(m->device));
+        json_object_set_new(r, "devices", json_integer(m->ndevices));
+    } else {
+        json_object_set_new(r, "cpu", json_string(m->cpu));
+        json_object_set_new(r, "isa", json_string(m->isa));
+        json_object_set_new(r, "cores", json_integer(m->cores));
+    }
     json_object_set_new(r, "compiler", json_string(m->compiler));
     json_object_set_new(r, "texc_version", json_string(TE_VERSION));
     json_object_set_new(r, "tensors", json_deep_copy(w->shapes));
@@ -433,8 +470,6 @@ static void record_date(json_t *r, char *out, size_t size)
 
 const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o)
 {
-    if (strcmp(o->target, "cpu") != 0)
-        return written; /* only CPU schedules are tuned so far */
     const char *path = tune_log_path(a, o);
     if (!path)
         return written;
@@ -459,7 +494,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     Workload w;
     tune_workload(a, g, o->source_path, o->target, &w);
     Machine m;
-    tune_machine(&m);
+    tune_machine(&m, o->target, o->arch);
     /* the build applies the file's schedule itself and reports its errors:
        here they would be said twice */
     FILE *saved_stream = diag_stream, *null = fopen("/dev/null", "w");
@@ -476,14 +511,16 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     int reasons[5] = { 0 };
     static const char *const reason_text[5] = {
         "for other sizes or another version of the program", "for another target",
-        "from another machine", "from another texc version", "from another C compiler",
+        "from another machine", "from another texc version", "from another compiler",
     };
     json_t *best = NULL;
     int *point = sp ? arena_alloc(a, sizeof *point * (size_t)(sp->nparams + 1)) : NULL;
     for (int i = 0; i < n; i++) {
         json_t *r = recs[i];
-        if (strcmp(str_field(r, "workload"), w.hash) != 0 &&
-            strcmp(str_field(r, "kernel"), w.kernel) != 0)
+        /* records of the other target are not this build's concern */
+        if ((strcmp(str_field(r, "workload"), w.hash) != 0 &&
+             strcmp(str_field(r, "kernel"), w.kernel) != 0) ||
+            strcmp(str_field(r, "target"), w.target) != 0)
             continue;
         related++;
         const char *why;

@@ -49,13 +49,26 @@
  * doubled term is off by ~|x w| ~ 0.3).  NaN passes only where the
  * reference is NaN.
  *
- * Test hook: TEXC_TUNE_PLANT=KIND:N,... makes the candidate built as
+ * CUDA candidates go through the same machinery: tune_build forks the
+ * same children, in which NVRTC replaces the C compiler, and run_harness
+ * the same runs, in which tune_cuda_run (cuda_measure.c) replaces the
+ * harness; a kernel that faults exits TUNE_EXIT_FAULT and counts as a
+ * crash.  With several devices, tune_measure_devices measures one
+ * candidate per device at a time, each tune_measure in a child of its
+ * own that sends the results back through a pipe.
+ *
+ * Test hooks: TEXC_TUNE_KEEP=DIR copies what each candidate built to
+ * DIR/trialN/ before its directory is removed.
+ * TEXC_TUNE_PLANT=KIND:N,... makes the candidate built as
  * trial N of this run misbehave: the entry point the harness calls
  * (NAME_packed_args) is renamed and wrapped (plant.c) by a function that
  * raises SIGSEGV (crash), spins forever
  * (hang), adds 1 to the first element of the first output (wrong), or
  * sleeps 20 ms before computing (slow); best:N slows every candidate but
- * trial N, so that the winner of an exhaustive search is known.  TEXC_TUNE_MIN_TIME
+ * trial N, so that the winner of an exhaustive search is known.  For
+ * cuda the run child itself misbehaves: crash and hang before launching,
+ * wrong after copying the outputs back, slow before each run.
+ * TEXC_TUNE_MIN_TIME
  * sets min_time (seconds), so that tests on tiny kernels stay fast.
  */
 #define _GNU_SOURCE
@@ -75,9 +88,6 @@
 
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
-
-/* Exit statuses of a build child before it execs the compiler. */
-enum { BUILD_EXIT_SCHEDULE = 97, BUILD_EXIT_WRITE = 98, BUILD_EXIT_EXEC = 99 };
 
 volatile int tune_interrupted;
 
@@ -245,10 +255,27 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     b->openmp = TEXC_KERNEL_OPENMP;
     b->compile_limit = 120;
     b->min_time = 0.2;
+    b->max_repeats = 1000000;
     const char *mt = getenv("TEXC_TUNE_MIN_TIME");
     if (mt && *mt)
         b->min_time = atof(mt);
     parse_plant(b);
+    const char *keep = getenv("TEXC_TUNE_KEEP");
+    b->keep = keep && *keep ? keep : NULL;
+    if (strcmp(o->target, "cuda") == 0) {
+        /* the devices were found by tune_run: the same architecture and
+           name as device 0, measured on all at once */
+        const CudaDevices *d = tune_cuda_devices();
+        b->cuda = true;
+        b->sm = d->sm;
+        snprintf(b->arch, sizeof b->arch, "sm_%d", d->sm);
+        b->ndevices = d->nused;
+        memcpy(b->devices, d->used, sizeof b->devices);
+        /* one CUDA event per repeat */
+        b->max_repeats = 20000;
+        b->host_inputs = arena_alloc(a, sizeof *b->host_inputs * (size_t)(g->ninputs + 1));
+        b->input_bytes = arena_alloc(a, sizeof *b->input_bytes * (size_t)(g->ninputs + 1));
+    }
     const char *tmp = getenv("TMPDIR");
     tmp = tmp && *tmp ? tmp : "/tmp";
     remove_stale(tmp);
@@ -279,8 +306,14 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
             break;
         }
         te_random_input(t, o->seed, in[i]);
+        if (b->cuda && !(b->host_inputs[i] = tune_cuda_host_bytes(t, in[i], &b->input_bytes[i]))) {
+            fprintf(stderr, "texc: out of memory for input '%s'\n", t->name);
+            ok = false;
+            break;
+        }
         b->input_paths[i] = arena_printf(a, "%s/in%d.npy", b->workdir, i);
-        if (npy_write(b->input_paths[i], t, in[i]) != 0) {
+        /* (a CUDA run child has the inputs in memory: no file for it) */
+        if (!b->cuda && npy_write(b->input_paths[i], t, in[i]) != 0) {
             fprintf(stderr, "texc: cannot write %s: %s\n", b->input_paths[i], strerror(errno));
             ok = false;
         }
@@ -326,6 +359,9 @@ void tune_bench_free(Bench *b)
     for (int i = 0; b->ref && i < b->g->noutputs; i++)
         free(b->ref[i]);
     b->ref = NULL;
+    for (int i = 0; b->host_inputs && i < b->g->ninputs; i++)
+        free(b->host_inputs[i]);
+    b->host_inputs = NULL;
     if (b->workdir[0])
         tune_remove_tree(b->workdir);
     b->workdir[0] = '\0';
@@ -369,7 +405,7 @@ static bool write_plant(FILE *f, const Bench *b, const char *how)
     return !ferror(f);
 }
 
-static const char *plant_of(const Bench *b, int trial)
+const char *tune_plant_of(const Bench *b, int trial)
 {
     for (int i = 0; i < b->nplants; i++) {
         const char *kind = b->plant_kind[i];
@@ -390,7 +426,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     setpgid(0, 0);
     tune_die_with_parent();
     if (chdir(c->dir) != 0)
-        _exit(BUILD_EXIT_WRITE);
+        _exit(TUNE_EXIT_WRITE);
     int log = open("build.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
         dup2(log, 1);
@@ -405,12 +441,17 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     LoweredFunc fn = { 0 };
     if (!sch_apply_schedule(st, c->sched, NULL) ||
         !sch_apply_schedule(st, sch_default(st, c->sched), NULL) || !sch_lower(st, &fn))
-        _exit(BUILD_EXIT_SCHEDULE);
+        _exit(TUNE_EXIT_SCHEDULE);
     FILE *trace = fopen("schedule.txt", "w");
     if (!trace)
-        _exit(BUILD_EXIT_WRITE);
+        _exit(TUNE_EXIT_WRITE);
     sch_print_trace(trace, st);
-    const char *plant = harness_only ? NULL : plant_of(b, c->trial);
+    if (b->cuda) {
+        if (fclose(trace) != 0)
+            _exit(TUNE_EXIT_WRITE);
+        tune_cuda_build(b, st, &fn, &a);
+    }
+    const char *plant = harness_only ? NULL : tune_plant_of(b, c->trial);
     const char *c_path = arena_printf(&a, "%s.c", b->kernel);
     const char *h_path = arena_printf(&a, "%s.h", b->kernel);
     bool own_harness = harness_only || !b->harness_obj[0];
@@ -418,7 +459,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     FILE *fm = own_harness ? fopen("harness.c", "w") : NULL;
     FILE *fp = plant ? fopen("plant.c", "w") : NULL;
     if (!fc || !fh || (own_harness && !fm) || (plant && !fp))
-        _exit(BUILD_EXIT_WRITE);
+        _exit(TUNE_EXIT_WRITE);
     if (plant)
         fprintf(fc, "#define %s_packed_args texc_planted_%s_packed_args /* TEXC_TUNE_PLANT */\n",
                 b->kernel, b->kernel);
@@ -434,7 +475,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     if (fp)
         ok = fclose(fp) == 0 && ok;
     if (!ok)
-        _exit(BUILD_EXIT_WRITE);
+        _exit(TUNE_EXIT_WRITE);
     char *argv[16];
     int n = 0;
     argv[n++] = (char *)b->cc;
@@ -458,7 +499,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     argv[n] = NULL;
     execvp(argv[0], argv);
     fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(errno));
-    _exit(BUILD_EXIT_EXEC);
+    _exit(TUNE_EXIT_EXEC);
 }
 
 /* Compiles the harness once (it is the same for every candidate), into
@@ -568,15 +609,19 @@ static void build_done(Bench *b, Candidate *c, int wstatus, bool killed, Arena *
         snprintf(c->detail, sizeof c->detail, "the compiler ran past %.0f s", b->compile_limit);
     } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
         c->status = TS_OK;
-    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == BUILD_EXIT_SCHEDULE) {
+    } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == TUNE_EXIT_SCHEDULE) {
         c->status = TS_INVALID;
         first_error(c, "build.log", c->detail, sizeof c->detail);
     } else if (WIFSIGNALED(wstatus)) {
-        c->status = TS_INVALID;
-        char why[200];
+        /* NVRTC runs in the build child itself (cuda_measure.c): its
+           crash is the compiler's, not a bug in texc */
+        char marker[4300], why[200];
+        snprintf(marker, sizeof marker, "%s/nvrtc.started", c->dir);
+        bool nvrtc = b->cuda && access(marker, F_OK) == 0;
+        c->status = nvrtc ? TS_COMPILE_ERROR : TS_INVALID;
         first_error(c, "build.log", why, sizeof why);
-        snprintf(c->detail, sizeof c->detail, "texc crashed building it (%s)%s%s",
-                 strsignal(WTERMSIG(wstatus)), why[0] ? ": " : "", why);
+        snprintf(c->detail, sizeof c->detail, "%s crashed building it (%s)%s%s",
+                 nvrtc ? "NVRTC" : "texc", strsignal(WTERMSIG(wstatus)), why[0] ? ": " : "", why);
     } else {
         c->status = TS_COMPILE_ERROR;
         first_error(c, "build.log", c->detail, sizeof c->detail);
@@ -595,7 +640,7 @@ void tune_build(Bench *b, Candidate **cands, int n, int jobs)
     int next = 0, running = 0;
     if (jobs < 1)
         jobs = 1;
-    if (!b->harness_tried)
+    if (!b->harness_tried && !b->cuda)
         build_harness(b);
     while (next < n || running > 0) {
         while (running < jobs && next < n && !tune_interrupted) {
@@ -700,6 +745,10 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
         /* a crash is a status here, not a core file */
         struct rlimit none = { 0, 0 };
         setrlimit(RLIMIT_CORE, &none);
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        if (b->cuda)
+            tune_cuda_run(b, c, repeats); /* this process runs it: see cuda_measure.c */
         execv(argv[0], argv);
         _exit(127);
     }
@@ -736,6 +785,12 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
     }
     if (WIFSIGNALED(wstatus)) {
         snprintf(c->detail, sizeof c->detail, "%s", strsignal(WTERMSIG(wstatus)));
+        return TS_CRASH;
+    }
+    if (b->cuda && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == TUNE_EXIT_FAULT) {
+        char why[200];
+        first_error(c, "run.log", why, sizeof why);
+        snprintf(c->detail, sizeof c->detail, "the kernel faulted: %s", why);
         return TS_CRASH;
     }
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
@@ -889,7 +944,7 @@ void tune_measure(Bench *b, Candidate *c, double run_limit)
     for (int round = 0; round < 2 && t1 < 1.0; round++) {
         double per = t1 > 1e-7 ? t1 : 1e-7;
         double want = ceil(b->min_time / per);
-        int r = want < 5 ? 5 : want > 1e6 ? 1000000 : (int)want;
+        int r = want < 5 ? 5 : want > b->max_repeats ? b->max_repeats : (int)want;
         double t = 0;
         /* generous: a busy machine can stretch short repeats a lot */
         double limit = fmax(10.0, 2.0 + 20 * (r + 1) * per);
@@ -913,9 +968,146 @@ void tune_measure(Bench *b, Candidate *c, double run_limit)
     c->status = TS_OK;
 }
 
-void tune_discard(Candidate *c)
+/* TEXC_TUNE_KEEP=DIR: what candidate C built, copied to DIR/trialN/
+ * (a test hook: tests/tune_cuda.sh checks every cubin of a space). */
+static void keep_build(const Bench *b, const Candidate *c)
 {
+    char dest[4300];
+    snprintf(dest, sizeof dest, "%s/trial%d", b->keep, c->trial);
+    if (mkdir(b->keep, 0755) != 0 && errno != EEXIST)
+        return;
+    if (mkdir(dest, 0755) != 0 && errno != EEXIST)
+        return;
+    char c_file[300];
+    snprintf(c_file, sizeof c_file, "%s.c", b->kernel);
+    const char *const files[] = { "kernel.cubin", "launch.txt", "kernel.cu", c_file,
+                                  "schedule.txt", "build.log", "run.log" };
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        char from[4400], to[4400];
+        snprintf(from, sizeof from, "%s/%s", c->dir, files[i]);
+        snprintf(to, sizeof to, "%s/%s", dest, files[i]);
+        FILE *in = fopen(from, "rb");
+        FILE *out = in ? fopen(to, "wb") : NULL;
+        char buf[8192];
+        size_t n;
+        while (out && (n = fread(buf, 1, sizeof buf, in)) > 0)
+            if (fwrite(buf, 1, n, out) != n)
+                break;
+        if (out)
+            fclose(out);
+        if (in)
+            fclose(in);
+    }
+}
+
+void tune_discard(Bench *b, Candidate *c)
+{
+    if (c->dir[0] && b->keep)
+        keep_build(b, c);
     if (c->dir[0])
         tune_remove_tree(c->dir);
     c->dir[0] = '\0';
+}
+
+/* ------------------------------------------------------------------ */
+/* Several devices.                                                    */
+
+/* What a measuring child sends its parent: the results of tune_measure. */
+typedef struct Measured {
+    TuneStatus status;
+    char detail[256];
+    double time_s, first_s, max_err, worst_ratio;
+    int repeats, copies;
+} Measured;
+
+/* The measuring child of one candidate on one device. */
+static _Noreturn void measure_child(Bench *b, Candidate *c, double run_limit, int fd)
+{
+    tune_die_with_parent();
+    tune_measure(b, c, run_limit);
+    Measured m = { c->status, "", c->time_s, c->first_s, c->max_err, c->worst_ratio,
+                   c->repeats, c->copies };
+    memcpy(m.detail, c->detail, sizeof m.detail);
+    /* smaller than PIPE_BUF: one write, never interleaved or short */
+    _exit(write(fd, &m, sizeof m) == (ssize_t)sizeof m ? 0 : 1);
+}
+
+void tune_measure_devices(Bench *b, Candidate **cands, int n, double run_limit)
+{
+    int slots = b->ndevices > 0 ? b->ndevices : 1;
+    pid_t pid[TUNE_MAX_DEVICES] = { 0 };
+    int fd[TUNE_MAX_DEVICES];
+    Candidate *on[TUNE_MAX_DEVICES] = { 0 };
+    int next = 0, running = 0;
+    while (next < n || running > 0) {
+        for (int s = 0; s < slots && next < n; s++) {
+            if (on[s])
+                continue;
+            Candidate *c = cands[next++];
+            if (tune_interrupted) {
+                c->status = TS_COUNT;
+                continue;
+            }
+            c->device = b->devices[s];
+            int fds[2];
+            if (pipe(fds) != 0) {
+                c->status = TS_RUN_ERROR;
+                snprintf(c->detail, sizeof c->detail, "cannot make a pipe: %s", strerror(errno));
+                continue;
+            }
+            fflush(NULL);
+            pid_t p = fork();
+            if (p == 0) {
+                close(fds[0]);
+                measure_child(b, c, run_limit, fds[1]);
+            }
+            close(fds[1]);
+            if (p < 0) {
+                close(fds[0]);
+                c->status = TS_RUN_ERROR;
+                snprintf(c->detail, sizeof c->detail, "cannot fork: %s", strerror(errno));
+                continue;
+            }
+            pid[s] = p;
+            fd[s] = fds[0];
+            on[s] = c;
+            running++;
+        }
+        if (running == 0)
+            break;
+        sleep_ms(5);
+        for (int s = 0; s < slots; s++) {
+            if (!on[s])
+                continue;
+            if (tune_interrupted)
+                kill(pid[s], SIGTERM); /* it stops its run, reports it unmeasured */
+            int wstatus;
+            pid_t r = waitpid(pid[s], &wstatus, WNOHANG);
+            if (r == 0 || (r < 0 && errno == EINTR))
+                continue;
+            Candidate *c = on[s];
+            Measured m;
+            ssize_t got;
+            while ((got = read(fd[s], &m, sizeof m)) < 0 && errno == EINTR)
+                ;
+            close(fd[s]);
+            if (got == (ssize_t)sizeof m) {
+                c->status = m.status;
+                memcpy(c->detail, m.detail, sizeof c->detail);
+                c->detail[sizeof c->detail - 1] = '\0';
+                c->time_s = m.time_s;
+                c->first_s = m.first_s;
+                c->max_err = m.max_err;
+                c->worst_ratio = m.worst_ratio;
+                c->repeats = m.repeats;
+                c->copies = m.copies;
+            } else {
+                c->status = TS_RUN_ERROR;
+                snprintf(c->detail, sizeof c->detail, "the process measuring it on device %d died",
+                         c->device);
+            }
+            on[s] = NULL;
+            running--;
+        }
+    }
 }

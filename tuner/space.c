@@ -52,6 +52,25 @@
  *                    part unrolled (0: none)
  *            par     as for elementwise stages
  *
+ *          For --target cuda the stages are those sched/default_cuda.c
+ *          schedules (roots: outputs and reductions), in two kinds:
+ *          tiled (a reduction over >= 2 spatial axes, as the default
+ *          tiles a matmul):
+ *            bm, bn  the block's tile of outputs along i and j (16 to
+ *                    128, at most the power of two covering the axis)
+ *            tm, tn  each thread's tile (1 to 8): (bm/tm) x (bn/tn)
+ *                    threads, a thread's outputs bm/tm apart
+ *            bk      a split of the reduction axis (0: none)
+ *            stage   the operands the default would stage (read at plain
+ *                    indices, one of them k) cached in shared memory at
+ *                    ko
+ *            pipe    those tiles fetched pipe - 1 steps ahead (1: none)
+ *            unroll  ki and the thread's tile unrolled
+ *          flat (any other root stage): its spatial loops fused and
+ *          split by threads (32 to 1024) into block.x and thread.x; a
+ *          reduction splits its longest axis by tk (0, 4, 8) and unrolls
+ *          the inner part.
+ *
  *          A point becomes the file's statements (if any) followed by the
  *          generated ones; sch_default then schedules the rest (inlining
  *          the intermediates), exactly as a build of the tuned schedule
@@ -63,9 +82,17 @@
  * default schedule, an unroll longer than 16, a register tile of more accumulators
  * than the vector registers, a fuse that would swallow the vectorized
  * loop, duplicates such as unrolling a tile of one row).
+ * A cuda tile must have 32 to 1024 threads (fewer only when the whole
+ * tile has fewer outputs), at most 64 sums a thread, an estimate of its
+ * registers (sums, a row and a column of operands, 32 more) within 255 a
+ * thread and 65536 a block, and its staged tiles (times the pipeline's
+ * slots) within the shared memory of the device, asked at tune time
+ * (48 KiB without one); staging needs the k split, a pipeline needs
+ * staging and as many steps of k as slots.
  * tune_space_check then applies and lowers candidate points in a child
- * process: whatever the rules miss is pruned there, and a point that
- * crashes texc itself cannot take the tuner down with it.
+ * process (and, for cuda, emits their CUDA C: the backend's own limits):
+ * whatever the rules miss is pruned there, and a point that crashes texc
+ * itself cannot take the tuner down with it.
  *
  * The space's id hashes its definition (the file's schedule as written,
  * or every plan with its values and this generator's version), so that a
@@ -81,6 +108,7 @@
 
 #include <xxhash.h>
 
+#include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
 #define AUTO_SPACE_VERSION "auto-v2"
@@ -89,6 +117,8 @@ typedef enum PlanKind {
     PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
     PLAN_ELEMWISE, /* an elementwise stage */
     PLAN_REDUCE,   /* any other reduction */
+    PLAN_CUDA_TILED, /* cuda: a reduction over >= 2 spatial axes */
+    PLAN_CUDA_FLAT,  /* cuda: any other root stage */
 } PlanKind;
 
 /* Param offsets within a plan, by kind. */
@@ -100,6 +130,11 @@ enum { FORM_LOOPS, FORM_MICRO };
 enum { SIZES_MAX = 8 };
 enum { E_VS, E_PAR, E_COUNT };
 enum { R_TK, R_PAR, R_COUNT };
+enum { C_BM, C_BN, C_TM, C_TN, C_BK, C_STAGE, C_PIPE, C_UNROLL, C_COUNT };
+enum { F_THREADS, F_TK, F_COUNT };
+/* The most parameters a plan has: enumerate_plan's arrays. */
+enum { PLAN_PARAMS_MAX = M_COUNT };
+_Static_assert((int)C_COUNT <= (int)PLAN_PARAMS_MAX, "a cuda plan has too many parameters");
 
 struct StagePlan {
     PlanKind kind;
@@ -121,10 +156,26 @@ struct StagePlan {
     int64_t loop_ti[SIZES_MAX], loop_tj[SIZES_MAX], micro_ti[SIZES_MAX], micro_tj[SIZES_MAX];
     int nloop_ti, nloop_tj, nmicro_ti, nmicro_tj;
     const char *acc;
+    /* cuda: the loops the statements create (io, jo, ko, ki above too) */
+    const char *it, *ib, *ir, *jt, *jb, *jr, *bx, *tx;
+    const char **bz;       /* the batch axes fused: bz[0] = svar0 x svar1, ... */
+    int64_t iext, jext, batch, total;
+    /* cuda: the operands staged in shared memory at ko, each tile's
+       extents given by the role of each of its dimensions */
+    const char *staged[TE_MAX_RANK], *staged_as[TE_MAX_RANK];
+    char staged_role[TE_MAX_RANK][TE_MAX_RANK]; /* 'i', 'j', 'k' or 1 */
+    int staged_rank[TE_MAX_RANK], staged_bytes[TE_MAX_RANK];
+    int nstaged;
+    int64_t smem_limit;    /* the device's, or CUDA_DEFAULT_SMEM */
+    int min_threads;       /* a warp, or all the tile allows */
     /* the legal local points: nlegal tuples of nparams value indices */
     int *legal;
     int nlegal;
 };
+
+/* Shared memory a block may use when no device says more: what every
+ * architecture allows without opting in. */
+enum { CUDA_DEFAULT_SMEM = 48 * 1024 };
 
 uint64_t tune_rand(uint64_t *state)
 {
@@ -263,8 +314,8 @@ static bool plan_legal(const StagePlan *p, const int64_t *v);
 static void enumerate_plan(Arena *a, StagePlan *p, Param **params)
 {
     int n = p->nparams;
-    int idx[M_COUNT] = {0};
-    int64_t v[M_COUNT];
+    int idx[PLAN_PARAMS_MAX] = {0};
+    int64_t v[PLAN_PARAMS_MAX];
     PtrVec legal = {0};
     int count = 0;
     for (;;) {
@@ -457,6 +508,217 @@ static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
     vec_push(b->a, &b->plans, p);
 }
 
+/* ------------------------------------------------------------------ */
+/* The automatic CUDA space.                                           */
+
+static int64_t pow2_at_least(int64_t n)
+{
+    int64_t p = 1;
+    while (p < n)
+        p *= 2;
+    return p;
+}
+
+/* The values of CAND (ascending powers of two) up to the power of two that
+ * covers EXTENT, or that power alone when it is below them all: a block
+ * tile need not divide its axis (the backend guards the edge), but one
+ * much longer than the axis only idles threads. */
+static int pow2_sizes(int64_t *out, const int64_t *cand, int n, int64_t extent)
+{
+    int64_t cover = pow2_at_least(extent);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (cand[i] <= cover)
+            out[k++] = cand[i];
+    if (k == 0)
+        out[k++] = cover;
+    return k;
+}
+
+/* The CUDA loop names of a plan: BASE + SUFFIX, fresh among S's loops and
+ * the ones named before. */
+typedef struct Names {
+    Arena *a;
+    SStage *s;
+    const char *taken[TE_MAX_RANK + 24];
+    int n;
+} Names;
+
+static const char *take(Names *nm, const char *base, const char *suffix)
+{
+    const char *name = fresh_name(nm->a, nm->s, base, suffix, nm->taken, nm->n);
+    nm->taken[nm->n++] = name;
+    return name;
+}
+
+/* The names of COUNT loops fused one after another (the first fuses the
+ * two outermost axes, each next one adds an axis); the last, the whole,
+ * is called LAST. */
+static const char **fused_names(Names *nm, int count, const char *last)
+{
+    const char **out = arena_alloc(nm->a, sizeof *out * (size_t)(count + 1));
+    for (int i = 0; i < count; i++)
+        out[i] = take(nm, i + 1 == count ? last : "f", "");
+    return out;
+}
+
+/* The role of each index of T's loads in S's value: 'i' or 'j' (the two
+ * innermost spatial axes), 'k' (the reduction axis) or 1 (a batch axis,
+ * one value per block).  T is one of sch_cuda_staged_operands', read at
+ * plain indices only. */
+static int load_roles(const Expr *e, const Tensor *t, const SStage *s, char *role)
+{
+    if (e->kind == EX_LOAD && e->tensor == t) {
+        for (int d = 0; d < e->nargs; d++) {
+            const IterVar *v = e->args[d]->var;
+            role[d] = v == s->svars[s->nsvars - 2] ? 'i'
+                      : v == s->svars[s->nsvars - 1] ? 'j'
+                      : s->nrvars > 0 && v == s->rvars[0] ? 'k' : 1;
+        }
+        return e->nargs;
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int n = load_roles(e->args[i], t, s, role);
+        if (n >= 0)
+            return n;
+    }
+    return -1;
+}
+
+/* A stage or input name nobody uses, for a cache stage. */
+static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base, const char **taken,
+                                     int ntaken)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s_shared", base)
+                                        : arena_printf(a, "%s_shared%d", base, attempt + 1);
+        bool used = sch_find_stage(st, name) != NULL;
+        for (int i = 0; i < st->g->ninputs && !used; i++)
+            used = strcmp(st->g->inputs[i]->name, name) == 0;
+        for (int i = 0; i < ntaken && !used; i++)
+            used = strcmp(taken[i], name) == 0;
+        if (!used)
+            return name;
+    }
+}
+
+/* A reduction over >= 2 spatial axes, as sched/default_cuda.c tiles it:
+ *   bm x bn   the block's tile of outputs (i, j)
+ *   tm x tn   each thread's tile: (bm/tm) x (bn/tn) threads, a thread's
+ *             outputs bm/tm and bn/tn apart
+ *   bk        the reduction axis split (0: not split)
+ *   stage     the operands read at plain indices staged in shared memory
+ *             at ko (needs bk)
+ *   pipe      their tiles fetched pipe - 1 steps ahead (1: no pipeline)
+ *   unroll    ki and the thread's tile unrolled */
+static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_limit)
+{
+    StagePlan *p = new_plan(b, s, PLAN_CUDA_TILED);
+    Arena *a = b->a;
+    int n = s->nsvars;
+    const char *i = p->svar[n - 2], *j = p->svar[n - 1], *k = p->rvar[p->rsplit];
+    Names nm = { a, s, { 0 }, 0 };
+    /* two or more batch axes are fused into one loop for block.z; a
+       single one is that loop itself */
+    p->bz = n > 3 ? fused_names(&nm, n - 3, "bz") : NULL;
+    p->io = take(&nm, i, "o"), p->ib = take(&nm, i, "b"), p->ir = take(&nm, i, "r");
+    p->it = take(&nm, i, "t");
+    p->jo = take(&nm, j, "o"), p->jb = take(&nm, j, "b"), p->jr = take(&nm, j, "r");
+    p->jt = take(&nm, j, "t");
+    p->ko = take(&nm, k, "o"), p->ki = take(&nm, k, "i");
+    p->iext = s->svars[n - 2]->extent;
+    p->jext = s->svars[n - 1]->extent;
+    p->batch = 1;
+    for (int d = 0; d < n - 2; d++)
+        p->batch *= s->svars[d]->extent;
+    p->smem_limit = smem_limit;
+    /* a warp at least, unless the whole tile has fewer outputs */
+    int64_t most = pow2_at_least(p->iext) * pow2_at_least(p->jext);
+    p->min_threads = most < 32 ? (int)most : 32;
+    const Tensor *staged[TE_MAX_RANK];
+    p->nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(b->st, s, staged) : 0;
+    for (int t = 0; t < p->nstaged; t++) {
+        p->staged[t] = staged[t]->name;
+        p->staged_as[t] = fresh_cache_stage(a, b->st, staged[t]->name, p->staged_as, t);
+        p->staged_rank[t] = load_roles(s->value, staged[t], s, p->staged_role[t]);
+        p->staged_bytes[t] = dtype_bytes(staged[t]->dtype);
+    }
+
+    static const int64_t blocks[] = { 16, 32, 64, 128 }, threads[] = { 1, 2, 4, 8 };
+    static const int64_t bk[] = { 0, 8, 16, 32 }, flag[] = { 0, 1 }, pipe[] = { 1, 2, 3 };
+    int64_t v[8];
+    int nv = pow2_sizes(v, blocks, 4, p->iext);
+    add_param(b, arena_printf(a, "%s.bm", s->name), v, nv, false, plan);
+    nv = pow2_sizes(v, blocks, 4, p->jext);
+    add_param(b, arena_printf(a, "%s.bn", s->name), v, nv, false, plan);
+    add_param(b, arena_printf(a, "%s.tm", s->name), threads, 4, false, plan);
+    add_param(b, arena_printf(a, "%s.tn", s->name), threads, 4, false, plan);
+    nv = sizes(v, bk, 4, p->rsplit_extent, p->rsplit_extent);
+    add_param(b, arena_printf(a, "%s.bk", s->name), v, nv, false, plan);
+    add_param(b, arena_printf(a, "%s.stage", s->name), flag, p->nstaged ? 2 : 1, true, plan);
+    add_param(b, arena_printf(a, "%s.pipe", s->name), pipe, p->nstaged ? 3 : 1, false, plan);
+    add_param(b, arena_printf(a, "%s.unroll", s->name), flag, 2, false, plan);
+    p->nparams = C_COUNT;
+    vec_push(a, &b->plans, p);
+}
+
+/* Any other root stage, as sched/default_cuda.c schedules it: its spatial
+ * loops fused and split by THREADS into block.x and thread.x; a reduction
+ * may split its longest axis by TK and unroll the inner part. */
+static void plan_cuda_flat(SpaceBuilder *b, SStage *s, int plan)
+{
+    StagePlan *p = new_plan(b, s, PLAN_CUDA_FLAT);
+    Arena *a = b->a;
+    Names nm = { a, s, { 0 }, 0 };
+    p->bz = s->nsvars > 1 ? fused_names(&nm, s->nsvars - 1, "f") : NULL;
+    p->bx = take(&nm, "b", "x");
+    p->tx = take(&nm, "t", "x");
+    if (s->nrvars > 0) {
+        p->ko = take(&nm, p->rvar[p->rsplit], "o");
+        p->ki = take(&nm, p->rvar[p->rsplit], "i");
+    }
+    p->total = 1;
+    for (int d = 0; d < s->nsvars; d++)
+        p->total *= s->svars[d]->extent;
+    static const int64_t threads[] = { 32, 64, 128, 256, 512, 1024 }, tk[] = { 0, 4, 8 };
+    int64_t v[8];
+    int nv = pow2_sizes(v, threads, 6, p->total);
+    add_param(b, arena_printf(a, "%s.threads", s->name), v, nv, false, plan);
+    nv = s->nrvars > 0 ? sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1) : 1;
+    if (s->nrvars == 0)
+        v[0] = 0;
+    add_param(b, arena_printf(a, "%s.tk", s->name), v, nv, false, plan);
+    p->nparams = F_COUNT;
+    vec_push(a, &b->plans, p);
+}
+
+/* Bytes of shared memory a tiled point stages: every operand's tile,
+ * 16-byte aligned as codegen/cuda.c lays them out, once per pipeline
+ * slot. */
+static int64_t staged_smem(const StagePlan *p, const int64_t *v)
+{
+    if (!v[C_STAGE])
+        return 0;
+    int64_t total = 0;
+    for (int t = 0; t < p->nstaged; t++) {
+        int64_t elems = 1;
+        for (int d = 0; d < p->staged_rank[t]; d++) {
+            char r = p->staged_role[t][d];
+            elems *= r == 'i' ? v[C_BM] : r == 'j' ? v[C_BN] : r == 'k' ? v[C_BK] : 1;
+        }
+        total += (elems * p->staged_bytes[t] * v[C_PIPE] + 15) / 16 * 16;
+    }
+    return total;
+}
+
+/* Registers a thread of a tiled point needs, roughly: its tm x tn sums,
+ * a column of the left operand and a row of the right one when the tile
+ * is unrolled, and some 32 for indices, addresses and the epilogue. */
+static int64_t tiled_registers(const int64_t *v)
+{
+    return v[C_TM] * v[C_TN] + (v[C_UNROLL] ? v[C_TM] + v[C_TN] : 2) + 32;
+}
+
 /* Appends the definition of the space to the hash state. */
 static void hash_text(XXH3_state_t *h, const char *text)
 {
@@ -509,6 +771,22 @@ static void compute_id(Space *sp)
              (unsigned long long)d.low64);
 }
 
+/* The shared memory a block of the automatic CUDA space may stage: the
+ * opt-in limit of the device when there is one (asked only when the space
+ * stages anything), else what every architecture allows. */
+static void cuda_smem_limit(Space *sp, bool ask)
+{
+    sp->smem_limit = CUDA_DEFAULT_SMEM;
+    sp->smem_from = "the default; no CUDA device here";
+    if (!ask)
+        return;
+    const CudaDevices *d = tune_cuda_devices();
+    if (d->count > 0 && d->smem_optin > 0) {
+        sp->smem_limit = d->smem_optin;
+        sp->smem_from = "device 0";
+    }
+}
+
 Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target)
 {
     Space *sp = arena_alloc(a, sizeof *sp);
@@ -555,6 +833,31 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
                     plan_elementwise(&b, s, plan);
                 else
                     plan_reduce(&b, s, plan);
+            }
+        } else if (strcmp(target, "cuda") == 0) {
+            /* the stages sched/default_cuda.c would schedule */
+            bool tiled = false;
+            for (int pass = 0; pass < 2; pass++) {
+                for (int i = 0; i < st->stages.len; i++) {
+                    SStage *s = st->stages.items[i];
+                    if (s->inlined || s->attach || s->nsvars == 0 || mentioned(written, s) ||
+                        (!s->tensor->is_output && !s->is_reduce) ||
+                        s->loops.len != s->nsvars + s->nrvars)
+                        continue;
+                    bool is_tiled = s->is_reduce && s->nsvars >= 2;
+                    if (pass == 0) {
+                        tiled = tiled || is_tiled;
+                        continue;
+                    }
+                    int plan = b.plans.len;
+                    if (is_tiled)
+                        plan_cuda_tiled(&b, s, plan, sp->smem_limit);
+                    else
+                        plan_cuda_flat(&b, s, plan);
+                }
+                /* only tiles stage operands: the device's limit matters then */
+                if (pass == 0)
+                    cuda_smem_limit(sp, tiled);
             }
         }
         sp->plans = (StagePlan **)b.plans.items;
@@ -637,6 +940,32 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         if (v[R_PAR] == 1 && p->nsvars < 2)
             return false;
         return true;
+    case PLAN_CUDA_TILED: {
+        int64_t bm = v[C_BM], bn = v[C_BN], tm = v[C_TM], tn = v[C_TN], bk = v[C_BK];
+        if (tm > bm || tn > bn)
+            return false;
+        int64_t threads = (bm / tm) * (bn / tn);
+        if (threads > 1024 || threads < p->min_threads)
+            return false; /* CUDA's limit; fewer than a warp idles lanes */
+        if (tm * tn > 64)
+            return false; /* more sums than registers can hold */
+        int64_t regs = tiled_registers(v);
+        if (regs > 255 || regs * threads > 65536)
+            return false; /* a thread's registers, a block's */
+        if (v[C_STAGE] && bk == 0)
+            return false; /* the tiles are staged at ko */
+        if (!v[C_STAGE] && v[C_PIPE] > 1)
+            return false; /* nothing to fetch ahead */
+        if (v[C_PIPE] > 1 && (p->rsplit_extent + bk - 1) / bk < v[C_PIPE])
+            return false; /* fewer steps than slots */
+        if (v[C_UNROLL] && bk == 0 && tm == 1 && tn == 1)
+            return false; /* nothing to unroll: the same point as 0 */
+        if (staged_smem(p, v) > p->smem_limit)
+            return false;
+        return true;
+    }
+    case PLAN_CUDA_FLAT:
+        return true;
     }
     return false;
 }
@@ -645,7 +974,7 @@ bool tune_space_legal(const Space *sp, const int *point)
 {
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
-        int64_t v[M_COUNT];
+        int64_t v[PLAN_PARAMS_MAX];
         for (int k = 0; k < p->nparams; k++)
             v[k] = sp->params[p->first + k].values[point[p->first + k]];
         if (!plan_legal(p, v))
@@ -853,6 +1182,131 @@ static void emit_reduce(Emitter *e, const StagePlan *p, const int64_t *v)
     emit_parallel(e, p, p->svar[0], p->nsvars > 1 ? p->svar[1] : NULL, v[R_PAR]);
 }
 
+static void emit_bind(Emitter *e, const char *loop, const char *axis)
+{
+    SchedStmt *s = emit(e, "bind", 2);
+    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
+    s->args[1] = (SchedArg){ .kind = SA_NAME, .name = axis };
+}
+
+/* The loops AXES (N, adjacent, outermost first) fused into one, the
+ * fused loops called NAMES[0..n-2]; the name of the whole. */
+static const char *emit_fuse_axes(Emitter *e, const char *const *axes, int n, const char **names)
+{
+    const char *f = axes[0];
+    for (int d = 1; d < n; d++) {
+        emit_fuse(e, f, axes[d], names[d - 1]);
+        f = names[d - 1];
+    }
+    return f;
+}
+
+/* A tiled CUDA point, the statements sched/default_cuda.c writes for its
+ * own tile (with bk 16, stage 1, pipe 2, unroll 1):
+ *   S.fuse(batch axes) -> bz;                      (two or more)
+ *   S.split(i, bm) -> io, ib; S.split(ib, bm/tm) -> ir, it;   (tm > 1;
+ *                                      else S.split(i, bm) -> io, it)
+ *   the same for j;  S.split(k, bk) -> ko, ki;     (bk > 0)
+ *   S.reorder(bz, io, jo, ko, it, jt, ki or the reduction axes, ir, jr);
+ *   S.bind(bz, block.z); S.bind(io, block.y); S.bind(jo, block.x);
+ *   S.bind(it, thread.y); S.bind(jt, thread.x);
+ *   S.unroll(ki); S.unroll(ir); S.unroll(jr);      (unroll)
+ *   X_shared = X.cache_read(shared, S) at ko;      (stage, each operand)
+ *   S.pipeline(ko, pipe);                          (pipe > 1) */
+static void emit_cuda_tiled(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    int n = p->nsvars;
+    const char *i = p->svar[n - 2], *j = p->svar[n - 1];
+    int64_t bm = v[C_BM], bn = v[C_BN], tm = v[C_TM], tn = v[C_TN], bk = v[C_BK];
+    const char *loops[TE_MAX_RANK * 2 + 8];
+    int nl = 0;
+    const char *bz = NULL;
+    if (n > 2) {
+        bz = emit_fuse_axes(e, p->svar, n - 2, p->bz);
+        loops[nl++] = bz;
+    }
+    const char *ir = NULL, *jr = NULL, *ko = NULL, *ki = NULL;
+    if (tm > 1) {
+        emit_split(e, i, bm, p->io, p->ib);
+        emit_split(e, p->ib, bm / tm, p->ir, p->it);
+        ir = p->ir;
+    } else {
+        emit_split(e, i, bm, p->io, p->it);
+    }
+    if (tn > 1) {
+        emit_split(e, j, bn, p->jo, p->jb);
+        emit_split(e, p->jb, bn / tn, p->jr, p->jt);
+        jr = p->jr;
+    } else {
+        emit_split(e, j, bn, p->jo, p->jt);
+    }
+    if (bk > 0) {
+        emit_split(e, p->rvar[p->rsplit], bk, p->ko, p->ki);
+        ko = p->ko;
+        ki = p->ki;
+    }
+    loops[nl++] = p->io;
+    loops[nl++] = p->jo;
+    if (ko)
+        loops[nl++] = ko;
+    loops[nl++] = p->it;
+    loops[nl++] = p->jt;
+    for (int r = 0; r < p->nrvars; r++)
+        loops[nl++] = r == p->rsplit && ki ? ki : p->rvar[r];
+    if (ir)
+        loops[nl++] = ir;
+    if (jr)
+        loops[nl++] = jr;
+    SchedStmt *r = emit(e, "reorder", nl);
+    for (int x = 0; x < nl; x++)
+        r->args[x] = (SchedArg){ .kind = SA_NAME, .name = loops[x] };
+    /* gridDim.y and .z are at most 65535: a loop too long stays a loop */
+    if (bz && p->batch <= 65535)
+        emit_bind(e, bz, "block.z");
+    if ((p->iext + bm - 1) / bm <= 65535)
+        emit_bind(e, p->io, "block.y");
+    emit_bind(e, p->jo, "block.x");
+    emit_bind(e, p->it, "thread.y");
+    emit_bind(e, p->jt, "thread.x");
+    if (v[C_UNROLL]) {
+        if (ki)
+            emit_loop(e, "unroll", ki);
+        if (ir)
+            emit_loop(e, "unroll", ir);
+        if (jr)
+            emit_loop(e, "unroll", jr);
+    }
+    for (int t = 0; v[C_STAGE] && t < p->nstaged; t++) {
+        SchedStmt *c = emit(e, "cache_read", 2);
+        c->stage = p->staged[t];
+        c->result = p->staged_as[t];
+        c->args[0] = (SchedArg){ .kind = SA_NAME, .name = "shared" };
+        c->args[1] = (SchedArg){ .kind = SA_NAME, .name = e->stage };
+        c->at = ko;
+    }
+    if (v[C_STAGE] && v[C_PIPE] > 1) {
+        SchedStmt *pl = emit(e, "pipeline", 2);
+        pl->args[0] = (SchedArg){ .kind = SA_NAME, .name = ko };
+        pl->args[1] = (SchedArg){ .kind = SA_INT, .ival = v[C_PIPE] };
+    }
+}
+
+/* A flat CUDA point:
+ *   S.fuse(spatial axes) -> f;  S.split(f, threads) -> bx, tx;
+ *   S.bind(bx, block.x); S.bind(tx, thread.x);
+ *   S.split(k, tk) -> ko, ki; S.unroll(ki);        (tk > 0) */
+static void emit_cuda_flat(Emitter *e, const StagePlan *p, const int64_t *v)
+{
+    const char *f = emit_fuse_axes(e, p->svar, p->nsvars, p->bz);
+    emit_split(e, f, v[F_THREADS], p->bx, p->tx);
+    emit_bind(e, p->bx, "block.x");
+    emit_bind(e, p->tx, "thread.x");
+    if (v[F_TK] > 0) {
+        emit_split(e, p->rvar[p->rsplit], v[F_TK], p->ko, p->ki);
+        emit_loop(e, "unroll", p->ki);
+    }
+}
+
 static Schedule *copy_written(Arena *a, const Space *sp, const int *point, PtrVec *stmts)
 {
     Schedule *s = arena_alloc(a, sizeof *s);
@@ -886,7 +1340,7 @@ Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
     Schedule *s = copy_written(a, sp, point, &stmts);
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
-        int64_t v[M_COUNT];
+        int64_t v[PLAN_PARAMS_MAX];
         for (int k = 0; k < p->nparams; k++)
             v[k] = sp->params[p->first + k].values[point[p->first + k]];
         Emitter e = { a, p->stage, stmts };
@@ -894,6 +1348,8 @@ Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
         case PLAN_MATMUL: emit_matmul(&e, p, v); break;
         case PLAN_ELEMWISE: emit_elementwise(&e, p, v); break;
         case PLAN_REDUCE: emit_reduce(&e, p, v); break;
+        case PLAN_CUDA_TILED: emit_cuda_tiled(&e, p, v); break;
+        case PLAN_CUDA_FLAT: emit_cuda_flat(&e, p, v); break;
         }
         stmts = e.stmts;
     }
@@ -914,6 +1370,12 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
     LoweredFunc fn = { 0 };
     bool ok = sch_apply_schedule(st, s, NULL) &&
               sch_apply_schedule(st, sch_default(st, s), NULL) && sch_lower(st, &fn);
+    if (ok && sp->sm > 0) {
+        /* the backend's own limits: threads, shared memory, grid */
+        CudaProgram prog;
+        CodegenOptions co = { "texc_kernel", "", "cuda" };
+        ok = cg_cuda_emit(st, &fn, &co, arena_printf(&a, "sm_%d", sp->sm), sp->sm, &prog);
+    }
     arena_free(&a);
     return ok;
 }
@@ -1024,10 +1486,14 @@ void tune_space_print(FILE *out, const Space *sp)
     else
         fprintf(out, "texc: search space: the knobs of the %s schedule", sp->target);
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
-    if (sp->is_auto && strcmp(sp->target, "cpu") != 0)
-        fprintf(out, "texc:   (the automatic space derives CPU schedules only: a %s schedule "
-                     "is tuned through its knobs, ?NAME in [...])\n",
-                sp->target);
+    bool tiled = false;
+    for (int i = 0; i < sp->nplans; i++)
+        tiled = tiled || sp->plans[i]->kind == PLAN_CUDA_TILED;
+    if (tiled)
+        fprintf(out, "texc:   legal: 32 to 1024 threads a block (fewer only for tiles of fewer "
+                     "outputs), at most 64 sums and ~255 registers a thread and 65536 a block, "
+                     "at most %lld bytes of shared memory (%s)\n",
+                (long long)sp->smem_limit, sp->smem_from);
     for (int i = 0; i < sp->nparams; i++) {
         const Param *p = &sp->params[i];
         fprintf(out, "texc:   %-12s in [", p->name);
@@ -1036,11 +1502,32 @@ void tune_space_print(FILE *out, const Space *sp)
         fputs("]\n", out);
     }
     /* what each stage's points are */
-    static const char *const kinds[] = { "matmul-like", "elementwise", "a reduction" };
+    static const char *const kinds[] = { "matmul-like", "elementwise", "a reduction",
+                                         "tiled", "flat" };
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
         fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
                 p->nlegal == 1 ? "" : "s");
+        if (p->kind == PLAN_CUDA_TILED) {
+            fprintf(out, ": blocks of bm x bn outputs (%s, %s to block.y, block.x), threads "
+                         "of tm x tn (%s, %s to thread.y, thread.x), %s split by bk (0: not), ",
+                    p->io, p->jo, p->it, p->jt, p->rvar[p->rsplit]);
+            if (p->nstaged == 0)
+                fputs("no operand to stage in shared memory", out);
+            for (int t = 0; t < p->nstaged; t++)
+                fprintf(out, "%s%s", t ? " and " : "stage 1: ", p->staged[t]);
+            if (p->nstaged)
+                fprintf(out, " staged in shared memory at %s, fetched pipe - 1 steps ahead",
+                        p->ko);
+            fputs("; unroll 1: ki and the thread's tile unrolled\n", out);
+            continue;
+        }
+        if (p->kind == PLAN_CUDA_FLAT) {
+            fprintf(out, ": the spatial loops fused, split by threads into %s (block.x) and %s "
+                         "(thread.x)%s\n",
+                    p->bx, p->tx, p->nrvars ? "; the reduction split by tk, unrolled (0: not)" : "");
+            continue;
+        }
         if (p->kind != PLAN_MATMUL) {
             fputc('\n', out);
             continue;

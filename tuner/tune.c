@@ -32,9 +32,19 @@
  *
  * The build that follows (frontend/main.c) calls tune_best, which finds
  * the winner in the log like any later build would.
+ *
+ * --target cuda runs the same loop.  The differences live in the spaces
+ * (space.c: the knobs of the file's cuda schedule, or block and thread
+ * tiles, a split reduction, staging in shared memory, a pipeline and
+ * unrolling), in the children that build and measure (cuda_measure.c:
+ * NVRTC in the build child, libtexrt in the run child) and in the machine
+ * a record names (log.c: the GPU's sm_XX and name, NVRTC's version).
+ * Without a device it stops before anything is written.  The devices like
+ * device 0 (same architecture and name) are all measured on: with
+ * several, each batch is measured on all of them at once, one candidate
+ * per device (measure.c's tune_measure_devices); with one, as on a CPU.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -207,6 +217,9 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
     if (c->status == TS_TIMEOUT)
         json_object_set_new(r, "limit_s", json_real(limit));
     json_object_set_new(r, "build_s", json_real(c->build_s));
+    if (t->bench.cuda && (c->status == TS_OK || c->status == TS_WRONG || c->status == TS_CRASH ||
+                          c->status == TS_TIMEOUT || c->status == TS_RUN_ERROR))
+        json_object_set_new(r, "measured_on", json_integer(c->device)); /* the device's ordinal */
     json_object_set_new(r, "search", json_string(!c->point ? "default"
                                                  : t->exhaustive ? "exhaustive"
                                                  : c->guided ? "guided" : "random"));
@@ -607,25 +620,49 @@ static bool over_budget(const Tuner *t)
     return tune_now() - t->start > t->budget || tune_interrupted;
 }
 
-static bool cuda_device_present(void)
+/* --tune --target cuda: the devices to measure on, found before anything
+ * is written; false after a message.  The driver is asked in a child
+ * process (tune_cuda_devices): initialised here, it would be unusable in
+ * the children that run the candidates. */
+static bool cuda_ready(const TuneOptions *o)
 {
-    void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!lib)
+#ifndef TEXC_HAVE_CUDA
+    fprintf(stderr, "texc: --tune --target %s: the cuda target was disabled at configure time "
+                    "(no NVRTC found)\n",
+            o->target);
+    return false;
+#else
+    const CudaDevices *d = tune_cuda_devices();
+    if (d->count == 0) {
+        fprintf(stderr, "texc: --tune --target %s needs a CUDA device: none found (%s); "
+                        "building without --tune works without one (--arch sm_XX)\n",
+                o->target, d->why);
         return false;
-    typedef int (*InitFn)(unsigned);
-    typedef int (*CountFn)(int *);
-    InitFn init = (InitFn)dlsym(lib, "cuInit");
-    CountFn count = (CountFn)dlsym(lib, "cuDeviceGetCount");
-    int n = 0;
-    bool present = init && count && init(0) == 0 && count(&n) == 0 && n > 0;
-    dlclose(lib);
-    return present;
+    }
+    char sm[16];
+    snprintf(sm, sizeof sm, "sm_%d", d->sm);
+    if (o->arch && strcmp(o->arch, sm) != 0) {
+        fprintf(stderr, "texc: --tune --target %s measures on device 0, %s (%s): it cannot tune "
+                        "for --arch %s; drop --arch or give --arch %s\n",
+                o->target, d->name, sm, o->arch, sm);
+        return false;
+    }
+    if (!o->quiet && o->verbose)
+        fprintf(stderr, "texc: measuring on %d device%s like device 0: %s (%s, %d bytes of shared "
+                        "memory a block)\n",
+                d->nused, d->nused == 1 ? "" : "s", d->name, sm, d->smem_optin);
+    if (!o->quiet && d->nused < d->count)
+        fprintf(stderr, "texc: %d of the %d CUDA devices differ from device 0 (%s, %s): tuning "
+                        "measures on the %d like it\n",
+                d->count - d->nused, d->count, d->name, sm, d->nused);
+    return true;
+#endif
 }
 
 /* Records a finished candidate: log, statistics, progress. */
 static void finish(Tuner *t, Candidate *c, double limit)
 {
-    tune_discard(c);
+    tune_discard(&t->bench, c);
     if (c->status == TS_COUNT)
         return; /* interrupted: not measured, not logged */
     json_t *r = record_of(t, c, limit);
@@ -646,6 +683,44 @@ static void finish(Tuner *t, Candidate *c, double limit)
     }
     json_decref(r);
     progress(t, c);
+}
+
+/* Measures the built candidates of BATCH (N) and records them all: one
+ * at a time, each recorded as it completes; or, with several GPUs, the
+ * batch on all of them at once, then recorded in order.  A candidate
+ * built after the time budget ran out is not measured. */
+static void measure_batch(Tuner *t, Candidate **batch, int n)
+{
+    double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+    if (t->bench.ndevices > 1) {
+        Candidate **built = arena_alloc(t->a, sizeof *built * (size_t)(n + 1));
+        int nbuilt = 0;
+        for (int i = 0; i < n; i++) {
+            if (batch[i]->status != TS_OK)
+                continue;
+            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+                batch[i]->status = TS_COUNT;
+            else
+                built[nbuilt++] = batch[i];
+        }
+        tune_measure_devices(&t->bench, built, nbuilt, limit);
+        for (int i = 0; i < n; i++)
+            finish(t, batch[i], limit);
+        return;
+    }
+    for (int i = 0; i < n; i++) {
+        Candidate *c = batch[i];
+        /* the limit follows the best so far */
+        limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+        c->device = t->bench.ndevices > 0 ? t->bench.devices[0] : 0;
+        if (c->status == TS_OK) {
+            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+                c->status = TS_COUNT;
+            else
+                tune_measure(&t->bench, c, limit);
+        }
+        finish(t, c, limit);
+    }
 }
 
 /* TEXT (a schedule block) without the statements on prepack stages: the
@@ -717,15 +792,9 @@ static void summary(Tuner *t, double model_corr)
 
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
-    if (strcmp(o->target, "cpu") != 0) {
-        if (!cuda_device_present())
-            fprintf(stderr, "texc: --tune --target %s needs a CUDA device: none found\n", o->target);
-        else
-            fprintf(stderr, "texc: --tune --target %s: tuning CUDA schedules is not implemented "
-                            "yet; --tune works for --target cpu\n",
-                    o->target);
+    bool cuda = strcmp(o->target, "cuda") == 0;
+    if (cuda && !cuda_ready(o))
         return 1;
-    }
     Arena arena = { 0 };
     Tuner tt = { 0 }, *t = &tt;
     t->a = &arena;
@@ -750,10 +819,12 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->sp = tune_space_new(t->a, g, written, o->target);
     if (!t->sp)
         goto out;
+    if (cuda)
+        t->sp->sm = tune_cuda_devices()->sm; /* points are checked by the backend too */
     if (o->verbose)
         tune_space_print(stderr, t->sp);
     tune_workload(t->a, g, o->source_path, o->target, &t->w);
-    tune_machine(&t->m);
+    tune_machine(&t->m, o->target, o->arch);
     t->log = tune_log_path(outer, o);
     if (!t->log || !tune_log_prepare(t->log))
         goto out;
@@ -854,18 +925,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         for (int i = 0; i < n; i++)
             batch[i]->trial = ++t->next_trial;
         tune_build(&t->bench, batch, n, t->jobs);
-        for (int i = 0; i < n; i++) {
-            Candidate *c = batch[i];
-            double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
-            if (c->status == TS_OK) {
-                if (over_budget(t) && (t->measured > 0 || tune_interrupted)) {
-                    c->status = TS_COUNT; /* built too late: not measured */
-                } else {
-                    tune_measure(&t->bench, c, limit);
-                }
-            }
-            finish(t, c, limit);
-        }
+        measure_batch(t, batch, n);
         if (new_trials >= t->trials) {
             stop = NULL;
             break;

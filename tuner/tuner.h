@@ -21,6 +21,7 @@ typedef struct TuneOptions {
     int jobs;                /* --jobs, 0: the number of cores */
     uint64_t seed;           /* --seed */
     const char *plot;        /* --plot FILE.svg, or NULL */
+    const char *arch;        /* --arch sm_XX (cuda), or NULL */
     bool verbose, quiet;
 } TuneOptions;
 
@@ -84,6 +85,12 @@ typedef struct Space {
                                 of another space are never applied */
     double size;             /* points that pass the legality rules */
     int nfeatures;           /* tune_space_features' length */
+    /* cuda */
+    int64_t smem_limit;      /* auto: bytes of shared memory a block may stage */
+    const char *smem_from;   /* ... and where that limit comes from */
+    int sm;                  /* tune_space_check also emits the CUDA C for
+                                sm_SM (the backend's own limits); 0: it
+                                does not */
 } Space;
 
 /* Builds the space of G for TARGET (WRITTEN: the file's schedule, or
@@ -113,6 +120,25 @@ void tune_space_print(FILE *out, const Space *sp);
  * micro-kernel form half the time); false if none found. */
 bool tune_space_random(const Space *sp, uint64_t *rng, int *point);
 uint64_t tune_rand(uint64_t *state);
+
+/* cuda_measure.c — the CUDA devices, and what building and measuring a
+ * CUDA candidate do in their child processes. */
+enum { TUNE_MAX_DEVICES = 16 };
+typedef struct CudaDevices {
+    int count;           /* devices the driver reports; 0: none, WHY says why */
+    char why[256];
+    int sm;              /* device 0's architecture: 90 for sm_90 */
+    char name[256];      /* device 0's name */
+    int smem_optin;      /* bytes of shared memory a block may opt into */
+    int l2_bytes;
+    int driver;          /* the driver's version: 13000 for 13.0 */
+    int used[TUNE_MAX_DEVICES]; /* the devices like device 0 (same
+                                   architecture and name): measured on */
+    int nused;
+} CudaDevices;
+/* The devices, probed once per process in a child process (see
+ * cuda_measure.c: the tuner itself never initialises the driver). */
+const CudaDevices *tune_cuda_devices(void);
 
 /* measure.c — building and timing candidates in child processes. */
 
@@ -159,6 +185,16 @@ typedef struct Bench {
     const char *plant_kind[TUNE_MAX_PLANTS];
     int plant_trial[TUNE_MAX_PLANTS];
     int nplants;
+    const char *keep;     /* TEXC_TUNE_KEEP: a directory for the builds */
+    /* cuda */
+    bool cuda;
+    char arch[16];        /* "sm_90": the devices', what candidates are built for */
+    int sm;
+    void **host_inputs;   /* each input as the kernels read it ... */
+    size_t *input_bytes;  /* ... and its size */
+    int devices[TUNE_MAX_DEVICES]; /* the ordinals measured on */
+    int ndevices;
+    int max_repeats;      /* timed repeats of one run at most */
 } Bench;
 
 typedef struct Candidate {
@@ -169,6 +205,7 @@ typedef struct Candidate {
     int trial;            /* 1-based, in this run */
     double predicted;     /* the cost model's log-time, NAN if none */
     bool guided;          /* chosen by the model, not at random */
+    int device;           /* cuda: the device it is measured on */
     /* building */
     char dir[4200];
     int pid;
@@ -194,13 +231,44 @@ void tune_build(Bench *b, Candidate **cands, int n, int jobs);
 /* Runs a built candidate alone: validates its output and times it.
  * RUN_LIMIT is the seconds one repeat may take. */
 void tune_measure(Bench *b, Candidate *c, double run_limit);
-/* Removes the candidate's directory. */
-void tune_discard(Candidate *c);
+/* Measures CANDS[0..n) (built) at once, one at a time on each of B's
+ * devices, each in a child process of its own (see measure.c). */
+void tune_measure_devices(Bench *b, Candidate **cands, int n, double run_limit);
+/* Removes the candidate's directory (after copying what it built to
+ * TEXC_TUNE_KEEP, if set). */
+void tune_discard(Bench *b, Candidate *c);
 /* Recursively removes PATH (no symlinks followed). */
 void tune_remove_tree(const char *path);
 double tune_now(void);
 /* In a child: be killed when the tuner dies (Linux's PR_SET_PDEATHSIG). */
 void tune_die_with_parent(void);
+/* The TEXC_TUNE_PLANT kind for trial TRIAL, or NULL. */
+const char *tune_plant_of(const Bench *b, int trial);
+
+/* Exit statuses of the children that build and run candidates: the
+ * schedule did not apply (or the backend refused it), a file could not be
+ * written, the compiler could not be run or failed, a CUDA kernel
+ * faulted (an illegal address: the GPU's crash). */
+enum {
+    TUNE_EXIT_FAULT = 95,
+    TUNE_EXIT_COMPILE = 96,
+    TUNE_EXIT_SCHEDULE = 97,
+    TUNE_EXIT_WRITE = 98,
+    TUNE_EXIT_EXEC = 99,
+};
+
+/* cuda_measure.c, continued. */
+/* The input's values as the kernels store them (malloc'ed, *BYTES long,
+ * at least 4 and a multiple of 4). */
+void *tune_cuda_host_bytes(const Tensor *t, const double *values, size_t *bytes);
+/* In a build child, in the candidate's directory: emits the CUDA C of FN,
+ * compiles it with NVRTC for B's architecture, writes kernel.cubin and
+ * launch.txt (the kernels, their grids, blocks and arguments); exits. */
+_Noreturn void tune_cuda_build(Bench *b, SchedState *st, const LoweredFunc *fn, Arena *a);
+/* In a run child, in the candidate's directory: runs the candidate on its
+ * device through libtexrt once, then REPEATS timed times; writes each
+ * output as outN.npy and "MEDIAN_SECONDS COPIES" on stdout; exits. */
+_Noreturn void tune_cuda_run(const Bench *b, const Candidate *c, int repeats);
 /* Has SIGINT or SIGTERM arrived while tuning? */
 extern volatile int tune_interrupted;
 
@@ -214,11 +282,16 @@ double tune_rank_correlation(const double *a, const double *b, int n);
 
 /* log.c — the tuning log: JSON lines, one record per measurement. */
 typedef struct Machine {
+    const char *target;  /* "cpu" or "cuda" */
     char cpu[256];       /* the CPU model */
     char isa[512];       /* the SIMD extensions, space-separated */
     int cores;
-    char arch[1024];     /* cpu, cores and isa: what records must match */
-    char compiler[256];  /* cc --version's first line */
+    char arch[1024];     /* cpu, cores and isa, or the GPU's sm_XX and name:
+                            what records must match */
+    char compiler[256];  /* cc --version's first line, or "NVRTC 13.0" */
+    char device[256];    /* cuda: device 0's name ... */
+    char sm[16];         /* ... and architecture, "sm_90" */
+    int ndevices;        /* cuda: the devices like it */
 } Machine;
 
 typedef struct Workload {
@@ -230,7 +303,10 @@ typedef struct Workload {
     json_t *dims;        /* the dims and their values */
 } Workload;
 
-void tune_machine(Machine *m);
+/* The machine kernels of TARGET run on: the CPU, or (cuda) the GPU
+ * device 0 is (ARCH, --arch, when it is not the device's: a build for
+ * another GPU, whose records are not this machine's). */
+void tune_machine(Machine *m, const char *target, const char *arch);
 void tune_workload(Arena *a, Graph *g, const char *source, const char *target, Workload *w);
 /* The log's path: O's --log or the default; NULL after a message. */
 const char *tune_log_path(Arena *a, const TuneOptions *o);

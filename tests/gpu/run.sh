@@ -2,6 +2,7 @@
 # run.sh — the CUDA tests and the CUDA benchmark, on a machine with a GPU.
 #
 #   sh tests/gpu/run.sh                 from the top of a texc checkout
+#   sh tests/gpu/run.sh --tune          only steps 1 and 3 (a short check)
 #   sh tests/gpu/run.sh --bench-build DIR ARCH
 #                                       only build the benchmark in DIR for
 #                                       ARCH with the texc already built (no
@@ -15,14 +16,22 @@
 #    GPU's architecture and run on it by tests/gpu/harness.c, on fresh
 #    random inputs (CUDA_SEED, default: the time) with poisoned outputs and
 #    workspace, compared with the reference evaluator; then samples/app_cuda.
-# 3. The benchmark (bench/cuda_bench.cu, built with nvcc): texc's
+# 3. The CUDA tuner: texc samples/matmul_gelu.te --tune --target cuda
+#    --trials 20 (TUNE_TRIALS) at the sample's own sizes, into a fresh log;
+#    every candidate valid (the sample's knob points are all schedules the
+#    backend must run right: a wrong result, a crash or a hang is a bug);
+#    then a build that must take its schedule from that log,
+#    run on the GPU by tests/gpu/harness.c on the evaluator's inputs
+#    (seed CUDA_SEED) and compared with its outputs by tests/npycmp.
+# 4. The benchmark (bench/cuda_bench.cu, built with nvcc): texc's
 #    matmul_gelu under its default CUDA schedule and under
 #    tests/cuda/matmul_gelu.1.sched, against cuBLAS sgemm + a bias/GELU
 #    kernel and cuBLASLt's GELU_BIAS epilogue, all FP32, at M = N = K = 4096
 #    and at (M, K, N) = (512, 768, 3072): milliseconds, TFLOP/s, ratios.
 #
 # Everything it prints is also in $RESULTS (default: gpu-results/).  Exit
-# status: 0 when every test passed, 1 when one failed, 77 without a GPU.
+# status: 0 when every test passed, 1 when one failed, 77 (and a SKIP
+# line) without a GPU.
 
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -61,6 +70,61 @@ if [ "${1:-}" = --bench-build ]; then
     bench_build "$2" "$3"
     exit $?
 fi
+tune_only=
+[ "${1:-}" = --tune ] && tune_only=yes
+
+# tune_check DIR SEED: step 3; its verdict is its exit status.
+tune_check() {
+    dir=$1 seed=$2
+    trials=${TUNE_TRIALS:-20}
+    rm -rf "$dir"
+    mkdir -p "$dir" || return 1
+    tlog=$dir/tuning.jsonl # (say writes $log)
+    say "run.sh: texc samples/matmul_gelu.te --tune --target cuda --trials $trials"
+    if ! ./texc samples/matmul_gelu.te --tune --target cuda --trials "$trials" --log "$tlog" \
+            -o "$dir/tuned" >"$dir/tune.out" 2>"$dir/tune.err"; then
+        say "run.sh: tuning FAILED: $(tail -3 "$dir/tune.err")"
+        return 1
+    fi
+    grep '^texc: \(tuned\|best\|tuning\|stopped\)' "$dir/tune.err" | tee -a "$results/run.log"
+    sed -n 's/.*"status":"\([a-z_]*\)".*/\1/p' "$tlog" | sort | uniq -c |
+        sed 's/^ */run.sh: tuning records: /' | tee -a "$results/run.log"
+    valid=$(grep -c '"status":"ok"' "$tlog")
+    if [ "$valid" -lt 1 ]; then
+        say "run.sh: tuning FAILED: no valid candidate"
+        return 1
+    fi
+    # every knob point of the sample is a schedule the backend should run
+    # right: any other status is a bug to look at
+    if grep -q '"status":"\(wrong\|crash\|timeout\|invalid\|compile_error\|run_error\)"' "$tlog"; then
+        say "run.sh: tuning FAILED: a knob point of the sample was wrong, crashed, hung or did not build:"
+        grep -v '"status":"ok"' "$tlog" | sed -n 's/.*"config":\({[^}]*}\).*"detail":"\([^"]*\)".*/  \1: \2/p' |
+            head -5 | tee -a "$results/run.log"
+        return 1
+    fi
+    # the build after tuning: from the log, checked against the evaluator
+    ./texc samples/matmul_gelu.te --target cuda --log "$tlog" -o "$dir/k" 2>"$dir/build.err" || {
+        say "run.sh: the tuned build FAILED: $(cat "$dir/build.err")"
+        return 1
+    }
+    if ! grep -q "using the tuned schedule from $tlog" "$dir/build.err"; then
+        say "run.sh: the build did not use the tuning log: $(cat "$dir/build.err")"
+        return 1
+    fi
+    ./texc samples/matmul_gelu.te --eval --save-inputs --seed "$seed" -o "$dir/ref" >>"$tlog.eval" 2>&1 &&
+        ${CC:-cc} -std=c11 -O2 -Wall -Werror -I"$top/runtime" -I"$dir" -DTEXC_HEADER='"k.h"' \
+            -DTEXC_NAME=k -DTEXC_MACRO=K "$top/tests/gpu/harness.c" -L"$top/runtime/.libs" \
+            -Wl,-rpath,"$top/runtime/.libs" -ltexrt -o "$dir/run" >>"$tlog.eval" 2>&1 &&
+        "$dir/run" "$dir/ref.in.x.npy" "$dir/ref.in.w.npy" "$dir/ref.in.b.npy" "$dir/got.z.npy" \
+            >>"$tlog.eval" 2>&1 &&
+        tests/npycmp "$dir/ref.z.npy" "$dir/got.z.npy" >>"$tlog.eval" 2>&1 || {
+        say "run.sh: the tuned build's output FAILED against the evaluator: $(tail -5 "$tlog.eval")"
+        return 1
+    }
+    say "run.sh: the tuned build ($(sed -n 's/^texc: using the tuned schedule from .* (\(.*\))$/\1/p' \
+        "$dir/build.err")) matches the evaluator"
+    return 0
+}
 
 results=${RESULTS:-$top/gpu-results}
 mkdir -p "$results"
@@ -79,17 +143,22 @@ make -j"$jobs" >>"$log" 2>&1 &&
     { say "run.sh: the build failed; see $log"; exit 1; }
 
 if ! ./texc --target cuda samples/transpose_add.te --check >"$results/probe" 2>&1; then
-    say "run.sh: no GPU here: $(cat "$results/probe")"
+    say "run.sh: SKIP: no GPU here: $(cat "$results/probe")"
     exit 77
 fi
 arch=$(./texc --target cuda samples/transpose_add.te --check -v 2>&1 |
     sed -n 's/^texc: building for \(sm_[0-9a-z]*\),.*/\1/p')
 say "run.sh: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null || echo "a GPU"), $arch"
 
-# 2. the tests on the GPU
 seed=${CUDA_SEED:-$(date +%s)}
-say "run.sh: tests/cuda.sh on the GPU, seed $seed"
 status=0
+if [ -n "$tune_only" ]; then
+    tune_check "$results/tune" "$seed" || status=1
+    exit $status
+fi
+
+# 2. the tests on the GPU
+say "run.sh: tests/cuda.sh on the GPU, seed $seed"
 TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$seed \
     TEXRT_TEST_FAKE_LIBCUDA=$top/runtime/.libs/libfakecuda.so \
     sh tests/cuda.sh >"$results/cuda.tap" 2>&1 || status=1
@@ -103,7 +172,10 @@ else
     status=1
 fi
 
-# 3. the benchmark
+# 3. the tuner on the GPU
+tune_check "$results/tune" "$seed" || status=1
+
+# 4. the benchmark
 if [ ! -x "$nvcc" ]; then
     say "run.sh: no nvcc ($nvcc): no benchmark"
     exit $status
