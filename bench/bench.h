@@ -110,9 +110,9 @@ int bench_ops_count(int *contended, int *mismatches);
 /* bench_halide.cc: matmul_gelu in Halide, scheduled by Adams2019 at build time (halide_gen.cc) */
 typedef struct HalideRun HalideRun;
 extern const char bench_halide_about[];  /* version, target, autoscheduler: for the report */
-/* The pipeline built for M x K x N and THREADS threads, on the arrays X W B
- * and Z as they are; NULL and WHY when none was built. */
-HalideRun *bench_halide_new(int m, int k, int n, int threads, const float *x, const float *w,
+/* The pipeline Adams2019 scheduled for M x K x N at PARALLELISM, on the
+ * arrays X W B and Z as they are; NULL and WHY when none was built. */
+HalideRun *bench_halide_new(int m, int k, int n, int parallelism, const float *x, const float *w,
                             const float *b, float *z, char *why, size_t why_size);
 const char *bench_halide_note(const HalideRun *run);  /* scheduling and compile times */
 void bench_halide_run(void *ctx);                      /* a RunFn: one call of the pipeline */

@@ -2,9 +2,9 @@
  * halide_gen built.
  *
  * halide_gen (run by the Makefile) wrote one Halide pipeline for every
- * shape and thread count of the run, each scheduled by Adams2019 for that
- * thread count, and listed them in halide_kernels.h.  This file finds the
- * one for a row, wraps the row's arrays in halide_buffer_t without copying
+ * shape and thread count of the run, each scheduled by Adams2019 with that
+ * thread count as its parallelism, and listed them in halide_kernels.h.
+ * This file finds the one asked for, wraps the row's arrays in halide_buffer_t without copying
  * them (row-major x[m][k] is Halide's x(k, i): the first dimension is the
  * innermost), and sets the size of Halide's thread pool, which is its own
  * (pthreads), apart from OpenMP's: halide_shutdown_thread_pool, then
@@ -29,13 +29,13 @@ namespace {
 
 struct HalideKernel {
     int m, k, n;         // the shape it was built for
-    int threads;         // the parallelism Adams2019 scheduled it for
+    int parallelism;     // what Adams2019 scheduled it for
     Pipeline *pipeline;
     const char *name;
     const char *note;    // halide_gen's: how long scheduling and compiling took
 };
 
-#define HALIDE_KERNEL_ENTRY(M, K, N, THREADS, FN, NOTE) {M, K, N, THREADS, FN, #FN, NOTE},
+#define HALIDE_KERNEL_ENTRY(M, K, N, PARALLELISM, FN, NOTE) {M, K, N, PARALLELISM, FN, #FN, NOTE},
 const HalideKernel kernels[] = {HALIDE_KERNELS(HALIDE_KERNEL_ENTRY)};
 
 }  // namespace
@@ -51,11 +51,11 @@ extern "C" {
 const char bench_halide_about[] =
     "Halide " BENCH_HALIDE_VERSION ", target " HALIDE_TARGET "; " HALIDE_AUTOSCHEDULER;
 
-HalideRun *bench_halide_new(int m, int k, int n, int threads, const float *x, const float *w,
+HalideRun *bench_halide_new(int m, int k, int n, int parallelism, const float *x, const float *w,
                             const float *b, float *z, char *why, size_t why_size)
 {
     for (const HalideKernel &kernel : kernels)
-        if (kernel.m == m && kernel.k == k && kernel.n == n && kernel.threads == threads) {
+        if (kernel.m == m && kernel.k == k && kernel.n == n && kernel.parallelism == parallelism) {
             HalideRun *run = new HalideRun;
             run->kernel = &kernel;
             run->x = Halide::Runtime::Buffer<const float>(x, k, m);
@@ -64,8 +64,9 @@ HalideRun *bench_halide_new(int m, int k, int n, int threads, const float *x, co
             run->z = Halide::Runtime::Buffer<float>(z, n, m);
             return run;
         }
-    std::snprintf(why, why_size, "no Halide pipeline built for %dx%dx%d at %d threads "
-                  "(halide_gen builds the Makefile's BENCH_SHAPES x BENCH_THREADS)", m, k, n, threads);
+    std::snprintf(why, why_size, "no Halide pipeline built for %dx%dx%d at parallelism %d "
+                  "(halide_gen builds the Makefile's BENCH_SHAPES x BENCH_THREADS)", m, k, n,
+                  parallelism);
     return nullptr;
 }
 
