@@ -8,7 +8,9 @@
  * plain C program would be) and peak.c (the FMA loop and the bandwidth
  * loops that measure the machine).  The GELU is the one texc emits
  * (codegen/c.c, te_gelu_f32), so that every peer computes the same
- * function and the check compares like with like.
+ * function and the check compares like with like.  bench_halide.cc, the
+ * Halide peer's glue, is C++ (built only when configure found Halide): it
+ * includes this header too.
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -20,6 +22,10 @@
 #ifdef BENCH_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+#endif
+
+#ifdef __cplusplus
+extern "C" {
 #endif
 
 /* GELU with erf, as texc's generated te_gelu_f32. */
@@ -99,5 +105,24 @@ void bench_ops_run(const OpsConfig *cfg, void (*set_threads)(int));
 void bench_ops_print(FILE *out);  /* the four sections of the report */
 /* the rows measured; *CONTENDED: how many ran below BENCH_CONTENDED, *MISMATCHES: how many failed the check */
 int bench_ops_count(int *contended, int *mismatches);
+
+#ifdef BENCH_HAVE_HALIDE
+/* bench_halide.cc: matmul_gelu in Halide, scheduled by Adams2019 at build time (halide_gen.cc) */
+typedef struct HalideRun HalideRun;
+extern const char bench_halide_about[];  /* version, target, autoscheduler: for the report */
+/* The pipeline Adams2019 scheduled for M x K x N at PARALLELISM, on the
+ * arrays X W B and Z as they are; NULL and WHY when none was built. */
+HalideRun *bench_halide_new(int m, int k, int n, int parallelism, const float *x, const float *w,
+                            const float *b, float *z, char *why, size_t why_size);
+const char *bench_halide_note(const HalideRun *run);  /* scheduling and compile times */
+void bench_halide_run(void *ctx);                      /* a RunFn: one call of the pipeline */
+void bench_halide_free(HalideRun *run);
+/* Sets the size of Halide's thread pool; the size read back. */
+int bench_halide_set_threads(int threads);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
