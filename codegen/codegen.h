@@ -52,6 +52,8 @@ extern const char cg_vmath_source[];
 
 /* harness.c: a main() running the kernel NAME on .npy files: see there. */
 bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out);
+/* The descr numpy reads a tensor of dtype T with ("<f4"; bf16: its bits, "<u2"). */
+const char *cg_npy_descr(DType t);
 
 /* The cuda target (codegen/cuda*.c). */
 typedef struct CudaOptions {

@@ -194,7 +194,8 @@ static const char harness_body[] =
     "    return n < 1 ? 1 : (int)n;\n"
     "}\n";
 
-static const char *npy_descr(DType t)
+/* The descr numpy reads T's stored values with (bf16: its bits, "<u2"). */
+const char *cg_npy_descr(DType t)
 {
     switch (t) {
     case DT_BOOL: return "|b1";
@@ -263,7 +264,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
                 fprintf(out, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
             fprintf(out, "%s };\n", t->rank ? "" : "0");
             fprintf(out, "    buf[%d] = read_npy(argv[%d], \"%s\", %d, dims%d, %d, %d);\n", i, i + 1,
-                    npy_descr(t->dtype), t->rank, i, dtype_bytes(t->dtype), t->dtype == DT_BF16);
+                    cg_npy_descr(t->dtype), t->rank, i, dtype_bytes(t->dtype), t->dtype == DT_BF16);
             continue;
         }
         fprintf(out, "    for (int c = 0; c < copies; c++) {\n");
@@ -312,7 +313,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out)
     for (int i = 0; i < nout; i++) {
         const Tensor *t = g->outputs[i];
         fprintf(out, "    write_npy(argv[%d], last[%d], %lld, \"%s\", \"%s\");\n", nin + i + 1,
-                nin + i, (long long)(tensor_elems(t) * dtype_bytes(t->dtype)), npy_descr(t->dtype),
+                nin + i, (long long)(tensor_elems(t) * dtype_bytes(t->dtype)), cg_npy_descr(t->dtype),
                 shape_text(a, t));
     }
     fprintf(out, "    for (size_t k = 0; k < (size_t)copies * %d; k++)\n        free(buf[k]);\n", nbuf);

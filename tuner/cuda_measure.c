@@ -355,19 +355,6 @@ static int run_program(void *ctx, int i)
     return TEXRT_OK;
 }
 
-/* The descr numpy reads T's stored values with (bf16: its bits). */
-static const char *npy_descr(DType t)
-{
-    switch (t) {
-    case DT_BOOL: return "|b1";
-    case DT_I32: return "<i4";
-    case DT_F16: return "<f2";
-    case DT_BF16: return "<u2";
-    case DT_F64: return "<f8";
-    default: return "<f4";
-    }
-}
-
 /* OUT as a .npy file of T's shape: the bytes the kernels stored. */
 static bool write_output(const char *path, const Tensor *t, const void *data, size_t bytes)
 {
@@ -378,7 +365,7 @@ static bool write_output(const char *path, const Tensor *t, const void *data, si
                                 d + 1 < t->rank ? " " : "");
     char header[512];
     int n = snprintf(header, sizeof header, "{'descr': '%s', 'fortran_order': False, 'shape': (%s), }",
-                     npy_descr(t->dtype), shape);
+                     cg_npy_descr(t->dtype), shape);
     /* magic, version, length, header padded with spaces and a newline to
        a multiple of 64 */
     int total = 10 + n + 1;
