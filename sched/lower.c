@@ -311,6 +311,18 @@ static int guard_depth(SStage *s, Expr *g, bool *in_nest)
 
 static Stmt *lower_stage(Lower *L, SStage *s);
 
+/* L of stage S over its whole extent, unless it is one of the region loops
+ * plan_child set (a spatial loop of an attached stage): the range
+ * lower_stage gives it. */
+static void whole_range(Lower *L, const SStage *s, const Loop *l)
+{
+    if (!s->attach || l->reduce || !L->loop_min[l->var->id]) {
+        L->loop_min[l->var->id] = sch_int(L->a, 0);
+        L->loop_ext[l->var->id] = sch_int(L->a, l->var->extent);
+        L->loop_trip[l->var->id] = l->var->extent;
+    }
+}
+
 /* E with sums and differences moved inside min(): lo + min(T, S - lo) - 1
  * becomes min(lo + T - 1, S - 1), whose bounds do not count lo twice. */
 static Expr *sum_into_min(Arena *a, Expr *e)
@@ -384,11 +396,7 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
      * loops over their whole extent */
     for (int i = 0; i < c->loops.len; i++) {
         Loop *l = c->loops.items[i];
-        if (l->reduce || !L->loop_min[l->var->id]) {
-            L->loop_min[l->var->id] = sch_int(a, 0);
-            L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
-            L->loop_trip[l->var->id] = l->var->extent;
-        }
+        whole_range(L, c, l);
         all[l->var->id] = inner[l->var->id] = true;
     }
     for (int d = 0; d < c->tensor->rank; d++) {
@@ -622,11 +630,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
     int n = s->loops.len;
     for (int i = 0; i < n; i++) {
         Loop *l = s->loops.items[i];
-        if (!s->attach || l->reduce || !L->loop_min[l->var->id]) {
-            L->loop_min[l->var->id] = sch_int(a, 0);
-            L->loop_ext[l->var->id] = sch_int(a, l->var->extent);
-            L->loop_trip[l->var->id] = l->var->extent;
-        }
+        whole_range(L, s, l);
         if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64) {
             diag_error(L->st->g->src, l->kind_span,
                        "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
