@@ -13,19 +13,32 @@
  *   NAME_prepacked_bytes, NAME_prepack_args, NAME_packed_args: the same
  *                                    over pointer arrays, for harnesses
  * and reads the way the schedule reads: one loop per schedule loop, named
- * after it; `#pragma omp parallel for` for parallel loops, `#pragma omp
- * simd` for vectorized ones, one block per value of an unrolled loop.
+ * after it; `#pragma omp simd` for vectorized ones, one block per value of
+ * an unrolled loop.  A parallel loop becomes a function of a range of its
+ * iterations, written ahead of the function it was in, which calls
+ * te_parallel_for on it (codegen/parallel.c says why and how it runs).
  * Buffers are typed views of the caller's pointers (float (*x)[768]), so
  * indexing reads x[i][k].  Arithmetic follows the reference evaluator:
  * integer division by zero gives 0, float-to-int casts saturate and send
  * NaN to 0, min/max/relu propagate NaN.  f16 and bf16 values are computed
  * in float and rounded when stored.
  */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* open_memstream */
+#endif
 #include <ctype.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
+
+/* A function's parameters: the tensors, and which it only reads. */
+typedef struct Params {
+    const Tensor **t;
+    bool *ro;
+    int n;
+} Params;
 
 typedef struct Emitter {
     Arena *a;
@@ -38,6 +51,16 @@ typedef struct Emitter {
     PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
     WorkspacePlan plan; /* where each of the function's temps lives */
     int indent;
+    /* the C function being written, for emit_parallel */
+    const char *fn_name;
+    const Params *fn_params;
+    const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
+    PtrVec outer;      /* IterVar *: the loop variables declared around */
+    int allocs;        /* S_ALLOC blocks open around */
+    FILE *lifted;      /* parallel loops' functions, written ahead of it */
+    bool in_lifted;    /* writing one: nested parallel loops run serially */
+    char *text[2];     /* the function and e->lifted, in memory */
+    size_t len[2];
 } Emitter;
 
 /* Identifiers a user's name must not become. */
@@ -629,7 +652,9 @@ static void emit_for(Emitter *e, const Stmt *s)
             } else {
                 fprintf(e->out, "%lld;\n", (long long)k);
             }
+            vec_push(e->a, &e->outer, l->var);
             emit_stmt(e, s->body);
+            e->outer.len--;
             e->indent--;
             line(e, "}\n");
         }
@@ -671,25 +696,164 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
     return true;
 }
 
-static void emit_scalar_loop(Emitter *e, const Stmt *s)
+static bool emit_parallel(Emitter *e, const Stmt *s);
+
+/* "for (int64_t v = MIN; v < END; v++) { BODY }", END "MIN + EXTENT"
+ * unless given */
+static void emit_loop_over(Emitter *e, const Stmt *s, const char *min, const char *end)
 {
     const Loop *l = s->loop;
     const char *v = var_name(e, l->var);
-    if (l->kind == LOOP_PARALLEL)
-        line(e, "#pragma omp parallel for schedule(static)\n");
-    else if (l->kind == LOOP_VECTORIZED)
-        line(e, "#pragma omp simd\n");
     line(e, "for (int64_t %s = ", v);
-    emit_expr(e, s->min, 0);
+    if (min)
+        fputs(min, e->out);
+    else
+        emit_expr(e, s->min, 0);
     fprintf(e->out, "; %s < ", v);
-    emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
+    if (end)
+        fputs(end, e->out);
+    else
+        emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
     fprintf(e->out, "; %s++) {\n", v);
     e->indent++;
+    vec_push(e->a, &e->outer, l->var);
     if (l->pipeline >= 2)
         emit_prefetch(e, s);
     emit_stmt(e, s->body);
+    e->outer.len--;
     e->indent--;
     line(e, "}\n");
+}
+
+static void emit_scalar_loop(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    if (l->kind == LOOP_PARALLEL && emit_parallel(e, s))
+        return;
+    if (l->kind == LOOP_PARALLEL && !e->in_lifted)
+        line(e, "#pragma omp parallel for schedule(static)\n");
+    else if (l->kind == LOOP_VECTORIZED)
+        line(e, "#pragma omp simd\n");
+    emit_loop_over(e, s, NULL, NULL);
+}
+
+static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from);
+static void emit_temp(Emitter *e, const Tensor *t, int i);
+
+/* Does S use T outside the parallel loops emit_parallel lifts out of it
+ * (those not in a local buffer's block), so that the function writing S
+ * needs T's view?  A lifted loop's bounds are computed where it was. */
+static bool used_unlifted(const Stmt *s, const Tensor *t)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_FOR:
+        if (s->loop->kind == LOOP_PARALLEL)
+            return cg_expr_uses(s->min, t) || cg_expr_uses(s->extent, t);
+        return cg_expr_uses(s->min, t) || cg_expr_uses(s->extent, t) || used_unlifted(s->body, t);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (used_unlifted(s->stmts[i], t))
+                return true;
+        return false;
+    case S_IF:
+        return cg_expr_uses(s->cond, t) || used_unlifted(s->body, t);
+    case S_STORE:
+    case S_ALLOC: /* parallel loops inside stay */
+        return cg_stmt_uses(s, t);
+    }
+    TE_UNREACHABLE();
+}
+
+/* A parallel loop S as a function of a range of its iterations,
+ *   static void F(void *te_arg, int64_t te_lo, int64_t te_hi)
+ * written to e->lifted with a struct F_ctx of what it reads from around
+ * (the function's pointer parameters, te_workspace, outer loop
+ * variables), and in its place "te_parallel_for(F, &(struct F_ctx){..},
+ * MIN, MIN + EXTENT);".  False, and nothing written, where S cannot be
+ * lifted: inside a local buffer's block (the function would need the
+ * buffer; the caller then writes an OpenMP loop, as before) or inside a
+ * lifted loop (S then runs serially in its thread). */
+static bool emit_parallel(Emitter *e, const Stmt *s)
+{
+    if (!e->lifted || e->in_lifted || e->allocs > 0)
+        return false;
+    TE_ASSERT(e->indent > 0);
+    const Loop *l = s->loop;
+    const char *f = claim(e, arena_printf(e->a, "%s_%s", e->fn_name, l->name));
+    const Params *p = e->fn_params;
+    bool ws = false;
+    for (int i = 0; e->fn_temps && i < e->fn_temps->temps.len; i++)
+        ws = ws || cg_stmt_uses(s->body, e->fn_temps->temps.items[i]);
+    PtrVec vars = {0};
+    for (int i = 0; i < e->outer.len; i++)
+        if (cg_stmt_uses_var(s->body, e->outer.items[i]))
+            vec_push(e->a, &vars, e->outer.items[i]);
+
+    int captured = vars.len + ws;
+    for (int i = 0; i < p->n; i++)
+        captured += cg_stmt_uses(s->body, p->t[i]);
+    TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
+
+    FILE *out = e->out;
+    int indent = e->indent;
+    e->out = e->lifted;
+    e->in_lifted = true;
+    fprintf(e->out, "\n/* the parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
+            l->name, f);
+    for (int i = 0; i < p->n; i++)
+        if (cg_stmt_uses(s->body, p->t[i]))
+            fprintf(e->out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
+                    tensor_name(e, p->t[i]));
+    if (ws)
+        fputs("    char *te_workspace;\n", e->out);
+    for (int i = 0; i < vars.len; i++)
+        fprintf(e->out, "    int64_t %s;\n", var_name(e, vars.items[i]));
+    fprintf(e->out, "};\n\n/* iterations [te_lo, te_hi) of %s (te_parallel_for runs the parts) */\n"
+            "static void %s(void *te_arg, int64_t te_lo, int64_t te_hi)\n{\n", l->name, f);
+    e->indent = 1;
+    line(e, "const struct %s_ctx *te_ctx = te_arg;\n", f);
+    for (int i = 0; i < p->n; i++)
+        if (cg_stmt_uses(s->body, p->t[i]))
+            emit_view(e, p->t[i], p->ro[i], "te_ctx->");
+    if (ws) {
+        line(e, "char *te_workspace = te_ctx->te_workspace;\n");
+        for (int i = 0; i < e->fn_temps->temps.len; i++)
+            if (cg_stmt_uses(s->body, e->fn_temps->temps.items[i]))
+                emit_temp(e, e->fn_temps->temps.items[i], i);
+    }
+    for (int i = 0; i < vars.len; i++) {
+        const char *v = var_name(e, vars.items[i]);
+        line(e, "const int64_t %s = te_ctx->%s;\n", v, v);
+    }
+    emit_loop_over(e, s, "te_lo", "te_hi");
+    fputs("}\n", e->out);
+    e->in_lifted = false;
+    e->out = out;
+    e->indent = indent;
+
+    line(e, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
+    const char *sep = "";
+    for (int i = 0; i < p->n; i++)
+        if (cg_stmt_uses(s->body, p->t[i])) {
+            fprintf(e->out, "%s%s_", sep, tensor_name(e, p->t[i]));
+            sep = ", ";
+        }
+    if (ws) {
+        fprintf(e->out, "%ste_workspace", sep);
+        sep = ", ";
+    }
+    for (int i = 0; i < vars.len; i++) {
+        fprintf(e->out, "%s%s", sep, var_name(e, vars.items[i]));
+        sep = ", ";
+    }
+    fputs(" }, ", e->out);
+    emit_expr(e, s->min, 0);
+    fputs(", ", e->out);
+    emit_expr(e, sch_add(e->a, s->min, s->extent), 0);
+    fputs(");\n", e->out);
+    return true;
 }
 
 /* ------------------------------------------------------------------ */
@@ -865,7 +1029,9 @@ static void emit_stmt(Emitter *e, const Stmt *s)
             emit_dims(e, s->buf, 0);
             fputs(" __attribute__((aligned(64)));\n", e->out);
         }
+        e->allocs++;
         emit_stmt(e, s->body);
+        e->allocs--;
         e->indent--;
         line(e, "}\n");
         break;
@@ -945,13 +1111,6 @@ static const char helpers[] =
     "    return p;\n"
     "}\n";
 
-/* A function's parameters: the tensors, and which it only reads. */
-typedef struct Params {
-    const Tensor **t;
-    bool *ro;
-    int n;
-} Params;
-
 static Params params_new(Arena *a, int cap)
 {
     return (Params){ arena_alloc(a, sizeof(Tensor *) * (size_t)cap),
@@ -987,27 +1146,30 @@ static void emit_call_open(Emitter *e, const char *name, const Params *p)
         fprintf(e->out, "%s%s_", i ? ", " : "", tensor_name(e, p->t[i]));
 }
 
-/* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;" */
-static void emit_view(Emitter *e, const Tensor *t, bool ro)
+/* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;",
+ * the pointer x_ read from FROM ("" or "te_ctx->"). */
+static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from)
 {
     const char *c = ro ? "const " : "";
     const char *ty = storage_type(t->dtype);
     const char *n = tensor_name(e, t);
     if (t->rank <= 1) {
-        line(e, "%s%s *restrict %s = %s_;\n", c, ty, n, n);
+        line(e, "%s%s *restrict %s = %s%s_;\n", c, ty, n, from, n);
         return;
     }
     line(e, "%s%s (*restrict %s)", c, ty, n);
     emit_dims(e, t, 1);
     fprintf(e->out, " = (%s%s (*)", c, ty);
     emit_dims(e, t, 1);
-    fprintf(e->out, ")%s_;\n", n);
+    fprintf(e->out, ")%s%s_;\n", from, n);
 }
 
-static void emit_views(Emitter *e, const Params *p)
+/* the views of P's tensors that BODY uses outside its lifted loops */
+static void emit_views(Emitter *e, const Params *p, const Stmt *body)
 {
     for (int i = 0; i < p->n; i++)
-        emit_view(e, p->t[i], p->ro[i]);
+        if (used_unlifted(body, p->t[i]))
+            emit_view(e, p->t[i], p->ro[i], "");
 }
 
 /* Temp I's view of its bytes in the workspace (its memory plan's offset):
@@ -1035,7 +1197,7 @@ static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
 {
     bool any = false;
     for (int i = 0; i < fn->temps.len; i++)
-        any = any || cg_stmt_uses(body, fn->temps.items[i]);
+        any = any || used_unlifted(body, fn->temps.items[i]);
     if (!any) {
         emit_stmt(e, body);
         return;
@@ -1043,7 +1205,7 @@ static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
     line(e, "{\n");
     e->indent++;
     for (int i = 0; i < fn->temps.len; i++)
-        if (cg_stmt_uses(body, fn->temps.items[i]))
+        if (used_unlifted(body, fn->temps.items[i]))
             emit_temp(e, fn->temps.items[i], i);
     emit_stmt(e, body);
     e->indent--;
@@ -1226,6 +1388,45 @@ static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
     return NULL;
 }
 
+/* Starts the function NAME(P[, workspace]): its body, and the functions
+ * of its parallel loops, go to memory until end_function.  TEMPS: the
+ * lowered function whose temps its body may use. */
+static bool begin_function(Emitter *e, const char *name, const Params *p, bool ws,
+                           const LoweredFunc *temps)
+{
+    FILE *body = open_memstream(&e->text[0], &e->len[0]);
+    e->lifted = body ? open_memstream(&e->text[1], &e->len[1]) : NULL;
+    if (!e->lifted) {
+        if (body)
+            fclose(body);
+        free(e->text[0]);
+        return false;
+    }
+    e->out = body;
+    e->fn_name = name;
+    e->fn_params = p;
+    e->fn_temps = temps;
+    fputc('\n', e->out);
+    emit_signature(e, e->out, name, p, false, ws);
+    fputs("\n{\n", e->out);
+    e->indent = 1;
+    return true;
+}
+
+/* Writes to C the functions of the parallel loops, then the function. */
+static void end_function(Emitter *e, FILE *c)
+{
+    fputs("}\n", e->out);
+    fclose(e->out);
+    fclose(e->lifted);
+    fwrite(e->text[1], 1, e->len[1], c);
+    fwrite(e->text[0], 1, e->len[0], c);
+    free(e->text[0]);
+    free(e->text[1]);
+    e->out = c;
+    e->lifted = NULL;
+}
+
 /* "void NAME(PARAMS) { workspace of its own; NAME_ws(PARAMS, workspace); }" */
 static void emit_with_workspace(Emitter *e, const char *name, const char *ws_name, const Params *p,
                                 const char *ws_macro)
@@ -1303,29 +1504,29 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
         sch_print_trace_stmt(c, st->trace.items[i]);
     }
     fputs(" * Do not edit: regenerate with texc.\n */\n", c);
+    fputs("#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
+          "#define _POSIX_C_SOURCE 200809L /* threads, signal masks, sysconf (parallel loops) */\n"
+          "#endif\n", c);
     fprintf(c, "#include \"%s.h\"\n\n", o->name);
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
     fputs(helpers, c);
     fputs(cg_vmath_source, c);
+    fputs(cg_parallel_source, c);
     fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f.ws_macro);
     if (f.prepack.n) {
-        fputc('\n', c);
-        emit_signature(&e, c, f.prepack_name, &f.prepack, false, false);
-        fputs("\n{\n", c);
-        e.indent = 1;
-        emit_views(&e, &f.prepack);
+        if (!begin_function(&e, f.prepack_name, &f.prepack, false, NULL))
+            return false;
+        emit_views(&e, &f.prepack, fn->prepack);
         emit_stmt(&e, fn->prepack);
-        fputs("}\n", c);
+        end_function(&e, c);
     }
 
     /* the kernel steps in order, each temp at its planned offset */
     const char *core = f.prepack.n ? f.packed_ws_name : f.ws_name;
-    fputc('\n', c);
-    emit_signature(&e, c, core, &f.kernel, false, true);
-    fputs("\n{\n", c);
-    e.indent = 1;
-    emit_views(&e, &f.kernel);
+    if (!begin_function(&e, core, &f.kernel, true, fn))
+        return false;
+    emit_views(&e, &f.kernel, fn->body);
     if (fn->temps.len)
         line(&e, "char *te_workspace = te_workspace_;\n");
     else
@@ -1335,7 +1536,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
     for (int k = 0; k < nsteps; k++)
         emit_step(&e, fn, bodies[k]);
-    fputs("}\n", c);
+    end_function(&e, c);
 
     if (!f.prepack.n) {
         emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);

@@ -27,6 +27,9 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
 /* workspace.c: does S read or write T (in a value, an index, a bound or a
  * condition)? */
 bool cg_stmt_uses(const Stmt *s, const Tensor *t);
+bool cg_expr_uses(const Expr *e, const Tensor *t);
+/* ... does S read the loop variable V? */
+bool cg_stmt_uses_var(const Stmt *s, const IterVar *v);
 
 /* The memory plan of a lowered function's intermediates (fn->temps). */
 typedef struct WorkspacePlan {
@@ -49,6 +52,8 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
 
 /* vmath.c: branch-free vector exp, erf, tanh, gelu, sigmoid (C text). */
 extern const char cg_vmath_source[];
+/* parallel.c: te_parallel_for, which runs a parallel loop's function (C text). */
+extern const char cg_parallel_source[];
 
 /* harness.c: a main() running the kernel NAME on .npy files: see there. */
 bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out);

@@ -39,43 +39,59 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
     return n;
 }
 
-static bool expr_uses(const Expr *e, const Tensor *t)
+/* Does E load T (T != NULL) or read the loop variable V (V != NULL)? */
+static bool expr_uses(const Expr *e, const Tensor *t, const IterVar *v)
 {
     if (!e)
         return false;
-    if (e->kind == EX_LOAD && e->tensor == t)
+    if ((t && e->kind == EX_LOAD && e->tensor == t) || (v && e->kind == EX_VAR && e->var == v))
         return true;
     for (int i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], t))
+        if (expr_uses(e->args[i], t, v))
             return true;
     return false;
 }
 
-bool cg_stmt_uses(const Stmt *s, const Tensor *t)
+static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v)
 {
     if (!s)
         return false;
     switch (s->kind) {
     case S_FOR:
-        return expr_uses(s->min, t) || expr_uses(s->extent, t) || cg_stmt_uses(s->body, t);
+        return expr_uses(s->min, t, v) || expr_uses(s->extent, t, v) || stmt_uses(s->body, t, v);
     case S_SEQ:
         for (int i = 0; i < s->n; i++)
-            if (cg_stmt_uses(s->stmts[i], t))
+            if (stmt_uses(s->stmts[i], t, v))
                 return true;
         return false;
     case S_STORE:
-        if (s->buf == t || expr_uses(s->value, t))
+        if ((t && s->buf == t) || expr_uses(s->value, t, v))
             return true;
         for (int d = 0; d < s->buf->rank; d++)
-            if (expr_uses(s->index[d], t))
+            if (expr_uses(s->index[d], t, v))
                 return true;
         return false;
     case S_IF:
-        return expr_uses(s->cond, t) || cg_stmt_uses(s->body, t);
+        return expr_uses(s->cond, t, v) || stmt_uses(s->body, t, v);
     case S_ALLOC:
-        return cg_stmt_uses(s->body, t);
+        return stmt_uses(s->body, t, v);
     }
     TE_UNREACHABLE();
+}
+
+bool cg_expr_uses(const Expr *e, const Tensor *t)
+{
+    return expr_uses(e, t, NULL);
+}
+
+bool cg_stmt_uses(const Stmt *s, const Tensor *t)
+{
+    return stmt_uses(s, t, NULL);
+}
+
+bool cg_stmt_uses_var(const Stmt *s, const IterVar *v)
+{
+    return stmt_uses(s, NULL, v);
 }
 
 bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
