@@ -52,7 +52,7 @@ typedef struct Emitter {
     WorkspacePlan plan; /* where each of the function's temps lives */
     int indent;
     /* the C function being written, for emit_parallel */
-    const char *fn_name;
+    const char *base;  /* the entry point's name */
     const Params *fn_params;
     const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
     PtrVec outer;      /* IterVar *: the loop variables declared around */
@@ -781,7 +781,14 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
         return false;
     TE_ASSERT(e->indent > 0);
     const Loop *l = s->loop;
-    const char *f = claim(e, arena_printf(e->a, "%s_%s", e->fn_name, l->name));
+    const char *stage = "";
+    for (int i = 0; i < e->st->stages.len && !*stage; i++) {
+        const SStage *g = e->st->stages.items[i];
+        for (int k = 0; k < g->loops.len; k++)
+            if (g->loops.items[k] == l)
+                stage = g->name;
+    }
+    const char *f = claim(e, cg_c_identifier(e->a, arena_printf(e->a, "%s_%s_%s", e->base, stage, l->name)));
     const Params *p = e->fn_params;
     bool ws = false;
     for (int i = 0; e->fn_temps && i < e->fn_temps->temps.len; i++)
@@ -800,8 +807,8 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     int indent = e->indent;
     e->out = e->lifted;
     e->in_lifted = true;
-    fprintf(e->out, "\n/* the parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
-            l->name, f);
+    fprintf(e->out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
+            stage, l->name, f);
     for (int i = 0; i < p->n; i++)
         if (cg_stmt_uses(s->body, p->t[i]))
             fprintf(e->out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
@@ -1042,7 +1049,9 @@ static void emit_stmt(Emitter *e, const Stmt *s)
 /* The translation unit.                                               */
 
 static const char helpers[] =
-    "#if defined(__GNUC__) && !defined(__clang__)\n"
+    "#if defined(__clang__)\n"
+    "#pragma clang diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+    "#elif defined(__GNUC__)\n"
     "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
     "#endif\n"
     "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
@@ -1403,7 +1412,6 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
         return false;
     }
     e->out = body;
-    e->fn_name = name;
     e->fn_params = p;
     e->fn_temps = temps;
     fputc('\n', e->out);
@@ -1445,7 +1453,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h)
 {
     Arena *a = st->arena;
-    Emitter e = { .a = a, .out = out_c, .st = st };
+    Emitter e = { .a = a, .out = out_c, .st = st, .base = o->name };
     e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
     Graph *g = st->g;
     claim(&e, o->name);
