@@ -82,6 +82,24 @@ static int64_t tile_j(int64_t jext, int lanes)
     return jext >= 4 * lanes ? 4 * lanes : jext >= 2 * lanes ? 2 * lanes : lanes;
 }
 
+/* The micro-kernel's tile for an IEXT x JEXT output: 8 rows (or all) by
+ * tile_j columns.  With fewer than 3 rows (a matrix-vector product, M = 1)
+ * the columns widen until the tile holds about 8 vectors: with 3, each
+ * sum waits on the previous FMA and the k loop reads w at a third of the
+ * speed the cache delivers it. */
+static void default_tile(int64_t iext, int64_t jext, int lanes, int64_t *ti, int64_t *tj)
+{
+    *ti = iext >= 8 ? 8 : iext;
+    *tj = tile_j(jext, lanes);
+    if (*ti * (*tj / lanes) < 8) {
+        int64_t want = (8 + *ti - 1) / *ti * lanes;
+        while (want > *tj && want > jext)
+            want -= lanes;
+        if (want > *tj)
+            *tj = want;
+    }
+}
+
 static int lanes_of(DType t)
 {
     int lanes = 64 / dtype_bytes(t);
@@ -95,19 +113,8 @@ static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
     const char *i = s->svars[s->nsvars - 2]->name;
     int64_t jext = s->svars[s->nsvars - 1]->extent;
     int64_t iext = s->svars[s->nsvars - 2]->extent;
-    int64_t tj = tile_j(jext, lanes);
-    int64_t ti = iext >= 8 ? 8 : iext;
-    /* Few rows (a matrix-vector product, M = 1): wider column tiles, so
-     * that the tile keeps about 8 independent sums; with 3, each sum waits
-     * on the previous FMA and the loop runs at a third of the speed at
-     * which it can read w from cache. */
-    if (ti * (tj / lanes) < 8) {
-        int64_t want = (8 + ti - 1) / ti * lanes;
-        while (want > tj && want > jext)
-            want -= lanes;
-        if (want > tj)
-            tj = want;
-    }
+    int64_t ti, tj;
+    default_tile(iext, jext, lanes, &ti, &tj);
     const char *acc = suffixed(b, stage, "_acc");
     const char *jo = suffixed(b, j, "o"), *ji = suffixed(b, j, "i");
     const char *io = suffixed(b, i, "o"), *ii = suffixed(b, i, "i");
@@ -254,7 +261,9 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
     int lanes = lanes_of(stage->dtype);
     if (!reduces || stage->rank < 2 || dim != stage->rank - 1 || stage->shape[dim] < lanes)
         return 0;
-    return tile_j(stage->shape[dim], lanes);
+    int64_t ti, tj;
+    default_tile(stage->shape[dim - 1], stage->shape[dim], lanes, &ti, &tj);
+    return tj;
 }
 
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes)
