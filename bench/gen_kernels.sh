@@ -1,7 +1,7 @@
 #!/bin/sh
 # gen_kernels.sh — generates and compiles texc's kernels for make bench.
 #
-#   gen_kernels.sh TEXC SAMPLES OUTDIR 'CC FLAGS' LOG MxKxN...
+#   gen_kernels.sh TEXC SAMPLES OUTDIR 'CC FLAGS' LOG CACHE MxKxN...
 #
 # matmul_gelu (SAMPLES/matmul_gelu.te), for every shape, three kernels:
 #   OUTDIR/mg_sched_MxKxN     the file's own `schedule cpu`
@@ -14,7 +14,8 @@
 # The sched and default builds are given an empty log (--log=/dev/null),
 # so that a tuning log never changes them behind the table's back.  LOG is
 # the tuning log's path, or empty for texc's default location
-# ($XDG_CACHE_HOME/texc/tuning.jsonl).
+# ($XDG_CACHE_HOME/texc/tuning.jsonl); CACHE (warm or cold) is the
+# --tune-cache of the records the tuned builds use.
 #
 # The other operations of the benchmark (bench_ops.c), at their samples'
 # sizes: OUTDIR/op_NAME_default (the file's schedule, or texc's default
@@ -28,8 +29,8 @@
 # tuned function or NULL) and BENCH_OP_TUNED_NOTE_NAME for each operation;
 # it is written last, so that its presence means every kernel was built.
 set -e
-texc=$1 samples=$2 out=$3 cc=$4 log=$5
-shift 5
+texc=$1 samples=$2 out=$3 cc=$4 log=$5 cache=$6
+shift 6
 
 rm -rf "$out"
 mkdir -p "$out"
@@ -94,7 +95,7 @@ build_tuned() {
     if [ -n "$log" ]; then
         set -- "--log=$log" "$@"
     fi
-    "$texc" -v "$src" "$@" -o "$out/$name" 2> "$out/$name.log"
+    "$texc" -v --tune-cache="${cache:-cold}" "$src" "$@" -o "$out/$name" 2> "$out/$name.log"
     # texc's lines about the log, without the prefix, quotes or backslashes
     words=$(grep -E 'tuning log|tuned schedule|no record in|not a tuning record' "$out/$name.log" |
             sed 's/^texc: //; s/["\\]//g' | tr '\n' ' ' | sed 's/ $//')

@@ -108,6 +108,9 @@ static void usage(FILE *out)
             "      --trials=N      at most N candidates (--tune)\n"
             "      --time-budget=S stop tuning after S seconds\n"
             "      --jobs=N        parallel candidate builds (default: the number of cores)\n"
+            "      --tune-cache=C  cold (default): time each call on inputs not in cache;\n"
+            "                      warm: on the inputs the call before left in cache (cpu);\n"
+            "                      a build uses records measured the same way\n"
             "      --log=FILE      the tuning log (default $XDG_CACHE_HOME/texc/tuning.jsonl)\n"
             "      --log-summary=FILE\n"
             "                      print the best record per workload in a tuning log\n"
@@ -188,7 +191,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
-           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP };
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -201,6 +204,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "trials", required_argument, NULL, OPT_TRIALS },
         { "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
         { "jobs", required_argument, NULL, OPT_JOBS },
+        { "tune-cache", required_argument, NULL, OPT_TUNE_CACHE },
         { "log", required_argument, NULL, OPT_LOG },
         { "log-summary", required_argument, NULL, OPT_LOG_SUMMARY },
         { "plot", required_argument, NULL, OPT_PLOT },
@@ -286,6 +290,11 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->tuning.jobs = (int)parse_int(optarg, "--jobs");
             if (o->tuning.jobs <= 0)
                 usage_error("--jobs: expected a positive number, got %s", optarg);
+            break;
+        case OPT_TUNE_CACHE:
+            if (strcmp(optarg, "warm") != 0 && strcmp(optarg, "cold") != 0)
+                usage_error("--tune-cache: expected warm or cold, got %s", optarg);
+            o->tuning.warm = strcmp(optarg, "warm") == 0;
             break;
         case OPT_LOG:
             o->tuning.log_path = optarg;
@@ -596,6 +605,9 @@ int main(int argc, char **argv)
         arena_free(&arena);
         return rc;
     }
+    if (o.tuning.warm && strcmp(o.target, "cpu") != 0)
+        usage_error("--tune-cache=warm is for the cpu target (CUDA candidates are timed on inputs "
+                    "rotated over twice the L2 cache)");
     o.tuning.source_path = o.file;
     o.tuning.target = o.target;
     o.tuning.arch = o.arch;

@@ -220,4 +220,23 @@ check "the default log is under XDG_CACHE_HOME" test -s "$tmp/cache/texc/tuning.
 check "no temporary directory left (the killed tuner's was removed by the next)" \
     test "$(leftover)" -eq 0
 
+# --- 8. --tune-cache=warm: one copy of the buffers, records kept apart -----
+log=$tmp/warm.jsonl
+"$TEXC" "$small" --tune --tune-cache=warm --trials 2 --log "$log" -o "$tmp/w" >"$tmp/w.out" 2>"$tmp/w.err"
+rc=$?
+check "warm: texc --tune --tune-cache=warm exits 0" test "$rc" -eq 0
+n=$(lines "$log")
+check "warm: all $n records say cache warm, and one copy of the buffers" sh -c "
+    test $n -gt 1 && test \"\$(grep -c '\"cache\":\"warm\"' '$log')\" -eq $n &&
+    test \"\$(grep -c '\"copies\":1,' '$log')\" -eq $n"
+check "warm: the build after tuning uses them" grep -q "using the tuned schedule from $log" "$tmp/w.err"
+"$TEXC" "$small" --log "$log" -o "$tmp/w2" >"$tmp/w2.out" 2>"$tmp/w2.err"
+check "warm: a build without --tune-cache=warm does not, and says why" \
+    grep -q "no record in $log applies .*$n measured with warm caches (--tune-cache=warm)" "$tmp/w2.err"
+check "cold: records without --tune-cache say cache cold and rotate copies" sh -c "
+    grep -q '\"cache\":\"cold\"' '$tmp/a.jsonl' && ! grep -q '\"copies\":1,' '$tmp/a.jsonl'"
+"$TEXC" "$small" --tune-cache=lukewarm --check >"$tmp/w3.out" 2>&1
+rc=$?
+check "--tune-cache=lukewarm: a usage error" sh -c "test $rc -eq 2 && grep -q 'expected warm or cold' '$tmp/w3.out'"
+
 done_testing

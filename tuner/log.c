@@ -421,6 +421,9 @@ bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const c
         reason = "from another texc version";
     else if (strcmp(str_field(r, "compiler"), m->compiler) != 0)
         reason = "from another compiler";
+    else if ((strcmp(str_field(r, "cache"), "warm") == 0) != w->warm)
+        reason = w->warm ? "measured with cold caches (without --tune-cache=warm)"
+                         : "measured with warm caches (--tune-cache=warm)";
     if (why)
         *why = reason;
     return reason == NULL;
@@ -454,6 +457,7 @@ json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
     json_object_set_new(r, "flop", json_real(w->flop));
     json_object_set_new(r, "space", json_string(sp->id));
     json_object_set_new(r, "space_kind", json_string(sp->is_auto ? "auto" : "knobs"));
+    json_object_set_new(r, "cache", json_string(w->warm ? "warm" : "cold"));
     json_object_set_new(r, "timestamp", json_string(stamp));
     return r;
 }
@@ -493,6 +497,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     }
     Workload w;
     tune_workload(a, g, o->source_path, o->target, &w);
+    w.warm = o->warm;
     Machine m;
     tune_machine(&m, o->target, o->arch);
     /* the build applies the file's schedule itself and reports its errors:
@@ -508,10 +513,13 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     if (null)
         fclose(null);
     int related = 0, other_space = 0, failed = 0;
-    int reasons[5] = { 0 };
-    static const char *const reason_text[5] = {
+    enum { NREASONS = 7 };
+    int reasons[NREASONS] = { 0 };
+    static const char *const reason_text[NREASONS] = {
         "for other sizes or another version of the program", "for another target",
         "from another machine", "from another texc version", "from another compiler",
+        "measured with cold caches (without --tune-cache=warm)",
+        "measured with warm caches (--tune-cache=warm)",
     };
     json_t *best = NULL;
     int *point = sp ? arena_alloc(a, sizeof *point * (size_t)(sp->nparams + 1)) : NULL;
@@ -525,7 +533,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         related++;
         const char *why;
         if (!tune_record_matches(r, &w, &m, &why)) {
-            for (int k = 0; k < 5; k++)
+            for (int k = 0; k < NREASONS; k++)
                 if (strcmp(why, reason_text[k]) == 0)
                     reasons[k]++;
             continue;
@@ -570,9 +578,9 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
                     path, num_field(best, "gflops"), date);
         }
     } else if (related > 0 && !o->quiet) {
-        char why[512] = "";
+        char why[1024] = "";
         size_t len = 0;
-        for (int k = 0; k < 5; k++)
+        for (int k = 0; k < NREASONS; k++)
             if (reasons[k])
                 len += (size_t)snprintf(why + len, sizeof why - len, "%s%d %s", len ? ", " : "",
                                         reasons[k], reason_text[k]);

@@ -251,6 +251,7 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     b->kernel = kernel;
     b->source = o->source_path;
     b->verbose = o->verbose;
+    b->warm = o->warm;
     b->cc = TEXC_KERNEL_CC;
     b->openmp = TEXC_KERNEL_OPENMP;
     b->compile_limit = 120;
@@ -709,7 +710,7 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
 {
     const Graph *g = b->g;
     int nargs = g->ninputs + g->noutputs;
-    char **argv = calloc((size_t)nargs + 5, sizeof *argv);
+    char **argv = calloc((size_t)nargs + 7, sizeof *argv);
     char count[32];
     snprintf(count, sizeof count, "%d", repeats);
     int n = 0;
@@ -724,6 +725,10 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
     }
     argv[n++] = "-r";
     argv[n++] = count;
+    if (b->warm) { /* one copy: each call finds the last one's data in cache */
+        argv[n++] = "-c";
+        argv[n++] = "1";
+    }
     argv[n] = NULL;
     char stdout_path[4300];
     snprintf(stdout_path, sizeof stdout_path, "%s/time.txt", c->dir);

@@ -824,6 +824,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     if (o->verbose)
         tune_space_print(stderr, t->sp);
     tune_workload(t->a, g, o->source_path, o->target, &t->w);
+    t->w.warm = o->warm;
     tune_machine(&t->m, o->target, o->arch);
     t->log = tune_log_path(outer, o);
     if (!t->log || !tune_log_prepare(t->log))

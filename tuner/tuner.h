@@ -22,6 +22,9 @@ typedef struct TuneOptions {
     uint64_t seed;           /* --seed */
     const char *plot;        /* --plot FILE.svg, or NULL */
     const char *arch;        /* --arch sm_XX (cuda), or NULL */
+    bool warm;               /* --tune-cache=warm: time calls on one set of
+                                buffers, left in cache by the call before
+                                (cpu); else rotated copies (measure.c) */
     bool verbose, quiet;
 } TuneOptions;
 
@@ -195,6 +198,7 @@ typedef struct Bench {
     int devices[TUNE_MAX_DEVICES]; /* the ordinals measured on */
     int ndevices;
     int max_repeats;      /* timed repeats of one run at most */
+    bool warm;            /* --tune-cache=warm: the harness keeps one copy */
 } Bench;
 
 typedef struct Candidate {
@@ -301,6 +305,7 @@ typedef struct Workload {
     double flop;         /* floating-point operations per run */
     json_t *shapes;      /* inputs and outputs: name, dtype, shape */
     json_t *dims;        /* the dims and their values */
+    bool warm;           /* measured with warm caches (--tune-cache=warm) */
 } Workload;
 
 /* The machine kernels of TARGET run on: the CPU, or (cuda) the GPU
