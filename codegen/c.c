@@ -790,17 +790,19 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     }
     const char *f = claim(e, cg_c_identifier(e->a, arena_printf(e->a, "%s_%s_%s", e->base, stage, l->name)));
     const Params *p = e->fn_params;
+    /* what S uses, its bounds included (a pipelined loop's prefetch
+     * tests them) */
     bool ws = false;
     for (int i = 0; e->fn_temps && i < e->fn_temps->temps.len; i++)
-        ws = ws || cg_stmt_uses(s->body, e->fn_temps->temps.items[i]);
+        ws = ws || cg_stmt_uses(s, e->fn_temps->temps.items[i]);
     PtrVec vars = {0};
     for (int i = 0; i < e->outer.len; i++)
-        if (cg_stmt_uses_var(s->body, e->outer.items[i]))
+        if (cg_stmt_uses_var(s, e->outer.items[i]))
             vec_push(e->a, &vars, e->outer.items[i]);
 
     int captured = vars.len + ws;
     for (int i = 0; i < p->n; i++)
-        captured += cg_stmt_uses(s->body, p->t[i]);
+        captured += cg_stmt_uses(s, p->t[i]);
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
     FILE *out = e->out;
@@ -810,7 +812,7 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     fprintf(e->out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
             stage, l->name, f);
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s->body, p->t[i]))
+        if (cg_stmt_uses(s, p->t[i]))
             fprintf(e->out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
                     tensor_name(e, p->t[i]));
     if (ws)
@@ -822,12 +824,12 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     e->indent = 1;
     line(e, "const struct %s_ctx *te_ctx = te_arg;\n", f);
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s->body, p->t[i]))
+        if (cg_stmt_uses(s, p->t[i]))
             emit_view(e, p->t[i], p->ro[i], "te_ctx->");
     if (ws) {
         line(e, "char *te_workspace = te_ctx->te_workspace;\n");
         for (int i = 0; i < e->fn_temps->temps.len; i++)
-            if (cg_stmt_uses(s->body, e->fn_temps->temps.items[i]))
+            if (cg_stmt_uses(s, e->fn_temps->temps.items[i]))
                 emit_temp(e, e->fn_temps->temps.items[i], i);
     }
     for (int i = 0; i < vars.len; i++) {
@@ -843,7 +845,7 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     line(e, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
     const char *sep = "";
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s->body, p->t[i])) {
+        if (cg_stmt_uses(s, p->t[i])) {
             fprintf(e->out, "%s%s_", sep, tensor_name(e, p->t[i]));
             sep = ", ";
         }

@@ -5,7 +5,8 @@
  *   pool_app check     every thread count from 1 to 7 gives bit for bit the
  *                      one-thread output (each element is computed by the
  *                      same code whatever the split), which is within 1e-5
- *                      of a naive double reference; 200 calls in a row; two
+ *                      of a naive double reference; 200 calls in a row;
+ *                      calls 50 ms apart (the pool's threads asleep); two
  *                      program threads calling at once (one of them gets
  *                      the pool, the other OpenMP); calls from inside an
  *                      OpenMP parallel region; a child of fork() after the
@@ -108,6 +109,14 @@ static int check(Kernel *kernel)
         memset(z, 0xff, sizeof z);
         kernel(x, w, b, z);
         bad += differs(z, ref, "200 calls in a row");
+    }
+    /* 50 ms apart: the pool's threads have gone to sleep, a call wakes them */
+    for (int r = 0; r < 3; r++) {
+        struct timespec ts = { 0, 50 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        memset(z, 0xff, sizeof z);
+        kernel(x, w, b, z);
+        bad += differs(z, ref, "a call after 50 ms");
     }
     /* two program threads at once */
     static Caller c[2];
