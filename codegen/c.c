@@ -740,32 +740,6 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
 static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from);
 static void emit_temp(Emitter *e, const Tensor *t, int i);
 
-/* Does S use T outside the parallel loops emit_parallel lifts out of it
- * (those not in a local buffer's block), so that the function writing S
- * needs T's view?  A lifted loop's bounds are computed where it was. */
-static bool used_unlifted(const Stmt *s, const Tensor *t)
-{
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case S_FOR:
-        if (s->loop->kind == LOOP_PARALLEL)
-            return cg_expr_uses(s->min, t) || cg_expr_uses(s->extent, t);
-        return cg_expr_uses(s->min, t) || cg_expr_uses(s->extent, t) || used_unlifted(s->body, t);
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++)
-            if (used_unlifted(s->stmts[i], t))
-                return true;
-        return false;
-    case S_IF:
-        return cg_expr_uses(s->cond, t) || used_unlifted(s->body, t);
-    case S_STORE:
-    case S_ALLOC: /* parallel loops inside stay */
-        return cg_stmt_uses(s, t);
-    }
-    TE_UNREACHABLE();
-}
-
 /* A parallel loop S as a function of a range of its iterations,
  *   static void F(void *te_arg, int64_t te_lo, int64_t te_hi)
  * written to e->lifted with a struct F_ctx of what it reads from around
@@ -1179,7 +1153,7 @@ static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from)
 static void emit_views(Emitter *e, const Params *p, const Stmt *body)
 {
     for (int i = 0; i < p->n; i++)
-        if (used_unlifted(body, p->t[i]))
+        if (cg_stmt_uses_outside_parallel(body, p->t[i]))
             emit_view(e, p->t[i], p->ro[i], "");
 }
 
@@ -1208,7 +1182,7 @@ static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
 {
     bool any = false;
     for (int i = 0; i < fn->temps.len; i++)
-        any = any || used_unlifted(body, fn->temps.items[i]);
+        any = any || cg_stmt_uses_outside_parallel(body, fn->temps.items[i]);
     if (!any) {
         emit_stmt(e, body);
         return;
@@ -1216,7 +1190,7 @@ static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
     line(e, "{\n");
     e->indent++;
     for (int i = 0; i < fn->temps.len; i++)
-        if (used_unlifted(body, fn->temps.items[i]))
+        if (cg_stmt_uses_outside_parallel(body, fn->temps.items[i]))
             emit_temp(e, fn->temps.items[i], i);
     emit_stmt(e, body);
     e->indent--;

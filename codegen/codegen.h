@@ -27,7 +27,9 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
 /* workspace.c: does S read or write T (in a value, an index, a bound or a
  * condition)? */
 bool cg_stmt_uses(const Stmt *s, const Tensor *t);
-bool cg_expr_uses(const Expr *e, const Tensor *t);
+/* ... outside the parallel loops the C backend lifts into functions (their
+ * bounds count: they are computed where the loop was)? */
+bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t);
 /* ... does S read the loop variable V? */
 bool cg_stmt_uses_var(const Stmt *s, const IterVar *v);
 

@@ -52,16 +52,19 @@ static bool expr_uses(const Expr *e, const Tensor *t, const IterVar *v)
     return false;
 }
 
-static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v)
+/* ... in S; with OUTSIDE, not counting the bodies of the parallel loops
+ * the C backend lifts into functions (those outside local buffers' blocks) */
+static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v, bool outside)
 {
     if (!s)
         return false;
     switch (s->kind) {
     case S_FOR:
-        return expr_uses(s->min, t, v) || expr_uses(s->extent, t, v) || stmt_uses(s->body, t, v);
+        return expr_uses(s->min, t, v) || expr_uses(s->extent, t, v) ||
+               (!(outside && s->loop->kind == LOOP_PARALLEL) && stmt_uses(s->body, t, v, outside));
     case S_SEQ:
         for (int i = 0; i < s->n; i++)
-            if (stmt_uses(s->stmts[i], t, v))
+            if (stmt_uses(s->stmts[i], t, v, outside))
                 return true;
         return false;
     case S_STORE:
@@ -72,26 +75,26 @@ static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v)
                 return true;
         return false;
     case S_IF:
-        return expr_uses(s->cond, t, v) || stmt_uses(s->body, t, v);
-    case S_ALLOC:
-        return stmt_uses(s->body, t, v);
+        return expr_uses(s->cond, t, v) || stmt_uses(s->body, t, v, outside);
+    case S_ALLOC: /* parallel loops inside stay where they are */
+        return stmt_uses(s->body, t, v, false);
     }
     TE_UNREACHABLE();
 }
 
-bool cg_expr_uses(const Expr *e, const Tensor *t)
-{
-    return expr_uses(e, t, NULL);
-}
-
 bool cg_stmt_uses(const Stmt *s, const Tensor *t)
 {
-    return stmt_uses(s, t, NULL);
+    return stmt_uses(s, t, NULL, false);
 }
 
 bool cg_stmt_uses_var(const Stmt *s, const IterVar *v)
 {
-    return stmt_uses(s, NULL, v);
+    return stmt_uses(s, NULL, v, false);
+}
+
+bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t)
+{
+    return stmt_uses(s, t, NULL, true);
 }
 
 bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
