@@ -425,12 +425,7 @@ static void emit_store(Emitter *e, const Stmt *s)
 /* Is E free of the variable V? */
 static bool invariant(const Expr *e, const IterVar *v)
 {
-    if (e->kind == EX_VAR)
-        return e->var != v;
-    for (int i = 0; i < e->nargs; i++)
-        if (!invariant(e->args[i], v))
-            return false;
-    return true;
+    return !cg_expr_uses_var(e, v);
 }
 
 /* For an index IX: true if IX = REST + V with REST free of V; *REST set. */
@@ -763,20 +758,24 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
                 stage = g->name;
     }
     const char *f = claim(e, cg_c_identifier(e->a, arena_printf(e->a, "%s_%s_%s", e->base, stage, l->name)));
+    /* what S uses, its bounds included (a pipelined loop's prefetch tests
+     * them): the parameters, the temps (through te_workspace), the outer
+     * loop variables; the struct, the function and the call list the same */
     const Params *p = e->fn_params;
-    /* what S uses, its bounds included (a pipelined loop's prefetch
-     * tests them) */
+    const PtrVec *temps = e->fn_temps ? &e->fn_temps->temps : &(PtrVec){0};
+    bool *param = arena_alloc(e->a, sizeof *param * (size_t)(p->n + 1));
+    bool *temp = arena_alloc(e->a, sizeof *temp * (size_t)(temps->len + 1));
     bool ws = false;
-    for (int i = 0; e->fn_temps && i < e->fn_temps->temps.len; i++)
-        ws = ws || cg_stmt_uses(s, e->fn_temps->temps.items[i]);
+    int captured = 0;
+    for (int i = 0; i < p->n; i++)
+        captured += param[i] = cg_stmt_uses(s, p->t[i]);
+    for (int i = 0; i < temps->len; i++)
+        ws = (temp[i] = cg_stmt_uses(s, temps->items[i])) || ws;
     PtrVec vars = {0};
     for (int i = 0; i < e->outer.len; i++)
         if (cg_stmt_uses_var(s, e->outer.items[i]))
             vec_push(e->a, &vars, e->outer.items[i]);
-
-    int captured = vars.len + ws;
-    for (int i = 0; i < p->n; i++)
-        captured += cg_stmt_uses(s, p->t[i]);
+    captured += vars.len + ws;
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
     FILE *out = e->out;
@@ -786,7 +785,7 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     fprintf(e->out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
             stage, l->name, f);
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s, p->t[i]))
+        if (param[i])
             fprintf(e->out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
                     tensor_name(e, p->t[i]));
     if (ws)
@@ -798,14 +797,13 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     e->indent = 1;
     line(e, "const struct %s_ctx *te_ctx = te_arg;\n", f);
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s, p->t[i]))
+        if (param[i])
             emit_view(e, p->t[i], p->ro[i], "te_ctx->");
-    if (ws) {
+    if (ws)
         line(e, "char *te_workspace = te_ctx->te_workspace;\n");
-        for (int i = 0; i < e->fn_temps->temps.len; i++)
-            if (cg_stmt_uses(s, e->fn_temps->temps.items[i]))
-                emit_temp(e, e->fn_temps->temps.items[i], i);
-    }
+    for (int i = 0; i < temps->len; i++)
+        if (temp[i])
+            emit_temp(e, temps->items[i], i);
     for (int i = 0; i < vars.len; i++) {
         const char *v = var_name(e, vars.items[i]);
         line(e, "const int64_t %s = te_ctx->%s;\n", v, v);
@@ -819,7 +817,7 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     line(e, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
     const char *sep = "";
     for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses(s, p->t[i])) {
+        if (param[i]) {
             fprintf(e->out, "%s%s_", sep, tensor_name(e, p->t[i]));
             sep = ", ";
         }

@@ -30,8 +30,9 @@ bool cg_stmt_uses(const Stmt *s, const Tensor *t);
 /* ... outside the parallel loops the C backend lifts into functions (their
  * bounds count: they are computed where the loop was)? */
 bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t);
-/* ... does S read the loop variable V? */
+/* ... does S (E) read the loop variable V? */
 bool cg_stmt_uses_var(const Stmt *s, const IterVar *v);
+bool cg_expr_uses_var(const Expr *e, const IterVar *v);
 
 /* The memory plan of a lowered function's intermediates (fn->temps). */
 typedef struct WorkspacePlan {

@@ -82,6 +82,11 @@ static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v, bool out
     TE_UNREACHABLE();
 }
 
+bool cg_expr_uses_var(const Expr *e, const IterVar *v)
+{
+    return expr_uses(e, NULL, v);
+}
+
 bool cg_stmt_uses(const Stmt *s, const Tensor *t)
 {
     return stmt_uses(s, t, NULL, false);
