@@ -226,8 +226,9 @@ static json_t *tensor_json(const Tensor *t, const char *role)
                      dtype_name(t->dtype), "shape", shape);
 }
 
-void tune_workload(Arena *a, Graph *g, const char *source, const char *target, Workload *w)
+void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
 {
+    const char *source = o->source_path;
     memset(w, 0, sizeof *w);
     te_hash(g, w->hash);
     const char *base = source ? strrchr(source, '/') : NULL;
@@ -236,7 +237,8 @@ void tune_workload(Arena *a, Graph *g, const char *source, const char *target, W
     if (n > 3 && strcmp(base + n - 3, ".te") == 0)
         n -= 3;
     w->kernel = arena_strndup(a, base, n);
-    w->target = target;
+    w->target = o->target;
+    w->warm = o->warm;
     for (int i = 0; i < g->ntensors; i++) {
         const Tensor *t = g->tensors[i];
         if (t->kind == TK_STAGE && t->body)
@@ -408,25 +410,38 @@ static double num_field(json_t *r, const char *key)
     return json_is_number(v) ? json_number_value(v) : NAN;
 }
 
+/* Why a record does not apply (tune_record_matches), as tune_best counts
+ * and says it. */
+enum { NOT_WORKLOAD, NOT_TARGET, NOT_MACHINE, NOT_VERSION, NOT_COMPILER, NOT_WARM, NOT_COLD,
+       NREASONS };
+static const char *const reason_text[NREASONS] = {
+    [NOT_WORKLOAD] = "for other sizes or another version of the program",
+    [NOT_TARGET] = "for another target",
+    [NOT_MACHINE] = "from another machine",
+    [NOT_VERSION] = "from another texc version",
+    [NOT_COMPILER] = "from another compiler",
+    [NOT_WARM] = "measured with cold caches (without --tune-cache=warm)",
+    [NOT_COLD] = "measured with warm caches (--tune-cache=warm)",
+};
+
 bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const char **why)
 {
-    const char *reason = NULL;
+    int reason = NREASONS;
     if (strcmp(str_field(r, "workload"), w->hash) != 0)
-        reason = "for other sizes or another version of the program";
+        reason = NOT_WORKLOAD;
     else if (strcmp(str_field(r, "target"), w->target) != 0)
-        reason = "for another target";
+        reason = NOT_TARGET;
     else if (strcmp(str_field(r, "arch"), m->arch) != 0)
-        reason = "from another machine";
+        reason = NOT_MACHINE;
     else if (strcmp(str_field(r, "texc_version"), TE_VERSION) != 0)
-        reason = "from another texc version";
+        reason = NOT_VERSION;
     else if (strcmp(str_field(r, "compiler"), m->compiler) != 0)
-        reason = "from another compiler";
+        reason = NOT_COMPILER;
     else if ((strcmp(str_field(r, "cache"), "warm") == 0) != w->warm)
-        reason = w->warm ? "measured with cold caches (without --tune-cache=warm)"
-                         : "measured with warm caches (--tune-cache=warm)";
+        reason = w->warm ? NOT_WARM : NOT_COLD;
     if (why)
-        *why = reason;
-    return reason == NULL;
+        *why = reason < NREASONS ? reason_text[reason] : NULL;
+    return reason == NREASONS;
 }
 
 json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
@@ -496,8 +511,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         }
     }
     Workload w;
-    tune_workload(a, g, o->source_path, o->target, &w);
-    w.warm = o->warm;
+    tune_workload(a, g, o, &w);
     Machine m;
     tune_machine(&m, o->target, o->arch);
     /* the build applies the file's schedule itself and reports its errors:
@@ -513,14 +527,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     if (null)
         fclose(null);
     int related = 0, other_space = 0, failed = 0;
-    enum { NREASONS = 7 };
     int reasons[NREASONS] = { 0 };
-    static const char *const reason_text[NREASONS] = {
-        "for other sizes or another version of the program", "for another target",
-        "from another machine", "from another texc version", "from another compiler",
-        "measured with cold caches (without --tune-cache=warm)",
-        "measured with warm caches (--tune-cache=warm)",
-    };
     json_t *best = NULL;
     int *point = sp ? arena_alloc(a, sizeof *point * (size_t)(sp->nparams + 1)) : NULL;
     for (int i = 0; i < n; i++) {
@@ -534,7 +541,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         const char *why;
         if (!tune_record_matches(r, &w, &m, &why)) {
             for (int k = 0; k < NREASONS; k++)
-                if (strcmp(why, reason_text[k]) == 0)
+                if (why == reason_text[k])
                     reasons[k]++;
             continue;
         }

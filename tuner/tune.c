@@ -823,8 +823,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         t->sp->sm = tune_cuda_devices()->sm; /* points are checked by the backend too */
     if (o->verbose)
         tune_space_print(stderr, t->sp);
-    tune_workload(t->a, g, o->source_path, o->target, &t->w);
-    t->w.warm = o->warm;
+    tune_workload(t->a, g, o, &t->w);
     tune_machine(&t->m, o->target, o->arch);
     t->log = tune_log_path(outer, o);
     if (!t->log || !tune_log_prepare(t->log))

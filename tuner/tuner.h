@@ -312,7 +312,9 @@ typedef struct Workload {
  * device 0 is (ARCH, --arch, when it is not the device's: a build for
  * another GPU, whose records are not this machine's). */
 void tune_machine(Machine *m, const char *target, const char *arch);
-void tune_workload(Arena *a, Graph *g, const char *source, const char *target, Workload *w);
+/* G's workload as O tunes or builds it: the kernel named after O's file,
+ * O's target and --tune-cache. */
+void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w);
 /* The log's path: O's --log or the default; NULL after a message. */
 const char *tune_log_path(Arena *a, const TuneOptions *o);
 /* Creates the directories above PATH.  Returns false after a message. */
@@ -324,8 +326,9 @@ bool tune_log_append(const char *path, json_t *record);
  * skipping invalid lines.  Returns the number of records, or -1 when the
  * log does not exist (errno ENOENT) or cannot be read (after a message). */
 int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet);
-/* Does RECORD come from this workload and machine, this texc and this
- * compiler?  If not and WHY is given, *WHY says what differs. */
+/* Does RECORD come from this workload (measured with its caches, warm or
+ * cold) and machine, this texc and this compiler?  If not and WHY is
+ * given, *WHY says what differs. */
 bool tune_record_matches(json_t *record, const Workload *w, const Machine *m, const char **why);
 /* The common fields of a record. */
 json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp);
