@@ -19,8 +19,6 @@
  * Errors: a vectorized loop that is not innermost.
  */
 #include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "sched/sched.h"
@@ -404,9 +402,9 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
         if (sch_const_int(ext[d], &k))
             continue;
         Loop *region = NULL;
+        Expr *v = c->value_of[c->svars[d]->id];
         for (int i = 0; i < c->loops.len && !region; i++) {
             Loop *l = c->loops.items[i];
-            Expr *v = c->value_of[c->svars[d]->id];
             if (v->kind == EX_VAR && v->var == l->var)
                 region = l;
         }
