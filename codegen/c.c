@@ -617,6 +617,7 @@ static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, 
 
 /* The vector form of a vectorized loop; false if it does not apply. */
 static bool emit_vector_loop(Emitter *e, const Stmt *s);
+static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
@@ -655,9 +656,60 @@ static void emit_for(Emitter *e, const Stmt *s)
         }
         return;
     }
-    if (l->kind == LOOP_VECTORIZED && emit_vector_loop(e, s))
+    if (l->kind == LOOP_VECTORIZED &&
+        (l->reduce ? emit_vector_reduction(e, s) : emit_vector_loop(e, s)))
         return;
     emit_scalar_loop(e, s);
+}
+
+/* The vector statements of BODY for lanes V = V's value + G*16 + 0..15,
+ * G = 0..GROUPS-1. */
+static void emit_vgroups(Emitter *e, const Stmt *body, const IterVar *v, int64_t groups)
+{
+    Expr *at = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
+    for (int64_t g = 0; g < groups; g++)
+        emit_vstmt(e, body, v, at, g);
+}
+
+/* "{ int64_t v = MIN; const int64_t te_end = MIN + EXTENT;": the start of
+ * a vector loop written as a loop over steps of STEP lanes */
+static void open_strided(Emitter *e, const Stmt *s)
+{
+    const char *v = var_name(e, s->loop->var);
+    line(e, "{\n");
+    e->indent++;
+    line(e, "int64_t %s = ", v);
+    emit_expr(e, s->min, 0);
+    fputs(";\n", e->out);
+    line(e, "const int64_t te_end = ");
+    emit_expr(e, sch_add(e->a, s->min, s->extent), 0);
+    fputs(";\n", e->out);
+    vec_push(e->a, &e->outer, s->loop->var);
+}
+
+/* The lanes of a vector loop that no whole vector covers, one at a time:
+ * "for (; v < te_end; v++) BODY }", closing open_strided's block. */
+static void close_strided(Emitter *e, const Stmt *s)
+{
+    const char *v = var_name(e, s->loop->var);
+    line(e, "for (; %s < te_end; %s++) {\n", v, v);
+    e->indent++;
+    emit_stmt(e, s->body);
+    e->indent--;
+    line(e, "}\n");
+    e->outer.len--;
+    e->indent--;
+    line(e, "}\n");
+}
+
+/* Vector groups a step of a strided vector loop makes: 4 (64 lanes), or
+ * fewer when the loop is known to be shorter. */
+static int64_t step_groups(const Stmt *s)
+{
+    int64_t ext;
+    if (sch_const_int(s->extent, &ext) && ext < 4 * VLANES)
+        return ext >= VLANES ? ext / VLANES : 1;
+    return 4;
 }
 
 static bool emit_vector_loop(Emitter *e, const Stmt *s)
@@ -667,9 +719,31 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
     bool constant = sch_const_int(s->extent, &ext);
     if (constant)
         bound = ext;
-    if (bound <= 0 || bound % VLANES != 0 || !vector_body(e, s->body, l->var))
+    if (bound <= 0 || !vector_body(e, s->body, l->var))
         return false;
     var_name(e, l->var); /* the scalar loop's name, claimed first */
+    if (bound % VLANES != 0 || bound > 8 * VLANES) {
+        /* a long loop (or one that vectors do not divide): a loop over
+         * steps of up to 4 vectors, then single vectors, then the lanes
+         * left one at a time */
+        int64_t groups = step_groups(s);
+        const char *v = var_name(e, l->var);
+        open_strided(e, s);
+        line(e, "/* %s: %lld lanes, %lld vector%s of %d a step */\n", l->name, (long long)bound,
+             (long long)groups, groups > 1 ? "s" : "", VLANES);
+        for (int64_t step = groups; ; step = 1) {
+            line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
+                 (long long)(step * VLANES));
+            e->indent++;
+            emit_vgroups(e, s->body, l->var, step);
+            e->indent--;
+            line(e, "}\n");
+            if (step == 1)
+                break;
+        }
+        close_strided(e, s);
+        return true;
+    }
     if (!constant) {
         line(e, "if (");
         emit_expr(e, s->extent, 3);
@@ -688,6 +762,106 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
         e->indent--;
         line(e, "}\n");
     }
+    return true;
+}
+
+/* A vectorized reduction loop over V: its body is one update
+ * BUF[IDX] = OP(BUF[IDX], VALUE) (sched/lower.c's combine) with IDX free
+ * of V and VALUE a vector expression over V.  Returns the update and sets
+ * *OP, or NULL. */
+static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v, Op *op)
+{
+    while (s && s->kind == S_SEQ && s->n == 1)
+        s = s->stmts[0];
+    if (!s || s->kind != S_STORE || s->buf->dtype != DT_F32 || s->value->kind != EX_OP)
+        return NULL;
+    const Expr *x = s->value, *acc = x->args[0];
+    if ((x->op != OP_ADD && x->op != OP_MUL && x->op != OP_MAX && x->op != OP_MIN) ||
+        acc->kind != EX_LOAD || acc->tensor != s->buf)
+        return NULL;
+    for (int d = 0; d < s->buf->rank; d++) {
+        int64_t diff;
+        if (!invariant(s->index[d], v) ||
+            !sch_const_int(sch_sub(e->a, acc->args[d], s->index[d]), &diff) || diff != 0)
+            return NULL;
+    }
+    if (!vectorizable(e, x->args[1], v) || invariant(x->args[1], v))
+        return NULL;
+    *op = x->op;
+    return s;
+}
+
+/* A vectorized reduction loop: 1 to 4 vectors of partial results (the
+ * reduction reassociated: sched/apply.c allows it only where that may
+ * change the rounding, and never for max and min, which it cannot), folded
+ * into the one result once, then the lanes no vector covers.  False if
+ * the body is not a vector update (reduction_update). */
+static bool emit_vector_reduction(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    Op op;
+    const Stmt *u = reduction_update(e, s->body, l->var, &op);
+    if (!u)
+        return false;
+    static const char *const vfn[] = { [OP_ADD] = NULL, [OP_MUL] = NULL,
+                                       [OP_MAX] = "te_vmax", [OP_MIN] = "te_vmin" };
+    const char *fold = op == OP_ADD ? "te_hsum" : op == OP_MUL ? "te_hprod"
+                       : op == OP_MAX ? "te_hmax" : "te_hmin";
+    const char *ident = op == OP_ADD ? "0.0f" : op == OP_MUL ? "1.0f"
+                        : op == OP_MAX ? "-INFINITY" : "INFINITY";
+    int64_t groups = step_groups(s);
+    int64_t ext, bound = sch_trip_bound(l);
+    if (sch_const_int(s->extent, &ext))
+        bound = ext;
+    const char *v = var_name(e, l->var);
+    open_strided(e, s);
+    line(e, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name,
+         op == OP_ADD ? "a sum" : op == OP_MUL ? "a product" : op == OP_MAX ? "a max" : "a min",
+         (long long)bound, (long long)groups, groups > 1 ? "s" : "", VLANES);
+    line(e, "te_v16f te_part[%lld];\n", (long long)groups);
+    line(e, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
+    line(e, "    te_part[te_g] = te_splat(%s);\n", ident);
+    Expr *at = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)l->var);
+    for (int64_t step = groups; ; step = 1) {
+        line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
+             (long long)(step * VLANES));
+        e->indent++;
+        for (int64_t g = 0; g < step; g++) {
+            line(e, "te_part[%lld] = ", (long long)g);
+            if (vfn[op])
+                fprintf(e->out, "%s(te_part[%lld], ", vfn[op], (long long)g);
+            else
+                fprintf(e->out, "(te_part[%lld] %s ", (long long)g, op_text(op));
+            emit_vexpr(e, u->value->args[1], l->var, at, g);
+            fputs(");\n", e->out);
+        }
+        e->indent--;
+        line(e, "}\n");
+        if (step == 1)
+            break;
+    }
+    for (int64_t w = groups; w > 1; w = (w + 1) / 2)
+        for (int64_t g = 0; g + (w + 1) / 2 < w; g++) {
+            long long h = (long long)((w + 1) / 2);
+            if (vfn[op])
+                line(e, "te_part[%lld] = %s(te_part[%lld], te_part[%lld]);\n", (long long)g, vfn[op],
+                     (long long)g, (long long)g + h);
+            else
+                line(e, "te_part[%lld] = te_part[%lld] %s te_part[%lld];\n", (long long)g,
+                     (long long)g, op_text(op), (long long)g + h);
+        }
+    fprintf(e->out, "%*s", e->indent * 4, "");
+    emit_index(e, u->buf, u->index);
+    fputs(" = ", e->out);
+    if (vfn[op]) {
+        fprintf(e->out, "%s(", op == OP_MAX ? "te_max_f32" : "te_min_f32");
+        emit_index(e, u->buf, u->index);
+        fprintf(e->out, ", %s(te_part[0]));\n", fold);
+    } else {
+        emit_index(e, u->buf, u->index);
+        fprintf(e->out, " %s %s(te_part[0]);\n", op_text(op), fold);
+    }
+    close_strided(e, s);
     return true;
 }
 
@@ -727,8 +901,8 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
         return;
     if (l->kind == LOOP_PARALLEL && !e->in_lifted)
         line(e, "#pragma omp parallel for schedule(static)\n");
-    else if (l->kind == LOOP_VECTORIZED)
-        line(e, "#pragma omp simd\n");
+    else if (l->kind == LOOP_VECTORIZED && !l->reduce)
+        line(e, "#pragma omp simd\n"); /* (a reduction's would race on its result) */
     emit_loop_over(e, s, NULL, NULL);
 }
 
@@ -1084,8 +1258,21 @@ static const char helpers[] =
     "/* exp, erf, tanh and sigmoid within 1 ulp, gelu within 2 (codegen/vmath.c) */\n"
     "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
     "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
-    "TE_VMAP1(te_vrelu, te_relu_f32)\nTE_VMAP2(te_vmin, te_min_f32)\nTE_VMAP2(te_vmax, te_max_f32)\n"
+    "/* min, max and relu lane by lane as te_min_f32 (NaN propagates): a compare\n"
+    "   and a blend, not a loop over lanes */\n"
+    "typedef int te_v16m __attribute__((vector_size(64)));\n"
+    "static inline te_v16f te_vsel(te_v16m m, te_v16f a, te_v16f b) { return (te_v16f)((m & (te_v16m)a) | (~m & (te_v16m)b)); }\n"
+    "static inline te_v16f te_vmin(te_v16f a, te_v16f b) { return te_vsel((a < b) | (a != a), a, b); }\n"
+    "static inline te_v16f te_vmax(te_v16f a, te_v16f b) { return te_vsel((a > b) | (a != a), a, b); }\n"
+    "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n"
     "TE_VMAP2(te_vpow, powf)\n"
+    "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
+    "#define TE_VFOLD(name, f) \\\n"
+    "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n"
+    "static inline float te_add_f32(float a, float b) { return a + b; }\n"
+    "static inline float te_mul_f32(float a, float b) { return a * b; }\n"
+    "TE_VFOLD(te_hsum, te_add_f32)\nTE_VFOLD(te_hprod, te_mul_f32)\n"
+    "TE_VFOLD(te_hmax, te_max_f32)\nTE_VFOLD(te_hmin, te_min_f32)\n"
     "static inline void *te_alloc(size_t bytes)\n"
     "{\n"
     "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"

@@ -52,6 +52,7 @@ bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats)
 {
     OptCtx c = { a, o, stats };
     stats->stages_before = count_stages(g);
+    g->strict_fp = o->strict_fp;
     for (int p = 0; p < PASS_COUNT; p++) {
         if (!(o->disabled & (1u << p)) && !entries[p](&c, g))
             return false;

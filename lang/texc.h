@@ -301,6 +301,8 @@ typedef struct Graph {
     int nschedules;
     bool layouts; /* the layout pass ran (not -fno-layout): the tuner
                      assigns layouts again for each candidate schedule */
+    bool strict_fp; /* optimized under -fstrict-fp: schedules may not
+                       reassociate float reductions either */
 } Graph;
 
 Expr *ex_const(Arena *a, Span sp, DType t, double v);

@@ -228,10 +228,15 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
                    : l->kind == LOOP_UNROLLED ? "unrolled" : "bound to a GPU axis");
         return false;
     }
-    if (l->reduce && prim != PR_UNROLL) {
+    if (l->reduce && prim == PR_VECTORIZE && sch_can_vectorize_reduction(st, s)) {
+        /* lanes of partial results, folded at the end (codegen/c.c) */
+    } else if (l->reduce && prim != PR_UNROLL) {
         diag_error(src, stmt->span, "cannot %s '%s' of '%s': it is a reduction axis%s", verb,
                    l->name, s->name,
-                   prim == PR_PARALLEL ? " (the threads would race on the sum)" : "");
+                   prim == PR_PARALLEL ? " (the threads would race on the sum)"
+                   : prim != PR_VECTORIZE ? ""
+                   : strcmp(st->target, "cpu") != 0 ? " (vectorized reductions are for cpu schedules)"
+                   : " (its lanes would add in another order, which -fstrict-fp forbids)");
         return false;
     }
     switch (prim) {

@@ -11,7 +11,8 @@
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
  *   - any other stage vectorizes its innermost loop when that loop is
- *     spatial;
+ *     spatial, or a reduction axis of at least one vector (partial results
+ *     in lanes, folded at the end: not for float sums under -fstrict-fp);
  *   - the outermost spatial loop runs in parallel.
  */
 #include <string.h>
@@ -163,6 +164,14 @@ static bool mentioned(const Schedule *w, const SStage *stage)
     return false;
 }
 
+bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
+{
+    if (strcmp(st->target, "cpu") != 0 || !s->is_reduce)
+        return false;
+    bool exact = s->reducer == RED_MAX || s->reducer == RED_MIN || s->tensor->dtype == DT_I32;
+    return exact || !st->g->strict_fp;
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -201,6 +210,9 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         }
         if (!s->is_reduce)
             annotate(&b, s->name, "vectorize", inner->name);
+        else if (s->nrvars > 0 && s->rvars[s->nrvars - 1]->extent >= lanes &&
+                 s->tensor->dtype == DT_F32 && sch_can_vectorize_reduction(st, s))
+            annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);
         if (s->nsvars >= 2 || s->is_reduce)
             annotate(&b, s->name, "parallel", s->svars[0]->name);
     }

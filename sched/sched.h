@@ -272,6 +272,11 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
+/* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
+ * partial results folded at the end: for max and min (exact in any order)
+ * and integers always, for float sums and products unless -fstrict-fp
+ * (another order rounds differently). */
+bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s);
 
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)
  * the default CUDA schedule of the stages WRITTEN does not mention. */

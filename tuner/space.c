@@ -51,6 +51,9 @@
  *            tk      a split of the longest reduction axis, its inner
  *                    part unrolled (0: none)
  *            par     as for elementwise stages
+ *            vec     1: the innermost reduction loop vectorized (offered
+ *                    for f32 where sch_can_vectorize_reduction allows it
+ *                    and the loop is at least a vector long)
  *
  *          For --target cuda the stages are those sched/default_cuda.c
  *          schedules (roots: outputs and reductions), in two kinds:
@@ -111,7 +114,7 @@
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
-#define AUTO_SPACE_VERSION "auto-v2"
+#define AUTO_SPACE_VERSION "auto-v3"
 
 typedef enum PlanKind {
     PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
@@ -129,7 +132,7 @@ enum { FORM_LOOPS, FORM_MICRO };
 
 enum { SIZES_MAX = 8 };
 enum { E_VS, E_PAR, E_COUNT };
-enum { R_TK, R_PAR, R_COUNT };
+enum { R_TK, R_PAR, R_VEC, R_COUNT };
 enum { C_BM, C_BN, C_TM, C_TN, C_BK, C_STAGE, C_PIPE, C_UNROLL, C_COUNT };
 enum { F_THREADS, F_TK, F_COUNT };
 /* The most parameters a plan has: enumerate_plan's arrays. */
@@ -504,6 +507,12 @@ static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
     int n = sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1);
     add_param(b, arena_printf(b->a, "%s.tk", s->name), v, n, false, plan);
     add_param(b, arena_printf(b->a, "%s.par", s->name), par, 3, true, plan);
+    /* the innermost reduction loop vectorized (lanes of partial results),
+     * where that may be and it is at least a vector long */
+    static const int64_t flag[] = { 0, 1 };
+    bool vec = s->tensor->dtype == DT_F32 && s->rvars[s->nrvars - 1]->extent >= p->lanes &&
+               sch_can_vectorize_reduction(b->st, s);
+    add_param(b, arena_printf(b->a, "%s.vec", s->name), flag, vec ? 2 : 1, false, plan);
     p->nparams = R_COUNT;
     vec_push(b->a, &b->plans, p);
 }
@@ -935,8 +944,10 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         return true;
     }
     case PLAN_REDUCE:
-        if (v[R_TK] == 0 && v[R_PAR] == 2)
+        if (v[R_TK] == 0 && v[R_PAR] == 2 && v[R_VEC] == 0)
             return false; /* no statement: the default schedule's point */
+        if (v[R_VEC] && v[R_TK] > 0 && p->rsplit == p->nrvars - 1)
+            return false; /* the split's inner part is unrolled */
         if (v[R_PAR] == 1 && p->nsvars < 2)
             return false;
         return true;
@@ -1180,6 +1191,8 @@ static void emit_reduce(Emitter *e, const StagePlan *p, const int64_t *v)
         emit_loop(e, "unroll", p->ki);
     }
     emit_parallel(e, p, p->svar[0], p->nsvars > 1 ? p->svar[1] : NULL, v[R_PAR]);
+    if (v[R_VEC])
+        emit_loop(e, "vectorize", p->rvar[p->nrvars - 1]);
 }
 
 static void emit_bind(Emitter *e, const char *loop, const char *axis)
