@@ -706,10 +706,9 @@ static void close_strided(Emitter *e, const Stmt *s)
  * fewer when the loop is known to be shorter. */
 static int64_t step_groups(const Stmt *s)
 {
-    int64_t ext;
-    if (sch_const_int(s->extent, &ext) && ext < 4 * VLANES)
-        return ext >= VLANES ? ext / VLANES : 1;
-    return 4;
+    int64_t ext = sch_trip_bound(s->loop); /* the most it runs ... */
+    sch_const_int(s->extent, &ext);        /* ... or how long it runs */
+    return ext <= 0 || ext >= 4 * VLANES ? 4 : ext >= VLANES ? ext / VLANES : 1;
 }
 
 static bool emit_vector_loop(Emitter *e, const Stmt *s)
@@ -719,8 +718,8 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
     bool constant = sch_const_int(s->extent, &ext);
     if (constant)
         bound = ext;
-    if (bound <= 0 || !vector_body(e, s->body, l->var))
-        return false;
+    if (bound < VLANES || !vector_body(e, s->body, l->var))
+        return false; /* (shorter than a vector: the scalar loop) */
     var_name(e, l->var); /* the scalar loop's name, claimed first */
     if (bound % VLANES != 0 || bound > 8 * VLANES) {
         /* a long loop (or one that vectors do not divide): a loop over
@@ -792,10 +791,9 @@ static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v,
 }
 
 /* A vectorized reduction loop: 1 to 4 vectors of partial results (the
- * reduction reassociated: sched/apply.c allows it only where that may
- * change the rounding, and never for max and min, which it cannot), folded
- * into the one result once, then the lanes no vector covers.  False if
- * the body is not a vector update (reduction_update). */
+ * reduction reassociated: sched/apply.c allows it only without
+ * -fstrict-fp), folded into the one result once, then the lanes no vector
+ * covers.  False if the body is not a vector update (reduction_update). */
 static bool emit_vector_reduction(Emitter *e, const Stmt *s)
 {
     const Loop *l = s->loop;
@@ -818,20 +816,20 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
     line(e, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name,
          op == OP_ADD ? "a sum" : op == OP_MUL ? "a product" : op == OP_MAX ? "a max" : "a min",
          (long long)bound, (long long)groups, groups > 1 ? "s" : "", VLANES);
-    line(e, "te_v16f te_part[%lld];\n", (long long)groups);
+    line(e, "te_v16f te_acc[%lld];\n", (long long)groups);
     line(e, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
-    line(e, "    te_part[te_g] = te_splat(%s);\n", ident);
+    line(e, "    te_acc[te_g] = te_splat(%s);\n", ident);
     Expr *at = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)l->var);
     for (int64_t step = groups; ; step = 1) {
         line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
              (long long)(step * VLANES));
         e->indent++;
         for (int64_t g = 0; g < step; g++) {
-            line(e, "te_part[%lld] = ", (long long)g);
+            line(e, "te_acc[%lld] = ", (long long)g);
             if (vfn[op])
-                fprintf(e->out, "%s(te_part[%lld], ", vfn[op], (long long)g);
+                fprintf(e->out, "%s(te_acc[%lld], ", vfn[op], (long long)g);
             else
-                fprintf(e->out, "(te_part[%lld] %s ", (long long)g, op_text(op));
+                fprintf(e->out, "(te_acc[%lld] %s ", (long long)g, op_text(op));
             emit_vexpr(e, u->value->args[1], l->var, at, g);
             fputs(");\n", e->out);
         }
@@ -844,10 +842,10 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
         for (int64_t g = 0; g + (w + 1) / 2 < w; g++) {
             long long h = (long long)((w + 1) / 2);
             if (vfn[op])
-                line(e, "te_part[%lld] = %s(te_part[%lld], te_part[%lld]);\n", (long long)g, vfn[op],
+                line(e, "te_acc[%lld] = %s(te_acc[%lld], te_acc[%lld]);\n", (long long)g, vfn[op],
                      (long long)g, (long long)g + h);
             else
-                line(e, "te_part[%lld] = te_part[%lld] %s te_part[%lld];\n", (long long)g,
+                line(e, "te_acc[%lld] = te_acc[%lld] %s te_acc[%lld];\n", (long long)g,
                      (long long)g, op_text(op), (long long)g + h);
         }
     fprintf(e->out, "%*s", e->indent * 4, "");
@@ -856,10 +854,10 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
     if (vfn[op]) {
         fprintf(e->out, "%s(", op == OP_MAX ? "te_max_f32" : "te_min_f32");
         emit_index(e, u->buf, u->index);
-        fprintf(e->out, ", %s(te_part[0]));\n", fold);
+        fprintf(e->out, ", %s(te_acc[0]));\n", fold);
     } else {
         emit_index(e, u->buf, u->index);
-        fprintf(e->out, " %s %s(te_part[0]);\n", op_text(op), fold);
+        fprintf(e->out, " %s %s(te_acc[0]);\n", op_text(op), fold);
     }
     close_strided(e, s);
     return true;

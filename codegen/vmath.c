@@ -255,7 +255,7 @@ const char cg_vmath_source[] =
     "/* exp, fast path: for -87 <= x <= 88 (normal results), sixteen lanes in\n"
     "   float.  n = round(x/ln2), r = x - n*ln2 in two FMAs (the first exact),\n"
     "   exp(r) = 1 + (r + r*r*Q(r)) with Q the Taylor series of (exp(r)-1-r)/r^2\n"
-    "   to r^5 (|r| <= 0.35: truncation < 0.07 ulp), times 2^n built in the\n"
+    "   to r^5 (|r| <= 0.35: truncation < 0.1 ulp), times 2^n built in the\n"
     "   exponent bits (exact: the result is normal).  Within 1 ulp of the\n"
     "   correctly rounded result (tests/unit_vmath; TEXC_VMATH_ONLY=exp\n"
     "   TEXC_VMATH_STRIDE=1 checks all 2^32 floats).  A vector with a lane\n"

@@ -236,7 +236,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
                    prim == PR_PARALLEL ? " (the threads would race on the sum)"
                    : prim != PR_VECTORIZE ? ""
                    : strcmp(st->target, "cpu") != 0 ? " (vectorized reductions are for cpu schedules)"
-                   : " (its lanes would add in another order, which -fstrict-fp forbids)");
+                   : " (its lanes would combine in another order, which -fstrict-fp forbids)");
         return false;
     }
     switch (prim) {

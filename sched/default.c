@@ -12,7 +12,7 @@
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
  *   - any other stage vectorizes its innermost loop when that loop is
  *     spatial, or a reduction axis of at least one vector (partial results
- *     in lanes, folded at the end: not for float sums under -fstrict-fp);
+ *     in lanes, folded at the end: not under -fstrict-fp);
  *   - the outermost spatial loop runs in parallel.
  */
 #include <string.h>
@@ -166,10 +166,7 @@ static bool mentioned(const Schedule *w, const SStage *stage)
 
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
 {
-    if (strcmp(st->target, "cpu") != 0 || !s->is_reduce)
-        return false;
-    bool exact = s->reducer == RED_MAX || s->reducer == RED_MIN || s->tensor->dtype == DT_I32;
-    return exact || !st->g->strict_fp;
+    return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;
 }
 
 Schedule *sch_default(SchedState *st, const Schedule *written)

@@ -273,9 +273,9 @@ void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched,
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
- * partial results folded at the end: for max and min (exact in any order)
- * and integers always, for float sums and products unless -fstrict-fp
- * (another order rounds differently). */
+ * partial results folded at the end, unless -fstrict-fp: another order
+ * rounds float sums and products differently, may turn max(+0, -0) into
+ * -0, and saturates i32 sums at other points. */
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s);
 
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)

@@ -945,7 +945,9 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
     }
     case PLAN_REDUCE:
         if (v[R_TK] == 0 && v[R_PAR] == 2 && v[R_VEC] == 0)
-            return false; /* no statement: the default schedule's point */
+            return false; /* no statement: the default schedule's point
+                             (which tk 0, par 0 and, where offered, vec 1
+                             also writes: the tuner measures it again) */
         if (v[R_VEC] && v[R_TK] > 0 && p->rsplit == p->nrvars - 1)
             return false; /* the split's inner part is unrolled */
         if (v[R_PAR] == 1 && p->nsvars < 2)
