@@ -7,7 +7,9 @@
  *   1. an elementwise stage (no reduction in its body, not an output) that
  *      exactly one other stage reads is substituted into that reader
  *      (its reads are cheap to recompute; several readers would each pay,
- *      so those keep the stage);
+ *      so those keep the stage), unless it selects and the reader reduces:
+ *      a padded image read by a convolution would run its bounds checks
+ *      once per multiply-add, and keep the reduction from vectorizing;
  *   2. a reduction stage (its body a reduction, possibly under an
  *      epilogue already) that is no output and whose single reader is
  *      elementwise and reads it exactly at the reader's own index
@@ -30,6 +32,16 @@ static bool has_reduce(const Expr *e)
         return true;
     for (int i = 0; i < e->nargs; i++)
         if (has_reduce(e->args[i]))
+            return true;
+    return false;
+}
+
+static bool has_select(const Expr *e)
+{
+    if (e->kind == EX_OP && e->op == OP_SELECT)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (has_select(e->args[i]))
             return true;
     return false;
 }
@@ -102,6 +114,8 @@ bool te_pass_fuse(OptCtx *c, Graph *g)
             int loads = count_loads(r->body, p, r->vars, &at_point);
             if (!has_reduce(p->body)) {
                 /* rule 1: an elementwise producer */
+                if (has_select(p->body) && has_reduce(r->body))
+                    continue;
                 r->body = substitute(a, r->body, p);
             } else if (loads == 1 && at_point && !has_reduce(r->body) && r->rank == p->rank &&
                        memcmp(r->shape, p->shape, sizeof r->shape[0] * (size_t)r->rank) == 0) {

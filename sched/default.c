@@ -6,7 +6,9 @@
  * mutates like a written one) that sch_apply accepts:
  *   - every stage that is neither an output nor a reduction nor a
  *     prepack stage (pass_layout.c) is inlined into its readers
- *     (Halide's default, and the graph optimizer's fusion in miniature);
+ *     (Halide's default, and the graph optimizer's fusion in miniature),
+ *     except a select that a reduction reads (a padded image), computed
+ *     once (selects_for_reduction);
  *   - a reduction with two or more spatial axes and a wide innermost one
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
@@ -169,6 +171,33 @@ bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
     return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;
 }
 
+/* Does E select, or load T (T NULL: select)? */
+static bool expr_has(const Expr *e, const Tensor *t)
+{
+    if (t ? e->kind == EX_LOAD && e->tensor == t : e->kind == EX_OP && e->op == OP_SELECT)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (expr_has(e->args[i], t))
+            return true;
+    return false;
+}
+
+/* A stage whose value selects (a padded image: zero outside the picture)
+ * and that a reduction reads is computed once, not inlined: inlined, its
+ * select and bounds checks would run in the reduction's innermost loop,
+ * once per multiply-add, and keep that loop from vectorizing. */
+static bool selects_for_reduction(const SchedState *st, const SStage *s)
+{
+    if (strcmp(st->target, "cpu") != 0 || !expr_has(s->value, NULL))
+        return false; /* (cuda kernels keep their inlining) */
+    for (int i = 0; i < st->stages.len; i++) {
+        const SStage *r = st->stages.items[i];
+        if (r->is_reduce && expr_has(r->value, s->tensor))
+            return true;
+    }
+    return false;
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -177,7 +206,8 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs && !mentioned(written, s))
+        if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs && !mentioned(written, s) &&
+            !selects_for_reduction(st, s))
             emit(&b, s->name, "compute_inline", 0);
     }
     if (strcmp(st->target, "cpu") != 0) {
@@ -187,8 +217,9 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs) || s->nsvars == 0 ||
-            mentioned(written, s) || s->attach)
+        if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
+             !selects_for_reduction(st, s)) ||
+            s->nsvars == 0 || mentioned(written, s) || s->attach)
             continue;
         int lanes = lanes_of(s->tensor->dtype);
         IterVar *inner = s->svars[s->nsvars - 1];
