@@ -436,6 +436,23 @@ static bool unit_stride(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
     return invariant(*rest, v);
 }
 
+/* The most elements apart that consecutive lanes of a vector load may be
+ * (a strided load reads each lane's element alone: te_vloads) */
+#define VMAX_STRIDE 4
+
+/* For an index IX: the C in IX = REST + C*V, 1 <= C <= VMAX_STRIDE, with
+ * REST free of V (*REST set), or 0. */
+static int64_t stride_of(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
+{
+    Expr *var = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
+    for (int64_t c = 1; c <= VMAX_STRIDE; c++) {
+        *rest = sch_sub(e->a, ix, sch_mul(e->a, sch_int(e->a, c), var));
+        if (invariant(*rest, v))
+            return c;
+    }
+    return 0;
+}
+
 /* Is E computable as a vector of f32 over V? */
 static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
 {
@@ -449,7 +466,7 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
             if (!invariant(x->args[d], v))
                 return false;
         Expr *rest;
-        return unit_stride(e, x->args[x->nargs - 1], v, &rest);
+        return stride_of(e, x->args[x->nargs - 1], v, &rest) > 0;
     }
     case EX_OP:
         if (x->dtype != DT_F32)
@@ -574,10 +591,17 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
 {
     Arena *a = e->a;
     Expr *rest;
-    unit_stride(e, idx[buf->rank - 1], v, &rest);
+    int64_t c = stride_of(e, idx[buf->rank - 1], v, &rest); /* 1 for stores */
     /* the first lane's position along the last dimension */
-    Expr *first = sch_add(a, sch_add(a, rest, vmin), sch_int(a, g * VLANES));
+    Expr *first = sch_add(a, rest, sch_mul(a, sch_int(a, c),
+                                           sch_add(a, vmin, sch_int(a, g * VLANES))));
     int64_t pos;
+    if (c > 1) {
+        fputs("te_vloads(", e->out);
+        emit_address(e, buf, idx, first);
+        fprintf(e->out, ", %lld)", (long long)c);
+        return;
+    }
     if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
         fprintf(e->out, "%s_v", tensor_name(e, buf));
         for (int d = 0; d + 1 < buf->rank; d++) {
@@ -1205,6 +1229,22 @@ static const char helpers[] =
     "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n"
     "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n"
     "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n"
+    "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
+    "#if defined(__AVX512F__)\n"
+    "#include <immintrin.h>\n"
+    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+    "{\n"
+    "    if (c == 2) /* two loads, the second short by one, and a permute */\n"
+    "        return (te_v16f)_mm512_permutex2var_ps(_mm512_loadu_ps(p),\n"
+    "            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),\n"
+    "            _mm512_maskz_loadu_ps(0x7fff, p + 16));\n"
+    "    return (te_v16f)_mm512_i32gather_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int)c),\n"
+    "        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4);\n"
+    "}\n"
+    "#else\n"
+    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+    "{ te_v16f v; for (int l = 0; l < 16; l++) v[l] = p[l * c]; return v; }\n"
+    "#endif\n"
     "#define TE_VMAP1(name, f) \\\n"
     "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n"
     "#define TE_VMAP2(name, f) \\\n"
