@@ -88,6 +88,16 @@ int64_t tensor_elems(const Tensor *t)
     return n;
 }
 
+bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx)
+{
+    if (pred(e, ctx))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (te_expr_any(e->args[i], pred, ctx))
+            return true;
+    return false;
+}
+
 Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n)
 {
     if (e->kind == EX_VAR) {

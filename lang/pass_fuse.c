@@ -26,25 +26,20 @@
 
 #include "texc.h"
 
-static bool has_reduce(const Expr *e)
+static bool is_reduce(const Expr *e, const void *ctx)
 {
-    if (e->kind == EX_REDUCE)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (has_reduce(e->args[i]))
-            return true;
-    return false;
+    (void)ctx;
+    return e->kind == EX_REDUCE;
 }
 
-static bool has_select(const Expr *e)
+static bool is_select(const Expr *e, const void *ctx)
 {
-    if (e->kind == EX_OP && e->op == OP_SELECT)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (has_select(e->args[i]))
-            return true;
-    return false;
+    (void)ctx;
+    return e->kind == EX_OP && e->op == OP_SELECT;
 }
+
+static bool has_reduce(const Expr *e) { return te_expr_any(e, is_reduce, NULL); }
+static bool has_select(const Expr *e) { return te_expr_any(e, is_select, NULL); }
 
 /* The number of loads of T in E, and whether each reads T exactly at
  * VARS[0..rank) (the reader's own point). */

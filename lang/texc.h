@@ -319,6 +319,8 @@ void te_add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from
 Expr *te_rebuild(Arena *a, const Expr *e, Expr **args);
 /* A copy of E with VARS[i] replaced by VALUES[i]. */
 Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
+/* Does PRED(x, CTX) hold for E or any expression inside it? */
+bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx);
 
 /* print.c — the graph printer (--dump=graph) and the canonical form. */
 void te_print_expr(FILE *out, const Expr *e);

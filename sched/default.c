@@ -171,15 +171,15 @@ bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
     return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;
 }
 
-/* Does E select, or load T (T NULL: select)? */
+/* Is E a select, or a load of T (T NULL: a select)?  For te_expr_any. */
+static bool select_or_load(const Expr *e, const void *t)
+{
+    return t ? e->kind == EX_LOAD && e->tensor == t : e->kind == EX_OP && e->op == OP_SELECT;
+}
+
 static bool expr_has(const Expr *e, const Tensor *t)
 {
-    if (t ? e->kind == EX_LOAD && e->tensor == t : e->kind == EX_OP && e->op == OP_SELECT)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (expr_has(e->args[i], t))
-            return true;
-    return false;
+    return te_expr_any(e, select_or_load, t);
 }
 
 /* A stage whose value selects (a padded image: zero outside the picture)
