@@ -428,14 +428,6 @@ static bool invariant(const Expr *e, const IterVar *v)
     return !cg_expr_uses_var(e, v);
 }
 
-/* For an index IX: true if IX = REST + V with REST free of V; *REST set. */
-static bool unit_stride(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
-{
-    Expr *var = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
-    *rest = sch_sub(e->a, ix, var);
-    return invariant(*rest, v);
-}
-
 /* The most elements apart that consecutive lanes of a vector load may be
  * (a strided load reads each lane's element alone: te_vloads) */
 #define VMAX_STRIDE 4
@@ -505,7 +497,7 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
             if (!invariant(s->index[d], v))
                 return false;
         Expr *rest;
-        return unit_stride(e, s->index[s->buf->rank - 1], v, &rest) &&
+        return stride_of(e, s->index[s->buf->rank - 1], v, &rest) == 1 &&
                vectorizable(e, s->value, v);
     }
     default:
@@ -726,22 +718,57 @@ static void close_strided(Emitter *e, const Stmt *s)
     line(e, "}\n");
 }
 
+/* How long loop S runs, or the most it runs when that is not a constant
+ * (a tile at an edge); *CONSTANT (if not NULL) says which. */
+static int64_t trip_count(const Stmt *s, bool *constant)
+{
+    int64_t ext = sch_trip_bound(s->loop);
+    bool c = sch_const_int(s->extent, &ext);
+    if (constant)
+        *constant = c;
+    return ext;
+}
+
 /* Vector groups a step of a strided vector loop makes: 4 (64 lanes), or
  * fewer when the loop is known to be shorter. */
 static int64_t step_groups(const Stmt *s)
 {
-    int64_t ext = sch_trip_bound(s->loop); /* the most it runs ... */
-    sch_const_int(s->extent, &ext);        /* ... or how long it runs */
+    int64_t ext = trip_count(s, NULL);
     return ext <= 0 || ext >= 4 * VLANES ? 4 : ext >= VLANES ? ext / VLANES : 1;
+}
+
+/* The vector part of a strided loop over S's variable: for STEP = GROUPS,
+ * then 1 (once, if GROUPS is 1), "for (; v <= te_end - 16*STEP; v +=
+ * 16*STEP) { BODY(STEP) }". */
+static void emit_steps(Emitter *e, const Stmt *s, int64_t groups,
+                       void (*body)(Emitter *e, const Stmt *s, int64_t step, const void *ctx),
+                       const void *ctx)
+{
+    const char *v = var_name(e, s->loop->var);
+    for (int64_t step = groups; ; step = 1) {
+        line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
+             (long long)(step * VLANES));
+        e->indent++;
+        body(e, s, step, ctx);
+        e->indent--;
+        line(e, "}\n");
+        if (step == 1)
+            break;
+    }
+}
+
+/* emit_steps' body for a loop of vector stores: STEP groups of them */
+static void store_groups(Emitter *e, const Stmt *s, int64_t step, const void *ctx)
+{
+    (void)ctx;
+    emit_vgroups(e, s->body, s->loop->var, step);
 }
 
 static bool emit_vector_loop(Emitter *e, const Stmt *s)
 {
     const Loop *l = s->loop;
-    int64_t ext, bound = sch_trip_bound(l);
-    bool constant = sch_const_int(s->extent, &ext);
-    if (constant)
-        bound = ext;
+    bool constant;
+    int64_t bound = trip_count(s, &constant);
     if (bound < VLANES || !vector_body(e, s->body, l->var))
         return false; /* (shorter than a vector: the scalar loop) */
     var_name(e, l->var); /* the scalar loop's name, claimed first */
@@ -750,20 +777,10 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
          * steps of up to 4 vectors, then single vectors, then the lanes
          * left one at a time */
         int64_t groups = step_groups(s);
-        const char *v = var_name(e, l->var);
         open_strided(e, s);
         line(e, "/* %s: %lld lanes, %lld vector%s of %d a step */\n", l->name, (long long)bound,
              (long long)groups, groups > 1 ? "s" : "", VLANES);
-        for (int64_t step = groups; ; step = 1) {
-            line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
-                 (long long)(step * VLANES));
-            e->indent++;
-            emit_vgroups(e, s->body, l->var, step);
-            e->indent--;
-            line(e, "}\n");
-            if (step == 1)
-                break;
-        }
+        emit_steps(e, s, groups, store_groups, NULL);
         close_strided(e, s);
         return true;
     }
@@ -814,6 +831,40 @@ static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v,
     return s;
 }
 
+/* A reduction's combine in the generated C, "A OP B" as "F(A, B)" for max
+ * and min (te_vmax on vectors, te_max_f32 on floats: NaN propagates) and
+ * "(A + B)" for sums and products: combine_open, A, combine_mid, B, ")". */
+static void combine_open(Emitter *e, Op op, bool vector)
+{
+    fputs(op == OP_MAX ? (vector ? "te_vmax(" : "te_max_f32(")
+          : op == OP_MIN ? (vector ? "te_vmin(" : "te_min_f32(") : "(", e->out);
+}
+
+static void combine_mid(Emitter *e, Op op)
+{
+    if (op == OP_MAX || op == OP_MIN)
+        fputs(", ", e->out);
+    else
+        fprintf(e->out, " %s ", op_text(op));
+}
+
+/* emit_steps' body for a reduction (CTX its update, reduction_update):
+ * each of STEP vectors of partial results combined with its lanes */
+static void update_groups(Emitter *e, const Stmt *s, int64_t step, const void *ctx)
+{
+    const Stmt *u = ctx;
+    Op op = u->value->op;
+    Expr *at = ex_var(e->a, (Span){ 0, 0 }, s->loop->var);
+    for (int64_t g = 0; g < step; g++) {
+        line(e, "te_acc[%lld] = ", (long long)g);
+        combine_open(e, op, true);
+        fprintf(e->out, "te_acc[%lld]", (long long)g);
+        combine_mid(e, op);
+        emit_vexpr(e, u->value->args[1], s->loop->var, at, g);
+        fputs(");\n", e->out);
+    }
+}
+
 /* A vectorized reduction loop: 1 to 4 vectors of partial results (the
  * reduction reassociated: sched/apply.c allows it only without
  * -fstrict-fp), folded into the one result once, then the lanes no vector
@@ -825,64 +876,37 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
     const Stmt *u = reduction_update(e, s->body, l->var, &op);
     if (!u)
         return false;
-    static const char *const vfn[] = { [OP_ADD] = NULL, [OP_MUL] = NULL,
-                                       [OP_MAX] = "te_vmax", [OP_MIN] = "te_vmin" };
-    const char *fold = op == OP_ADD ? "te_hsum" : op == OP_MUL ? "te_hprod"
-                       : op == OP_MAX ? "te_hmax" : "te_hmin";
+    const char *what = op == OP_ADD ? "a sum" : op == OP_MUL ? "a product"
+                       : op == OP_MAX ? "a max" : "a min";
     const char *ident = op == OP_ADD ? "0.0f" : op == OP_MUL ? "1.0f"
                         : op == OP_MAX ? "-INFINITY" : "INFINITY";
+    const char *fold = op == OP_ADD ? "te_hsum" : op == OP_MUL ? "te_hprod"
+                       : op == OP_MAX ? "te_hmax" : "te_hmin";
     int64_t groups = step_groups(s);
-    int64_t ext, bound = sch_trip_bound(l);
-    if (sch_const_int(s->extent, &ext))
-        bound = ext;
-    const char *v = var_name(e, l->var);
     open_strided(e, s);
-    line(e, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name,
-         op == OP_ADD ? "a sum" : op == OP_MUL ? "a product" : op == OP_MAX ? "a max" : "a min",
-         (long long)bound, (long long)groups, groups > 1 ? "s" : "", VLANES);
+    line(e, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name, what,
+         (long long)trip_count(s, NULL), (long long)groups, groups > 1 ? "s" : "", VLANES);
     line(e, "te_v16f te_acc[%lld];\n", (long long)groups);
     line(e, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
     line(e, "    te_acc[te_g] = te_splat(%s);\n", ident);
-    Expr *at = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)l->var);
-    for (int64_t step = groups; ; step = 1) {
-        line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
-             (long long)(step * VLANES));
-        e->indent++;
-        for (int64_t g = 0; g < step; g++) {
-            line(e, "te_acc[%lld] = ", (long long)g);
-            if (vfn[op])
-                fprintf(e->out, "%s(te_acc[%lld], ", vfn[op], (long long)g);
-            else
-                fprintf(e->out, "(te_acc[%lld] %s ", (long long)g, op_text(op));
-            emit_vexpr(e, u->value->args[1], l->var, at, g);
-            fputs(");\n", e->out);
-        }
-        e->indent--;
-        line(e, "}\n");
-        if (step == 1)
-            break;
-    }
+    emit_steps(e, s, groups, update_groups, u);
+    /* the vectors folded into te_acc[0], halves first */
     for (int64_t w = groups; w > 1; w = (w + 1) / 2)
         for (int64_t g = 0; g + (w + 1) / 2 < w; g++) {
-            long long h = (long long)((w + 1) / 2);
-            if (vfn[op])
-                line(e, "te_acc[%lld] = %s(te_acc[%lld], te_acc[%lld]);\n", (long long)g, vfn[op],
-                     (long long)g, (long long)g + h);
-            else
-                line(e, "te_acc[%lld] = te_acc[%lld] %s te_acc[%lld];\n", (long long)g,
-                     (long long)g, op_text(op), (long long)g + h);
+            line(e, "te_acc[%lld] = ", (long long)g);
+            combine_open(e, op, true);
+            fprintf(e->out, "te_acc[%lld]", (long long)g);
+            combine_mid(e, op);
+            fprintf(e->out, "te_acc[%lld]);\n", (long long)(g + (w + 1) / 2));
         }
+    /* then its lanes into the result */
     fprintf(e->out, "%*s", e->indent * 4, "");
     emit_index(e, u->buf, u->index);
     fputs(" = ", e->out);
-    if (vfn[op]) {
-        fprintf(e->out, "%s(", op == OP_MAX ? "te_max_f32" : "te_min_f32");
-        emit_index(e, u->buf, u->index);
-        fprintf(e->out, ", %s(te_acc[0]));\n", fold);
-    } else {
-        emit_index(e, u->buf, u->index);
-        fprintf(e->out, " %s %s(te_acc[0]);\n", op_text(op), fold);
-    }
+    combine_open(e, op, false);
+    emit_index(e, u->buf, u->index);
+    combine_mid(e, op);
+    fprintf(e->out, "%s(te_acc[0]));\n", fold);
     close_strided(e, s);
     return true;
 }
