@@ -171,6 +171,13 @@ bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
     return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;
 }
 
+bool sch_vectorizes_reduction(const SchedState *st, const SStage *s)
+{
+    return s->nrvars > 0 && s->tensor->dtype == DT_F32 &&
+           s->rvars[s->nrvars - 1]->extent >= lanes_of(s->tensor->dtype) &&
+           sch_can_vectorize_reduction(st, s);
+}
+
 /* Is E a select, or a load of T (T NULL: a select)?  For te_expr_any. */
 static bool select_or_load(const Expr *e, const void *t)
 {
@@ -238,8 +245,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         }
         if (!s->is_reduce)
             annotate(&b, s->name, "vectorize", inner->name);
-        else if (s->nrvars > 0 && s->rvars[s->nrvars - 1]->extent >= lanes &&
-                 s->tensor->dtype == DT_F32 && sch_can_vectorize_reduction(st, s))
+        else if (sch_vectorizes_reduction(st, s))
             annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);
         if (s->nsvars >= 2 || s->is_reduce)
             annotate(&b, s->name, "parallel", s->svars[0]->name);

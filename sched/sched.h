@@ -277,6 +277,10 @@ Schedule *sch_default(SchedState *st, const Schedule *written);
  * rounds float sums and products differently, may turn max(+0, -0) into
  * -0, and saturates i32 sums at other points. */
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s);
+/* Does the default schedule vectorize S's innermost reduction axis?  Where
+ * it may, for f32, when the axis is at least a vector long.  (The tuner
+ * offers the same.) */
+bool sch_vectorizes_reduction(const SchedState *st, const SStage *s);
 
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)
  * the default CUDA schedule of the stages WRITTEN does not mention. */

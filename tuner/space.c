@@ -52,8 +52,8 @@
  *                    part unrolled (0: none)
  *            par     as for elementwise stages
  *            vec     1: the innermost reduction loop vectorized (offered
- *                    for f32 where sch_can_vectorize_reduction allows it
- *                    and the loop is at least a vector long)
+ *                    where the default schedule does it:
+ *                    sch_vectorizes_reduction)
  *
  *          For --target cuda the stages are those sched/default_cuda.c
  *          schedules (roots: outputs and reductions), in two kinds:
@@ -507,12 +507,11 @@ static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
     int n = sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1);
     add_param(b, arena_printf(b->a, "%s.tk", s->name), v, n, false, plan);
     add_param(b, arena_printf(b->a, "%s.par", s->name), par, 3, true, plan);
-    /* the innermost reduction loop vectorized (lanes of partial results),
-     * where that may be and it is at least a vector long */
+    /* the innermost reduction loop vectorized (lanes of partial results)
+     * where the default schedule would */
     static const int64_t flag[] = { 0, 1 };
-    bool vec = s->tensor->dtype == DT_F32 && s->rvars[s->nrvars - 1]->extent >= p->lanes &&
-               sch_can_vectorize_reduction(b->st, s);
-    add_param(b, arena_printf(b->a, "%s.vec", s->name), flag, vec ? 2 : 1, false, plan);
+    add_param(b, arena_printf(b->a, "%s.vec", s->name), flag,
+              sch_vectorizes_reduction(b->st, s) ? 2 : 1, false, plan);
     p->nparams = R_COUNT;
     vec_push(b->a, &b->plans, p);
 }
