@@ -184,23 +184,6 @@ if [ -n "$CXX_OK" ]; then
 fi
 [ -n "$tsan" ] || echo "# ThreadSanitizer is not available: emulated runs check values, not races"
 
-# The computation alone: every block that starts with `schedule` at the
-# start of a line is dropped, up to the "}" that closes it.
-strip_schedules() {
-    awk '
-    skipping == 0 && /^[ \t]*schedule[ \t]/ { skipping = 1; depth = 0; opened = 0 }
-    skipping {
-        text = $0
-        sub(/#.*/, "", text)
-        opened += gsub(/\{/, "{", text)
-        depth += gsub(/\{/, "{", text) - gsub(/\}/, "}", text)
-        if (opened && depth <= 0)
-            skipping = 0
-        next
-    }
-    { print }' "$1"
-}
-
 nvrtc_cases=$tmp/nvrtc
 preps=$tmp/preps
 emu_cases=$tmp/emu

@@ -102,23 +102,6 @@ else
     work=$tmp
 fi
 
-# The computation alone: every block that starts with `schedule` at the
-# start of a line is dropped, up to the "}" that closes it.
-strip_schedules() {
-    awk '
-    skipping == 0 && /^[ \t]*schedule[ \t]/ { skipping = 1; depth = 0; opened = 0 }
-    skipping {
-        text = $0
-        sub(/#.*/, "", text)
-        opened += gsub(/\{/, "{", text)
-        depth += gsub(/\{/, "{", text) - gsub(/\}/, "}", text)
-        if (opened && depth <= 0)
-            skipping = 0
-        next
-    }
-    { print }' "$1"
-}
-
 # prepare SAMPLE SMALL-SIZES ODD-SIZES: a --prep directory per size
 preps=$tmp/preps
 : >"$preps"

@@ -36,6 +36,24 @@ check() {  # check DESCRIPTION COMMAND...: ok iff COMMAND succeeds
     fi
 }
 
+# strip_schedules FILE: the computation alone: every block that starts
+# with `schedule` at the start of a line is dropped, up to the "}" that
+# closes it.
+strip_schedules() {
+    awk '
+    skipping == 0 && /^[ \t]*schedule[ \t]/ { skipping = 1; depth = 0; opened = 0 }
+    skipping {
+        text = $0
+        sub(/#.*/, "", text)
+        opened += gsub(/\{/, "{", text)
+        depth += gsub(/\{/, "{", text) - gsub(/\}/, "}", text)
+        if (opened && depth <= 0)
+            skipping = 0
+        next
+    }
+    { print }' "$1"
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]

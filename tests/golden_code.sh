@@ -1,0 +1,68 @@
+#!/bin/sh
+# golden_code.sh — goldens of generated code: the .h and .c texc writes
+# for a few samples under their default schedules (the file's schedule
+# blocks stripped), and the CUDA C (.cu, from --keep) of two, so that a
+# change to an emitter shows as a diff of tests/golden/code/ in review.
+# The goldens are named NAME.EXT.golden (matmul_gelu.c.golden): they are
+# not sources of the project, for the build or for tools that read C.
+#
+# Each row of the table below is a golden: NAME, the program, its sizes
+# (small ones that the default tiles do not all divide, so the edge code
+# shows too) and the target.  The program is stripped into $tmp/NAME.te
+# and built there as `texc NAME.te SIZES [--target cuda --arch sm_80
+# --keep] -o NAME`, so the header comments name NAME.te, as a user's
+# build from the program's own folder would.  Regenerate with
+#   tests/golden_code.sh --update [NAME]
+# and review the diff.
+. "${srcdir:-.}/tests/lib.sh"
+
+cuda_target=yes
+if "$TEXC" "$srcdir/samples/matmul_gelu.te" --target cuda --arch sm_80 --check 2>&1 |
+        grep -q "disabled at configure time"; then
+    cuda_target=
+fi
+
+update=
+[ "${1:-}" = --update ] && update=${2:-all}
+
+golden() {  # golden NAME PROGRAM SIZES TARGET
+    name=$1
+    strip_schedules "$srcdir/$2" >"$tmp/$name.te"
+    if [ "$4" = cuda ]; then
+        if [ -z "$cuda_target" ]; then
+            skip "$name.cu" "the cuda target was disabled at configure time"
+            return
+        fi
+        exts=cu
+        flags="--target cuda --arch sm_80 --keep"
+    else
+        exts="h c"
+        flags=
+    fi
+    # shellcheck disable=SC2086 # sizes and flags split on purpose
+    if ! (cd "$tmp" && "$TEXC" "$name.te" $3 $flags -o "$name") >"$tmp/log" 2>&1; then
+        not_ok "$name: texc failed" "$tmp/log"
+        return
+    fi
+    for ext in $exts; do
+        want=$srcdir/tests/golden/code/$name.$ext.golden
+        if [ -n "$update" ] && { [ "$update" = all ] || [ "$update" = "$name" ]; }; then
+            cp "$tmp/$name.$ext" "$want"
+            echo "# updated $want"
+        fi
+        if diff -u "$want" "$tmp/$name.$ext" >"$tmp/diff" 2>&1; then
+            ok "$name.$ext"
+        else
+            not_ok "$name.$ext differs from tests/golden/code/$name.$ext.golden" "$tmp/diff"
+        fi
+    done
+}
+
+#      name               program                      sizes                              target
+golden matmul_gelu        samples/matmul_gelu.te       "-D M=20 -D N=40 -D K=24"          cpu
+golden softmax            samples/softmax.te           "-D M=7 -D N=37"                   cpu
+golden conv2d             samples/conv2d.te            "-D N=1 -D C=3 -D H=9 -D W=11 -D F=5" cpu
+golden transformer_block  samples/transformer_block.te "-D S=13 -D D=36 -D H=3 -D F=40"   cpu
+golden matmul_gelu_cuda   samples/matmul_gelu.te       "-D M=20 -D N=40 -D K=24"          cuda
+golden layernorm_cuda     samples/layernorm.te         "-D M=7 -D D=37"                   cuda
+done_testing
