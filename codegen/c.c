@@ -968,106 +968,105 @@ static void emit_stmt(Emitter *e, const Stmt *s)
 /* ------------------------------------------------------------------ */
 /* The translation unit.                                               */
 
-static const char helpers[] =
-    "#if defined(__clang__)\n"
-    "#pragma clang diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
-    "#elif defined(__GNUC__)\n"
-    "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
-    "#endif\n"
-    "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
-    "typedef float te_v16f __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n"
-    "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n"
-    "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n"
-    "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
-    "#if defined(__AVX512F__)\n"
-    "#include <immintrin.h>\n"
-    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
-    "{\n"
-    "    if (c == 2) /* two loads, the second short by one, and a permute */\n"
-    "        return (te_v16f)_mm512_permutex2var_ps(_mm512_loadu_ps(p),\n"
-    "            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),\n"
-    "            _mm512_maskz_loadu_ps(0x7fff, p + 16));\n"
-    "    return (te_v16f)_mm512_i32gather_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int)c),\n"
-    "        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4);\n"
-    "}\n"
-    "#else\n"
-    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
-    "{ te_v16f v; for (int l = 0; l < 16; l++) v[l] = p[l * c]; return v; }\n"
-    "#endif\n"
-    "#define TE_VMAP1(name, f) \\\n"
-    "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n"
-    "#define TE_VMAP2(name, f) \\\n"
-    "    static inline te_v16f name(te_v16f x, te_v16f y) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l], y[l]); return r; }\n"
-    "static inline float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
-    "static inline double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
-    "static inline float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
-    "static inline double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
-    "static inline float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
-    "static inline double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
-    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
-    "static inline float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
-    "static inline float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
-    "static inline double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
-    "static inline double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
-    "static inline float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
-    "static inline double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
-    "static inline int64_t te_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-    "static inline int64_t te_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
-    "static inline int64_t te_abs_i64(int64_t a) { return a < 0 ? -a : a; }\n"
-    "static inline int64_t te_relu_i64(int64_t a) { return a > 0 ? a : 0; }\n"
-    "static inline int32_t te_sat_i32(int64_t a) { return a > 2147483647 ? 2147483647 : a < -2147483647 - 1 ? -2147483647 - 1 : (int32_t)a; }\n"
-    "/* integer division by zero is 0, as in the reference evaluator */\n"
-    "static inline int64_t te_div_i64(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
-    "static inline int64_t te_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
-    "/* float to i32: NaN is 0, out of range saturates */\n"
-    "static inline int64_t te_f2i(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (int64_t)x;\n"
-    "}\n"
-    "static inline float te_bf16_to_f32(uint16_t b)\n"
-    "{\n"
-    "    uint32_t u = (uint32_t)b << 16;\n"
-    "    float f;\n"
-    "    memcpy(&f, &u, sizeof f);\n"
-    "    return f;\n"
-    "}\n"
-    "static inline uint16_t te_f32_to_bf16(float f)\n"
-    "{\n"
-    "    uint32_t u;\n"
-    "    memcpy(&u, &f, sizeof u);\n"
-    "    if ((u & 0x7fffffffu) > 0x7f800000u)\n"
-    "        return (uint16_t)((u >> 16) | 0x40);\n"
-    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
-    "}\n"
-    "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n"
-    "TE_VMAP1(te_vlog, logf)\nTE_VMAP1(te_vsqrt, sqrtf)\n"
-    "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\nTE_VMAP1(te_vabs, fabsf)\n"
-    "/* exp, erf, tanh and sigmoid within 1 ulp, gelu within 2 (codegen/vmath.c) */\n"
-    "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
-    "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
-    "/* min, max and relu lane by lane as te_min_f32 (NaN propagates): a compare\n"
-    "   and a blend, not a loop over lanes */\n"
-    "typedef int te_v16m __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_vsel(te_v16m m, te_v16f a, te_v16f b) { return (te_v16f)((m & (te_v16m)a) | (~m & (te_v16m)b)); }\n"
-    "static inline te_v16f te_vmin(te_v16f a, te_v16f b) { return te_vsel((a < b) | (a != a), a, b); }\n"
-    "static inline te_v16f te_vmax(te_v16f a, te_v16f b) { return te_vsel((a > b) | (a != a), a, b); }\n"
-    "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n"
-    "TE_VMAP2(te_vpow, powf)\n"
-    "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
-    "#define TE_VFOLD(name, f) \\\n"
-    "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n"
-    "static inline float te_add_f32(float a, float b) { return a + b; }\n"
-    "static inline float te_mul_f32(float a, float b) { return a * b; }\n"
-    "TE_VFOLD(te_hsum, te_add_f32)\nTE_VFOLD(te_hprod, te_mul_f32)\n"
-    "TE_VFOLD(te_hmax, te_max_f32)\nTE_VFOLD(te_hmin, te_min_f32)\n"
-    "static inline void *te_alloc(size_t bytes)\n"
-    "{\n"
-    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
-    "    if (!p)\n"
-    "        abort();\n"
-    "    return p;\n"
-    "}\n";
+/* The C prelude around cfamily.c's math helpers: vectors before (the
+ * math's own helpers use none), then bf16, the vector math and folds,
+ * allocation and parallel loops after.  Each piece is printed only where
+ * the code uses what it defines (cg_print_helpers). */
+static const CgHelper c_before[] = {
+    { "te_v16f",
+      "#if defined(__clang__)\n"
+      "#pragma clang diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+      "#elif defined(__GNUC__)\n"
+      "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+      "#endif\n"
+      "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
+      "typedef float te_v16f __attribute__((vector_size(64)));\n" },
+    { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
+    { "te_vload", "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n" },
+    { "te_vstore", "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n" },
+    { "te_vloads",
+      "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
+      "#if defined(__AVX512F__)\n"
+      "#include <immintrin.h>\n"
+      "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+      "{\n"
+      "    if (c == 2) /* two loads, the second short by one, and a permute */\n"
+      "        return (te_v16f)_mm512_permutex2var_ps(_mm512_loadu_ps(p),\n"
+      "            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),\n"
+      "            _mm512_maskz_loadu_ps(0x7fff, p + 16));\n"
+      "    return (te_v16f)_mm512_i32gather_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int)c),\n"
+      "        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4);\n"
+      "}\n"
+      "#else\n"
+      "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+      "{ te_v16f v; for (int l = 0; l < 16; l++) v[l] = p[l * c]; return v; }\n"
+      "#endif\n" },
+    { "TE_VMAP1", "#define TE_VMAP1(name, f) \\\n"
+      "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n" },
+    { "TE_VMAP2", "#define TE_VMAP2(name, f) \\\n"
+      "    static inline te_v16f name(te_v16f x, te_v16f y) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l], y[l]); return r; }\n" },
+};
+
+static const CgHelper c_after[] = {
+    { "te_bf16_to_f32",
+      "static inline float te_bf16_to_f32(uint16_t b)\n"
+      "{\n"
+      "    uint32_t u = (uint32_t)b << 16;\n"
+      "    float f;\n"
+      "    memcpy(&f, &u, sizeof f);\n"
+      "    return f;\n"
+      "}\n" },
+    { "te_f32_to_bf16",
+      "static inline uint16_t te_f32_to_bf16(float f)\n"
+      "{\n"
+      "    uint32_t u;\n"
+      "    memcpy(&u, &f, sizeof u);\n"
+      "    if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+      "        return (uint16_t)((u >> 16) | 0x40);\n"
+      "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+      "}\n" },
+    { "te_round_bf16", "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n" },
+    { "te_vlog", "TE_VMAP1(te_vlog, logf)\n" },
+    { "te_vsqrt", "TE_VMAP1(te_vsqrt, sqrtf)\n" },
+    { "te_vrsqrt", "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\n" },
+    { "te_vabs", "TE_VMAP1(te_vabs, fabsf)\n" },
+    { "te_vexp te_verf te_vtanh te_vgelu te_vsigmoid",
+      "/* exp, erf, tanh and sigmoid within 1 ulp, gelu within 2 (codegen/vmath.c) */\n" },
+    { "te_vexp", "#define te_vexp te_vexp_fast\n" },
+    { "te_verf", "#define te_verf te_verf_fast\n" },
+    { "te_vtanh", "#define te_vtanh te_vtanh_fast\n" },
+    { "te_vgelu", "#define te_vgelu te_vgelu_fast\n" },
+    { "te_vsigmoid", "#define te_vsigmoid te_vsigmoid_fast\n" },
+    { "te_v16m",
+      "/* min, max and relu lane by lane as the scalar ones (NaN propagates): a\n"
+      "   compare and a blend, not a loop over lanes */\n"
+      "typedef int te_v16m __attribute__((vector_size(64)));\n" },
+    { "te_vsel", "static inline te_v16f te_vsel(te_v16m m, te_v16f a, te_v16f b) { return (te_v16f)((m & (te_v16m)a) | (~m & (te_v16m)b)); }\n" },
+    { "te_vmin", "static inline te_v16f te_vmin(te_v16f a, te_v16f b) { return te_vsel((a < b) | (a != a), a, b); }\n" },
+    { "te_vmax", "static inline te_v16f te_vmax(te_v16f a, te_v16f b) { return te_vsel((a > b) | (a != a), a, b); }\n" },
+    { "te_vrelu", "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n" },
+    { "te_vpow", "TE_VMAP2(te_vpow, powf)\n" },
+    { "TE_VFOLD",
+      "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
+      "#define TE_VFOLD(name, f) \\\n"
+      "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n" },
+    { "te_add_f32", "static inline float te_add_f32(float a, float b) { return a + b; }\n" },
+    { "te_mul_f32", "static inline float te_mul_f32(float a, float b) { return a * b; }\n" },
+    { "te_hsum", "TE_VFOLD(te_hsum, te_add_f32)\n" },
+    { "te_hprod", "TE_VFOLD(te_hprod, te_mul_f32)\n" },
+    { "te_hmax", "TE_VFOLD(te_hmax, te_max_f32)\n" },
+    { "te_hmin", "TE_VFOLD(te_hmin, te_min_f32)\n" },
+    { "te_alloc",
+      "static inline void *te_alloc(size_t bytes)\n"
+      "{\n"
+      "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
+      "    if (!p)\n"
+      "        abort();\n"
+      "    return p;\n"
+      "}\n" },
+    { "te_vexp_fast te_verf_fast te_vtanh_fast te_vgelu_fast te_vsigmoid_fast", cg_vmath_source },
+    { "te_parallel_for", cg_parallel_source },
+};
 
 static Params params_new(Arena *a, int cap)
 {
@@ -1398,6 +1397,65 @@ static void emit_with_workspace(Emitter *e, const char *name, const char *ws_nam
     fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
 }
 
+/* The functions of NAME.c (the entry points the top of this file lists),
+ * to e->p.out. */
+static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptions *o,
+                           const Funcs *f)
+{
+    FILE *c = e->p.out;
+    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f->ws_macro);
+    if (f->prepack.n) {
+        if (!begin_function(e, f->prepack_name, &f->prepack, false, NULL))
+            return false;
+        emit_views(e, &f->prepack, fn->prepack);
+        emit_stmt(e, fn->prepack);
+        end_function(e, c);
+    }
+
+    /* the kernel steps in order, each temp at its planned offset */
+    const char *core = f->prepack.n ? f->packed_ws_name : f->ws_name;
+    if (!begin_function(e, core, &f->kernel, true, fn))
+        return false;
+    emit_views(e, &f->kernel, fn->body);
+    if (fn->temps.len)
+        cg_line(&e->p, "char *te_workspace = te_workspace_;\n");
+    else
+        cg_line(&e->p, "(void)te_workspace_;\n");
+    const SStage **roots;
+    const Stmt **bodies;
+    int nsteps = cg_kernel_steps(e->p.a, e->st, fn, &roots, &bodies);
+    for (int k = 0; k < nsteps; k++)
+        emit_step(e, fn, bodies[k]);
+    end_function(e, c);
+
+    if (!f->prepack.n) {
+        emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
+        emit_args_entries(e, f, o->name);
+        return true;
+    }
+    emit_with_workspace(e, f->packed_name, f->packed_ws_name, &f->kernel, f->ws_macro);
+    /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
+    fputc('\n', c);
+    emit_signature(e, c, f->ws_name, &f->entry, false, true);
+    fputs("\n{\n", c);
+    for (int i = 0; i < fn->packed.len; i++) {
+        const Tensor *t = fn->packed.items[i];
+        const char *ty = storage_type(t->dtype);
+        cg_line(&e->p, "%s *%s_ = te_alloc(%s * sizeof(%s));\n", ty, cg_tensor_name(&e->p, t),
+                f->elems_macros[i], ty);
+    }
+    emit_call_open(e, f->prepack_name, &f->prepack);
+    fputs(");\n", c);
+    emit_call_open(e, f->packed_ws_name, &f->kernel);
+    fputs(", te_workspace_);\n", c);
+    for (int i = 0; i < fn->packed.len; i++)
+        cg_line(&e->p, "free(%s_);\n", cg_tensor_name(&e->p, fn->packed.items[i]));
+    fputs("}\n", c);
+    emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
+    emit_args_entries(e, f, o->name);
+    return true;
+}
+
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h)
 {
@@ -1469,58 +1527,20 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     fprintf(c, "#include \"%s.h\"\n\n", o->name);
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
-    fputs(helpers, c);
-    fputs(cg_vmath_source, c);
-    fputs(cg_parallel_source, c);
-    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f.ws_macro);
-    if (f.prepack.n) {
-        if (!begin_function(&e, f.prepack_name, &f.prepack, false, NULL))
-            return false;
-        emit_views(&e, &f.prepack, fn->prepack);
-        emit_stmt(&e, fn->prepack);
-        end_function(&e, c);
+    /* the functions first, to print only the helpers they use */
+    char *body = NULL;
+    size_t len = 0;
+    FILE *functions = open_memstream(&body, &len);
+    if (!functions)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    e.p.out = functions;
+    bool ok = emit_functions(&e, fn, o, &f);
+    fclose(functions);
+    if (ok) {
+        cg_print_helpers(&e.p, c, c_before, (int)(sizeof c_before / sizeof c_before[0]), c_after,
+                         (int)(sizeof c_after / sizeof c_after[0]), body);
+        fwrite(body, 1, len, c);
     }
-
-    /* the kernel steps in order, each temp at its planned offset */
-    const char *core = f.prepack.n ? f.packed_ws_name : f.ws_name;
-    if (!begin_function(&e, core, &f.kernel, true, fn))
-        return false;
-    emit_views(&e, &f.kernel, fn->body);
-    if (fn->temps.len)
-        cg_line(&e.p, "char *te_workspace = te_workspace_;\n");
-    else
-        cg_line(&e.p, "(void)te_workspace_;\n");
-    const SStage **roots;
-    const Stmt **bodies;
-    int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
-    for (int k = 0; k < nsteps; k++)
-        emit_step(&e, fn, bodies[k]);
-    end_function(&e, c);
-
-    if (!f.prepack.n) {
-        emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
-        emit_args_entries(&e, &f, o->name);
-        return !ferror(out_c) && !ferror(out_h);
-    }
-    emit_with_workspace(&e, f.packed_name, f.packed_ws_name, &f.kernel, f.ws_macro);
-    /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
-    fputc('\n', c);
-    emit_signature(&e, c, f.ws_name, &f.entry, false, true);
-    fputs("\n{\n", c);
-    for (int i = 0; i < fn->packed.len; i++) {
-        const Tensor *t = fn->packed.items[i];
-        const char *ty = storage_type(t->dtype);
-        cg_line(&e.p, "%s *%s_ = te_alloc(%s * sizeof(%s));\n", ty, cg_tensor_name(&e.p, t),
-             f.elems_macros[i], ty);
-    }
-    emit_call_open(&e, f.prepack_name, &f.prepack);
-    fputs(");\n", c);
-    emit_call_open(&e, f.packed_ws_name, &f.kernel);
-    fputs(", te_workspace_);\n", c);
-    for (int i = 0; i < fn->packed.len; i++)
-        cg_line(&e.p, "free(%s_);\n", cg_tensor_name(&e.p, fn->packed.items[i]));
-    fputs("}\n", c);
-    emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
-    emit_args_entries(&e, &f, o->name);
-    return !ferror(out_c) && !ferror(out_h);
+    free(body);
+    return ok && !ferror(out_c) && !ferror(out_h);
 }

@@ -84,6 +84,8 @@ const CgDialect cg_dialect_c = {
     .load_bf16 = { "te_bf16_to_f32(", ")" },
     .round_f16 = { "(float)(_Float16)(", ")" },
     .round_bf16 = { "te_round_bf16(", ")" },
+    .helper = "static inline",
+    .i32_type = "int32_t",
 };
 
 const CgDialect cg_dialect_cuda = {
@@ -100,6 +102,8 @@ const CgDialect cg_dialect_cuda = {
     .load_bf16 = { "__bfloat162float(", ")" },
     .round_f16 = { "__half2float(__float2half_rn(", "))" },
     .round_bf16 = { "__bfloat162float(__float2bfloat16_rn(", "))" },
+    .helper = "TE_DEVICE",
+    .i32_type = "int",
 };
 
 /* ------------------------------------------------------------------ */
@@ -419,4 +423,141 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
     cg_emit_expr(p, x->args[1], q + 1);
     if (q < prec)
         fputc(')', out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Preludes.                                                           */
+
+/* The helpers cg_emit_expr's code calls (and stores, te_sat_i32), in the
+ * reference evaluator's arithmetic. */
+static const CgHelper math_helpers[] = {
+    { "te_rsqrt_f32", "$Q float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n" },
+    { "te_rsqrt_f64", "$Q double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n" },
+    { "te_gelu_f32",
+      "$Q float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n" },
+    { "te_gelu_f64",
+      "$Q double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n" },
+    { "te_sigmoid_f32", "$Q float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n" },
+    { "te_sigmoid_f64", "$Q double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n" },
+    { "te_min_f32 te_max_f32 te_min_f64 te_max_f64 te_relu_f32 te_relu_f64",
+      "/* min, max and relu propagate NaN, like the reference evaluator */\n" },
+    { "te_min_f32", "$Q float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n" },
+    { "te_max_f32", "$Q float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n" },
+    { "te_min_f64", "$Q double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n" },
+    { "te_max_f64", "$Q double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n" },
+    { "te_relu_f32", "$Q float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n" },
+    { "te_relu_f64", "$Q double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n" },
+    { "te_min_$S", "$Q $I te_min_$S($I a, $I b) { return a < b ? a : b; }\n" },
+    { "te_max_$S", "$Q $I te_max_$S($I a, $I b) { return a > b ? a : b; }\n" },
+    { "te_abs_$S", "$Q $I te_abs_$S($I a) { return a < 0 ? -a : a; }\n" },
+    { "te_relu_$S", "$Q $I te_relu_$S($I a) { return a > 0 ? a : 0; }\n" },
+    { "te_sat_i32", "/* an i32 stage's value saturates to the i32 range when stored */\n"
+                    "$Q $W te_sat_i32($I a) { return a > 2147483647 ? 2147483647 : "
+                    "a < -2147483647 - 1 ? -2147483647 - 1 : ($W)a; }\n" },
+    { "te_div_$S te_mod_$S", "/* integer division by zero is 0, as in the reference evaluator */\n" },
+    { "te_div_$S", "$Q $I te_div_$S($I a, $I b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n" },
+    { "te_mod_$S", "$Q $I te_mod_$S($I a, $I b) { return b == 0 || b == -1 ? 0 : a % b; }\n" },
+    { "te_f2i", "/* float to i32: NaN is 0, out of range saturates */\n"
+                "$Q $I te_f2i(double x)\n"
+                "{\n"
+                "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : "
+                "x <= -2147483648.0 ? -2147483647 - 1 : ($I)x;\n"
+                "}\n" },
+};
+
+/* TEXT with the $ names of CgHelper replaced. */
+static char *expand(CgPrinter *p, const char *text)
+{
+    size_t cap = strlen(text) + 1;
+    for (const char *c = strchr(text, '$'); c; c = strchr(c + 1, '$'))
+        cap += 32;
+    char *r = arena_alloc(p->a, cap), *w = r;
+    for (const char *c = text; *c; c++) {
+        const char *sub = NULL;
+        if (*c == '$') {
+            switch (c[1]) {
+            case 'Q': sub = p->d->helper; break;
+            case 'I': sub = p->int_type; break;
+            case 'W': sub = p->d->i32_type; break;
+            case 'S': sub = p->d->int_suffix; break;
+            }
+        }
+        if (!sub) {
+            *w++ = *c;
+            continue;
+        }
+        size_t n = strlen(sub);
+        TE_ASSERT(n <= 32);
+        memcpy(w, sub, n);
+        w += n;
+        c++;
+    }
+    *w = 0;
+    return r;
+}
+
+static bool ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Does TEXT use the identifier NAME (of length N)? */
+static bool uses(const char *text, const char *name, size_t n)
+{
+    for (const char *c = text; (c = strstr(c, name)); c++) {
+        /* a whole identifier, not a part of a longer one */
+        if ((c == text || !ident_char(c[-1])) && !ident_char(c[n]))
+            return true;
+    }
+    return false;
+}
+
+/* Does TEXT use one of the space-separated NAMES? */
+static bool uses_any(const char *text, const char *names)
+{
+    char name[64];
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        TE_ASSERT(n > 0 && n < sizeof name);
+        memcpy(name, c, n);
+        name[n] = 0;
+        if (uses(text, name, n))
+            return true;
+        c += n;
+        c += *c == ' ';
+    }
+    return false;
+}
+
+void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
+                      const CgHelper *after, int nafter, const char *body)
+{
+    int n = nbefore + NELEMS(math_helpers) + nafter;
+    const char **names = arena_alloc(p->a, sizeof *names * (size_t)n);
+    const char **texts = arena_alloc(p->a, sizeof *texts * (size_t)n);
+    bool *chosen = arena_alloc(p->a, sizeof *chosen * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const CgHelper *h = i < nbefore ? &before[i]
+                            : i < nbefore + NELEMS(math_helpers) ? &math_helpers[i - nbefore]
+                            : &after[i - nbefore - NELEMS(math_helpers)];
+        names[i] = expand(p, h->names);
+        texts[i] = expand(p, h->text);
+        chosen[i] = false;
+    }
+    /* what the body uses, then what those use, until nothing is added */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int i = 0; i < n; i++) {
+            if (chosen[i])
+                continue;
+            bool used = uses_any(body, names[i]);
+            for (int j = 0; j < n && !used; j++)
+                used = chosen[j] && uses_any(texts[j], names[i]);
+            if (used)
+                chosen[i] = grew = true;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (chosen[i])
+            fputs(texts[i], out);
 }

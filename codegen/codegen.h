@@ -142,6 +142,8 @@ typedef struct CgDialect {
     const char *load_bf16[2];     /* ... a bf16 element */
     const char *round_f16[2];     /* around a float: rounded to f16, as float */
     const char *round_bf16[2];    /* ... to bf16 */
+    const char *helper;           /* what a prelude helper is declared with */
+    const char *i32_type;         /* the type an i32 is stored in */
 } CgDialect;
 
 extern const CgDialect cg_dialect_c;    /* C11 with GCC/Clang extensions */
@@ -164,6 +166,22 @@ typedef struct CgPrinter {
      * conversion on load)? */
     bool (*computed)(struct CgPrinter *p, const Tensor *t, Expr *const *idx);
 } CgPrinter;
+
+/* A piece of a prelude: a helper function, macro or type (or a comment
+ * on the ones after it), printed where the code uses what it defines. */
+typedef struct CgHelper {
+    const char *names; /* the identifiers it defines (or comments on),
+                          separated by spaces */
+    const char *text;  /* its text, in which $Q is the dialect's helper
+                          qualifier, $I the int_type, $W the i32 storage
+                          type and $S the integer helpers' suffix */
+} CgHelper;
+
+/* cfamily.c: the prelude BODY needs: of the helpers BEFORE, cfamily.c's
+ * own (the scalar math cg_emit_expr calls), then AFTER, in that order,
+ * those whose names BODY or another printed helper uses. */
+void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
+                      const CgHelper *after, int nafter, const char *body);
 
 /* cfamily.c: NAME, or NAME_2, NAME_3, ... where taken; recorded as taken.
  * A name with one of the dialect's prefixes (te_: texc's own) becomes

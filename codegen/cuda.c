@@ -115,7 +115,6 @@ typedef struct Emitter {
     Acc *acc;
     int acc_mode;
     bool async_copy;        /* fetching a pipelined tile with cp.async */
-    bool used_async;        /* the program uses cp.async */
     bool dynamic_smem;
     bool pending;           /* a distributed write awaits its barrier */
     PtrVec pending_bufs;    /* Tensor *: what those writes wrote */
@@ -748,7 +747,6 @@ static void emit_store(Emitter *e, const Stmt *s)
         fputs(", &", out);
         emit_element(e, v->tensor, v->args, true);
         fputs(");\n", out);
-        e->used_async = true;
         return;
     }
     cg_line(&e->p, "%s", "");
@@ -1141,7 +1139,6 @@ static void emit_distributed(Emitter *e, const Stmt *s)
             const Stmt *st = f.body;
             if (e->async_copy) {
                 cg_line(&e->p, "te_cp_async16(&");
-                e->used_async = true;
             } else {
                 cg_line(&e->p, "*(uint4 *)&");
             }
@@ -1531,62 +1528,42 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
 /* ------------------------------------------------------------------ */
 /* The translation unit.                                               */
 
-/* Helpers, in the types the program computes in (%1$s: the integer type). */
-static const char helpers[] =
-    "#define TE_DEVICE static __device__ __forceinline__\n"
-    "TE_DEVICE float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
-    "TE_DEVICE double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
-    "TE_DEVICE float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
-    "TE_DEVICE double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
-    "TE_DEVICE float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
-    "TE_DEVICE double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
-    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
-    "TE_DEVICE float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
-    "TE_DEVICE float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
-    "TE_DEVICE double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
-    "TE_DEVICE double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
-    "TE_DEVICE float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
-    "TE_DEVICE double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
-    "TE_DEVICE %1$s te_min_int(%1$s a, %1$s b) { return a < b ? a : b; }\n"
-    "TE_DEVICE %1$s te_max_int(%1$s a, %1$s b) { return a > b ? a : b; }\n"
-    "TE_DEVICE %1$s te_abs_int(%1$s a) { return a < 0 ? -a : a; }\n"
-    "TE_DEVICE %1$s te_relu_int(%1$s a) { return a > 0 ? a : 0; }\n"
-    "/* integer division by zero is 0, as in the reference evaluator */\n"
-    "TE_DEVICE %1$s te_div_int(%1$s a, %1$s b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
-    "TE_DEVICE %1$s te_mod_int(%1$s a, %1$s b) { return b == 0 || b == -1 ? 0 : a %% b; }\n"
-    "/* an i32 stage's value saturates to the i32 range when stored */\n"
-    "TE_DEVICE int te_sat_i32(%1$s x) { return x > 2147483647 ? 2147483647 : x < -2147483647 - 1 ? -2147483647 - 1 : (int)x; }\n"
-    "/* float to i32: NaN is 0, out of range saturates */\n"
-    "TE_DEVICE %1$s te_f2i(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (%1$s)x;\n"
-    "}\n";
+/* The CUDA prelude around cfamily.c's math helpers (TE_DEVICE, their
+ * qualifier, before; cp.async after), each piece printed where the
+ * kernels use what it defines. */
+static const CgHelper cuda_before[] = {
+    { "TE_DEVICE", "#define TE_DEVICE static __device__ __forceinline__\n" },
+};
 
 /* cp.async (sm_80 and later): global to shared memory without a register.
  * Compiled for the host (tests/cudaemu.h) they are plain copies. */
-static const char async_helpers[] =
-    "#if defined(__CUDA_ARCH__)\n"
-    "#define TE_CP_ASYNC(kind, bytes)                                                 \\\n"
-    "    asm volatile(\"cp.async.\" kind \".shared.global [%0], [%1], \" #bytes \";\\n\" \\\n"
-    "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global) : \"memory\")\n"
-    "#else\n"
-    "#define TE_CP_ASYNC(kind, bytes) memcpy(shared, global, bytes)\n"
-    "#endif\n"
-    "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n"
-    "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n"
-    "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n"
-    "TE_DEVICE void te_cp_async_commit()\n"
-    "{\n"
-    "#if defined(__CUDA_ARCH__)\n"
-    "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
-    "#endif\n"
-    "}\n"
-    "template <int N> TE_DEVICE void te_cp_async_wait()\n"
-    "{\n"
-    "#if defined(__CUDA_ARCH__)\n"
-    "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
-    "#endif\n"
-    "}\n";
+static const CgHelper cuda_after[] = {
+    { "TE_CP_ASYNC",
+      "#if defined(__CUDA_ARCH__)\n"
+      "#define TE_CP_ASYNC(kind, bytes)                                                 \\\n"
+      "    asm volatile(\"cp.async.\" kind \".shared.global [%0], [%1], \" #bytes \";\\n\" \\\n"
+      "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global) : \"memory\")\n"
+      "#else\n"
+      "#define TE_CP_ASYNC(kind, bytes) memcpy(shared, global, bytes)\n"
+      "#endif\n" },
+    { "te_cp_async4", "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n" },
+    { "te_cp_async8", "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n" },
+    { "te_cp_async16", "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n" },
+    { "te_cp_async_commit",
+      "TE_DEVICE void te_cp_async_commit()\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
+      "#endif\n"
+      "}\n" },
+    { "te_cp_async_wait",
+      "template <int N> TE_DEVICE void te_cp_async_wait()\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+      "#endif\n"
+      "}\n" },
+};
 
 /* What the program's values need: wide indices, f16, bf16. */
 static void scan_expr(Emitter *e, const Expr *x, bool *wide)
@@ -1731,9 +1708,8 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
         fputs("#include <cuda_bf16.h>\n", u);
     if (e.fp16 || e.bf16)
         fputc('\n', u);
-    fprintf(u, helpers, e.p.int_type);
-    if (e.used_async)
-        fputs(async_helpers, u);
+    cg_print_helpers(&e.p, u, cuda_before, (int)(sizeof cuda_before / sizeof cuda_before[0]),
+                     cuda_after, (int)(sizeof cuda_after / sizeof cuda_after[0]), text);
     fputc('\n', u);
     fwrite(text, 1, len, u);
     fclose(u);
