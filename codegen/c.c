@@ -364,16 +364,20 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
 
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold);
+
 static void emit_for(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
-    const char *v = cg_var_name(&e->p, l->var);
-    int64_t min = -1, ext;
-    bool zero_min = sch_const_int(s->min, &min) && min == 0;
+    int64_t ext;
     if (l->kind == LOOP_UNROLLED) {
+        /* its name is claimed though no line declares it, so that the
+         * names after it are those of the loop it was */
+        cg_var_name(&e->p, l->var);
         bool constant = sch_const_int(s->extent, &ext);
         int64_t n = constant ? ext : sch_trip_bound(l);
         cg_line(&e->p, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
+        Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(l->var->id + 1));
         for (int64_t k = 0; k < n; k++) {
             if (constant) {
                 cg_line(&e->p, "{\n");
@@ -383,16 +387,10 @@ static void emit_for(Emitter *e, const Stmt *s)
                 fputs(") {\n", e->p.out);
             }
             e->p.indent++;
-            cg_line(&e->p, "const int64_t %s = ", v);
-            if (!zero_min) {
-                cg_emit_expr(&e->p, s->min, 5);
-                fprintf(e->p.out, " + %lld;\n", (long long)k);
-            } else {
-                fprintf(e->p.out, "%lld;\n", (long long)k);
-            }
-            vec_push(e->p.a, &e->outer, l->var);
-            emit_stmt(e, s->body);
-            e->outer.len--;
+            /* the iteration's value in place of the variable, so that
+             * its accesses fold to constants where they can */
+            map[l->var->id] = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
+            emit_stmt(e, subst_stmt(e, s->body, map, l->var->id + 1, true));
             e->p.indent--;
             cg_line(&e->p, "}\n");
         }
@@ -803,7 +801,27 @@ static void emit_if(Emitter *e, const Stmt *s, void (*emit_body)(Emitter *, cons
     cg_line(&e->p, "}\n");
 }
 
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n)
+/* X with the indices of its loads simplified (after a substitution: an
+ * unrolled iteration's z_acc_v[i - io * 8] is z_acc_v[3]).  Only indices:
+ * sch_simplify's rewrites are exact in integers, not in floats. */
+static Expr *fold_loads(Arena *a, Expr *x)
+{
+    if (x->nargs == 0)
+        return x;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *x;
+    c->args = arena_alloc(a, sizeof *c->args * (size_t)x->nargs);
+    for (int i = 0; i < x->nargs; i++) {
+        c->args[i] = fold_loads(a, x->args[i]);
+        if (x->kind == EX_LOAD)
+            c->args[i] = sch_simplify(a, c->args[i]);
+    }
+    return c;
+}
+
+/* S with MAP's values for its variables (sch_subst); with FOLD, the
+ * indices of its stores and loads simplified (fold_loads). */
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
 {
     if (!s)
         return NULL;
@@ -813,25 +831,30 @@ static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n)
     case S_FOR:
         c->min = sch_subst(e->p.a, s->min, map, n);
         c->extent = sch_subst(e->p.a, s->extent, map, n);
-        c->body = subst_stmt(e, s->body, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     case S_SEQ:
         c->stmts = arena_alloc(e->p.a, sizeof *c->stmts * (size_t)s->n);
         for (int i = 0; i < s->n; i++)
-            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n);
+            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n, fold);
         break;
     case S_STORE:
         c->index = arena_alloc(e->p.a, sizeof *c->index * (size_t)(s->buf->rank + 1));
-        for (int d = 0; d < s->buf->rank; d++)
+        for (int d = 0; d < s->buf->rank; d++) {
             c->index[d] = sch_subst(e->p.a, s->index[d], map, n);
+            if (fold)
+                c->index[d] = sch_simplify(e->p.a, c->index[d]);
+        }
         c->value = sch_subst(e->p.a, s->value, map, n);
+        if (fold)
+            c->value = fold_loads(e->p.a, c->value);
         break;
     case S_IF:
         c->cond = sch_subst(e->p.a, s->cond, map, n);
-        c->body = subst_stmt(e, s->body, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     case S_ALLOC:
-        c->body = subst_stmt(e, s->body, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     }
     return c;
@@ -897,7 +920,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
                  l->pipeline - 1);
             any = true;
         }
-        emit_prefetch_nest(e, subst_stmt(e, nest, map, n));
+        emit_prefetch_nest(e, subst_stmt(e, nest, map, n, false));
         b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
     }
     if (any) {
