@@ -266,7 +266,10 @@ static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value);
 
-static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
+/* ... X at those lanes, in C's precedence (PREC as cg_emit_expr's): GCC and
+ * Clang give vector operators the scalar ones' */
+static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g,
+                       int prec)
 {
     FILE *out = e->p.out;
     if (invariant(x, v)) {
@@ -279,25 +282,32 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
         emit_vaccess(e, x->tensor, x->args, v, vmin, g, NULL);
         return;
     }
+    int q = cg_prec(x->op);
     switch (x->op) {
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-        fputc('(', out);
-        emit_vexpr(e, x->args[0], v, vmin, g);
+        if (q < prec)
+            fputc('(', out);
+        emit_vexpr(e, x->args[0], v, vmin, g, q);
         fprintf(out, " %s ", op_text(x->op));
-        emit_vexpr(e, x->args[1], v, vmin, g);
-        fputc(')', out);
+        emit_vexpr(e, x->args[1], v, vmin, g, q + 1);
+        if (q < prec)
+            fputc(')', out);
         return;
     case OP_NEG:
-        fputs("(-", out);
-        emit_vexpr(e, x->args[0], v, vmin, g);
-        fputc(')', out);
+        /* (its operand above a unary operator's 7: - -x is not --x) */
+        if (q < prec)
+            fputc('(', out);
+        fputc('-', out);
+        emit_vexpr(e, x->args[0], v, vmin, g, q + 1);
+        if (q < prec)
+            fputc(')', out);
         return;
     default:
         fprintf(out, "te_v%s(", op_text(x->op));
         for (int i = 0; i < x->nargs; i++) {
             if (i)
                 fputs(", ", out);
-            emit_vexpr(e, x->args[i], v, vmin, g);
+            emit_vexpr(e, x->args[i], v, vmin, g, 0);
         }
         fputc(')', out);
         return;
@@ -330,7 +340,7 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
         fprintf(e->p.out, "[%lld]", (long long)(pos / VLANES));
         if (store_value) {
             fputs(" = ", e->p.out);
-            emit_vexpr(e, store_value, v, vmin, g);
+            emit_vexpr(e, store_value, v, vmin, g, 0);
         }
         return;
     }
@@ -338,7 +348,7 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
     emit_address(e, buf, idx, first);
     if (store_value) {
         fputs(", ", e->p.out);
-        emit_vexpr(e, store_value, v, vmin, g);
+        emit_vexpr(e, store_value, v, vmin, g, 0);
     }
     fputc(')', e->p.out);
 }
@@ -557,19 +567,37 @@ static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v,
 
 /* A reduction's combine in the generated C, "A OP B" as "F(A, B)" for max
  * and min (te_vmax on vectors, te_max_f32 on floats: NaN propagates) and
- * "(A + B)" for sums and products: combine_open, A, combine_mid, B, ")". */
+ * "A + B" for sums and products: combine_open, A, combine_mid, B (at
+ * combine_prec), combine_close. */
+static bool combine_call(Op op)
+{
+    return op == OP_MAX || op == OP_MIN;
+}
+
 static void combine_open(Emitter *e, Op op, bool vector)
 {
-    fputs(op == OP_MAX ? (vector ? "te_vmax(" : "te_max_f32(")
-          : op == OP_MIN ? (vector ? "te_vmin(" : "te_min_f32(") : "(", e->p.out);
+    if (combine_call(op))
+        fputs(op == OP_MAX ? (vector ? "te_vmax(" : "te_max_f32(")
+                           : (vector ? "te_vmin(" : "te_min_f32("), e->p.out);
 }
 
 static void combine_mid(Emitter *e, Op op)
 {
-    if (op == OP_MAX || op == OP_MIN)
+    if (combine_call(op))
         fputs(", ", e->p.out);
     else
         fprintf(e->p.out, " %s ", op_text(op));
+}
+
+static int combine_prec(Op op)
+{
+    return combine_call(op) ? 0 : cg_prec(op) + 1;
+}
+
+static void combine_close(Emitter *e, Op op)
+{
+    if (combine_call(op))
+        fputc(')', e->p.out);
 }
 
 /* emit_steps' body for a reduction (CTX its update, reduction_update):
@@ -584,8 +612,9 @@ static void update_groups(Emitter *e, const Stmt *s, int64_t step, const void *c
         combine_open(e, op, true);
         fprintf(e->p.out, "te_acc[%lld]", (long long)g);
         combine_mid(e, op);
-        emit_vexpr(e, u->value->args[1], s->loop->var, at, g);
-        fputs(");\n", e->p.out);
+        emit_vexpr(e, u->value->args[1], s->loop->var, at, g, combine_prec(op));
+        combine_close(e, op);
+        fputs(";\n", e->p.out);
     }
 }
 
@@ -621,7 +650,9 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
             combine_open(e, op, true);
             fprintf(e->p.out, "te_acc[%lld]", (long long)g);
             combine_mid(e, op);
-            fprintf(e->p.out, "te_acc[%lld]);\n", (long long)(g + (w + 1) / 2));
+            fprintf(e->p.out, "te_acc[%lld]", (long long)(g + (w + 1) / 2));
+            combine_close(e, op);
+            fputs(";\n", e->p.out);
         }
     /* then its lanes into the result */
     fprintf(e->p.out, "%*s", e->p.indent * 4, "");
@@ -630,7 +661,9 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
     combine_open(e, op, false);
     emit_index(e, u->buf, u->index);
     combine_mid(e, op);
-    fprintf(e->p.out, "%s(te_acc[0]));\n", fold);
+    fprintf(e->p.out, "%s(te_acc[0])", fold);
+    combine_close(e, op);
+    fputs(";\n", e->p.out);
     close_strided(e, s);
     return true;
 }

@@ -212,9 +212,7 @@ void cg_line(CgPrinter *p, const char *fmt, ...)
 /* ------------------------------------------------------------------ */
 /* Expressions.                                                        */
 
-/* C's precedence of a binary operator, 1 (||) to 6 (*); 7: a unary
- * operator, a call, a primary expression. */
-static int c_prec(Op op)
+int cg_prec(Op op)
 {
     switch (op) {
     case OP_OR: return 1;
@@ -415,7 +413,7 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
         cg_emit_call(p, func_name(p, x->op, t), x);
         return;
     }
-    int q = c_prec(x->op);
+    int q = cg_prec(x->op);
     if (q < prec)
         fputc('(', out);
     cg_emit_expr(p, x->args[0], q);

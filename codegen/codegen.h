@@ -192,6 +192,9 @@ const char *cg_tensor_name(CgPrinter *p, const Tensor *t);
 const char *cg_var_name(CgPrinter *p, const IterVar *v);
 /* cfamily.c: the C type values of T are computed in. */
 const char *cg_compute_type(const CgPrinter *p, DType t);
+/* cfamily.c: C's precedence of a binary operator OP, 1 (||) to 6 (*);
+ * 7: a unary operator, a call, a primary expression. */
+int cg_prec(Op op);
 /* cfamily.c: X as a C expression, parenthesised where an operator of
  * precedence PREC (cg_prec's scale; 0: none) surrounds it. */
 void cg_emit_expr(CgPrinter *p, const Expr *x, int prec);
