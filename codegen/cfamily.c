@@ -12,9 +12,17 @@
  *
  * What lives where: here, names (claiming them against the dialect's
  * reserved words and each other) and expressions, with their precedence,
- * constants, casts, calls and loads; the indentation of lines.  c.c and
- * cuda.c keep what differs: statements, stores, vector code, parallel
- * lifting, barriers, shared memory, launch code.
+ * constants, casts, calls and loads; the indentation of lines; and the
+ * preludes' math helpers, written once with the dialect's qualifier
+ * (static inline, TE_DEVICE) and integer type.  c.c and cuda.c keep what
+ * differs: statements, stores, vector code, parallel lifting, barriers,
+ * shared memory, launch code, and the prelude pieces of their own around
+ * the math helpers.
+ *
+ * A prelude prints only what the code uses: a translation unit's body is
+ * written first, then cg_print_helpers picks the pieces whose names it
+ * (or a piece picked) mentions.  So no piece's text may name another
+ * helper it does not need, not even in a comment.
  *
  * Arithmetic is the reference evaluator's in both: i32 values computed in
  * the printer's int_type and saturated when stored, integer division by
