@@ -45,7 +45,7 @@ typedef struct Emitter {
     SchedState *st;
     PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
     WorkspacePlan plan; /* where each of the function's temps lives */
-        /* the C function being written, for emit_parallel */
+    /* the C function being written, for emit_parallel */
     const char *base;  /* the entry point's name */
     const Params *fn_params;
     const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
@@ -481,7 +481,7 @@ static void emit_steps(Emitter *e, const Stmt *s, int64_t groups,
     const char *v = cg_var_name(&e->p, s->loop->var);
     for (int64_t step = groups; ; step = 1) {
         cg_line(&e->p, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
-             (long long)(step * VLANES));
+                (long long)(step * VLANES));
         e->p.indent++;
         body(e, s, step, ctx);
         e->p.indent--;
@@ -513,7 +513,7 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
         int64_t groups = step_groups(s);
         open_strided(e, s);
         cg_line(&e->p, "/* %s: %lld lanes, %lld vector%s of %d a step */\n", l->name, (long long)bound,
-             (long long)groups, groups > 1 ? "s" : "", VLANES);
+                (long long)groups, groups > 1 ? "s" : "", VLANES);
         emit_steps(e, s, groups, store_groups, NULL);
         close_strided(e, s);
         return true;
@@ -525,7 +525,7 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
         e->p.indent++;
     }
     cg_line(&e->p, "/* %s: %lld lanes as %lld vectors of %d */\n", l->name, (long long)bound,
-         (long long)(bound / VLANES), VLANES);
+            (long long)(bound / VLANES), VLANES);
     for (int64_t g = 0; g < bound / VLANES; g++)
         emit_vstmt(e, s->body, l->var, s->min, g);
     if (!constant) {
@@ -638,7 +638,7 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
     int64_t groups = step_groups(s);
     open_strided(e, s);
     cg_line(&e->p, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name, what,
-         (long long)trip_count(s, NULL), (long long)groups, groups > 1 ? "s" : "", VLANES);
+            (long long)trip_count(s, NULL), (long long)groups, groups > 1 ? "s" : "", VLANES);
     cg_line(&e->p, "te_v16f te_acc[%lld];\n", (long long)groups);
     cg_line(&e->p, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
     cg_line(&e->p, "    te_acc[te_g] = te_splat(%s);\n", ident);
@@ -944,13 +944,13 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
         const Stmt *nest = inner && inner->kind == S_SEQ ? inner->stmts[0] : inner;
         if (!any) {
             cg_line(&e->p, "/* pipeline %s: prefetch the tiles of iteration %s + %d */\n", l->name,
-                 cg_var_name(&e->p, l->var), l->pipeline - 1);
+                    cg_var_name(&e->p, l->var), l->pipeline - 1);
             cg_line(&e->p, "if (%s + %d < ", cg_var_name(&e->p, l->var), l->pipeline - 1);
             cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 4);
             fputs(") {\n", e->p.out);
             e->p.indent++;
             cg_line(&e->p, "const int64_t %s = %s + %d;\n", cg_var_name(&e->p, next), cg_var_name(&e->p, l->var),
-                 l->pipeline - 1);
+                    l->pipeline - 1);
             any = true;
         }
         emit_prefetch_nest(e, subst_stmt(e, nest, map, n, false));

@@ -100,7 +100,7 @@ typedef struct Emitter {
     const Source *src;
     int sm;
     bool fp16, bf16;        /* the program has f16 or bf16 values */
-        bool failed;
+    bool failed;
     /* the kernel being emitted */
     CudaKernel *k;
     const SStage *stage;
@@ -912,7 +912,7 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
         if (!constant) {
             /* a constant trip count, so that it does unroll */
             emit_for_header(e, s, sch_simplify(e->p.a, sch_add(e->p.a, s->min,
-                                                             sch_int(e->p.a, sch_trip_bound(l)))), "");
+                                                               sch_int(e->p.a, sch_trip_bound(l)))), "");
             e->p.indent++;
             cg_line(&e->p, "if (%s < ", cg_var_name(&e->p, l->var));
             cg_emit_expr(&e->p, end, 5);
@@ -1029,9 +1029,9 @@ static int64_t copy_width(Emitter *e, const Flat *f)
     /* vectors start at multiples of V, in both buffers, and do not cross
      * the loop's (clamped) end */
     Expr *src_off = sch_simplify(e->p.a, sch_sub(e->p.a, st->value->args[src->rank - 1],
-                                               ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
+                                                 ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
     Expr *dst_off = sch_simplify(e->p.a, sch_sub(e->p.a, st->index[dst->rank - 1],
-                                               ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
+                                                 ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
     if (v < 2 || sch_trip_bound(inner->loop) % v != 0 || dst->shape[dst->rank - 1] % v != 0 ||
         src->shape[src->rank - 1] % v != 0 || !multiple_of(inner->min, v) ||
         !multiple_of(sch_simplify(e->p.a, sch_add(e->p.a, inner->min, inner->extent)), v) ||
@@ -1404,7 +1404,7 @@ static void emit_shared_decls(Emitter *e)
     if (e->dynamic_smem) {
         e->k->dyn_smem = (unsigned)total;
         cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
-             (long long)total);
+                (long long)total);
     } else {
         e->k->static_smem = (unsigned)total;
     }
@@ -1425,7 +1425,7 @@ static void emit_shared_decls(Emitter *e)
             if (b->slots > 1)
                 inner = dims;
             cg_line(&e->p, "%s (*%s)%s = (%s (*)%s)(te_smem + %lld);\n", ty, n, inner ? inner : "", ty,
-                 inner ? inner : "", (long long)b->offset);
+                    inner ? inner : "", (long long)b->offset);
         } else {
             cg_line(&e->p, "__shared__ __align__(16) %s %s%s%s;\n", ty, n, slots, dims);
         }
@@ -1516,7 +1516,7 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
         cg_line(&e->p, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
     else if (strstr(text, "te_tid"))
         cg_line(&e->p, "const int te_tid = (int)(threadIdx.x + %lld * (threadIdx.y + %lld * threadIdx.z));\n",
-             (long long)e->dims[3], (long long)e->dims[4]);
+                (long long)e->dims[3], (long long)e->dims[4]);
     fputs(text, out);
     fputs("}\n\n", out);
     free(text);
