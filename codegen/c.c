@@ -21,13 +21,13 @@
  * indexing reads x[i][k].  Arithmetic follows the reference evaluator:
  * integer division by zero gives 0, float-to-int casts saturate and send
  * NaN to 0, min/max/relu propagate NaN.  f16 and bf16 values are computed
- * in float and rounded when stored.
+ * in float and rounded when stored.  Expressions and names are cfamily.c's,
+ * in its C dialect; this file writes the statements around them.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L /* open_memstream */
 #endif
 #include <ctype.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,16 +41,10 @@ typedef struct Params {
 } Params;
 
 typedef struct Emitter {
-    Arena *a;
-    FILE *out;
+    CgPrinter p;       /* first: cfamily.c's hooks get the Emitter from it */
     SchedState *st;
-    PtrVec names;      /* const char *: C names in use (for clashes) */
-    PtrVec tensors;    /* Tensor * with a C name ... */
-    PtrVec tnames;     /* ... and that name */
-    const char **var_names; /* by IterVar id */
     PtrVec vector_bufs; /* Tensor *: local buffers declared as vectors */
     WorkspacePlan plan; /* where each of the function's temps lives */
-    int indent;
     /* the C function being written, for emit_parallel */
     const char *base;  /* the entry point's name */
     const Params *fn_params;
@@ -63,94 +57,7 @@ typedef struct Emitter {
     size_t len[2];
 } Emitter;
 
-/* Identifiers a user's name must not become. */
-static const char *const reserved[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
-    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "_Bool",
-    "_Complex", "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic",
-    "_Noreturn", "_Static_assert", "_Thread_local", "_Float16", "bool", "true",
-    "false", "NULL", "main", "errno", "assert", "abort", "free", "malloc", "calloc",
-    "realloc", "aligned_alloc", "memcpy", "memset", "size_t", "int32_t", "int64_t",
-    "uint16_t", "uint32_t", "uint64_t", "INFINITY", "NAN", "exp", "expf", "log",
-    "logf", "sqrt", "sqrtf", "tanh", "tanhf", "erf", "erff", "fabs", "fabsf", "pow",
-    "powf", "isnan", "stdin", "stdout", "stderr", "EOF", "omp_get_thread_num",
-};
-
-static bool name_taken(Emitter *e, const char *name)
-{
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcmp(reserved[i], name) == 0)
-            return true;
-    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0)
-        return true;
-    for (int i = 0; i < e->names.len; i++)
-        if (strcmp(e->names.items[i], name) == 0)
-            return true;
-    return false;
-}
-
-/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken.  te_ names
- * are texc's own: a user's te_a becomes u_te_a. */
-static const char *claim(Emitter *e, const char *name)
-{
-    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0)
-        name = arena_printf(e->a, "u_%s", name);
-    const char *c = name;
-    for (int k = 2; name_taken(e, c); k++)
-        c = arena_printf(e->a, "%s_%d", name, k);
-    vec_push(e->a, &e->names, (void *)c);
-    return c;
-}
-
-char *cg_c_identifier(Arena *a, const char *name)
-{
-    size_t n = strlen(name);
-    char *id = arena_alloc(a, n + 2);
-    size_t k = 0;
-    if (n == 0 || isdigit((unsigned char)name[0]))
-        id[k++] = '_';
-    for (size_t i = 0; i < n; i++)
-        id[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
-    /* a file called auto.te must not define a function called auto */
-    Emitter probe = { .a = a };
-    if (name_taken(&probe, id))
-        return arena_printf(a, "%s_kernel", id);
-    return id;
-}
-
-static const char *tensor_name(Emitter *e, const Tensor *t)
-{
-    for (int i = 0; i < e->tensors.len; i++)
-        if (e->tensors.items[i] == t)
-            return e->tnames.items[i];
-    const char *n = claim(e, t->name);
-    vec_push(e->a, &e->tensors, (void *)t);
-    vec_push(e->a, &e->tnames, (void *)n);
-    return n;
-}
-
-static const char *var_name(Emitter *e, const IterVar *v)
-{
-    /* unique in the function: a stage computed inside another's loop must
-     * not shadow the loop variables its bounds are computed from */
-    if (!e->var_names[v->id])
-        e->var_names[v->id] = claim(e, v->name);
-    return e->var_names[v->id];
-}
-
-/* The C type a value of T is computed in, and the one it is stored in. */
-static const char *compute_type(DType t)
-{
-    switch (t) {
-    case DT_BOOL: return "bool";
-    case DT_I32: return "int64_t";
-    case DT_F64: return "double";
-    default: return "float";
-    }
-}
-
+/* The C type values of T are stored in (cg_compute_type: computed in). */
 static const char *storage_type(DType t)
 {
     switch (t) {
@@ -161,245 +68,64 @@ static const char *storage_type(DType t)
 }
 
 /* ------------------------------------------------------------------ */
-/* Expressions.                                                        */
-
-static void emit_expr(Emitter *e, const Expr *x, int prec);
-
-static int c_prec(Op op)
-{
-    switch (op) {
-    case OP_OR: return 1;
-    case OP_AND: return 2;
-    case OP_EQ: case OP_NE: return 3;
-    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 4;
-    case OP_ADD: case OP_SUB: return 5;
-    case OP_MUL: case OP_DIV: case OP_MOD: return 6;
-    default: return 7;
-    }
-}
-
-static void emit_const(Emitter *e, DType t, double v)
-{
-    FILE *out = e->out;
-    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
-        if (v < 0)
-            fprintf(out, "(%lld)", (long long)v);
-        else
-            fprintf(out, "%lld", (long long)v);
-        return;
-    }
-    if (isnan(v)) {
-        fputs("NAN", out);
-        return;
-    }
-    if (isinf(v)) {
-        fputs(v > 0 ? "INFINITY" : "(-INFINITY)", out);
-        return;
-    }
-    char buf[64];
-    bool dbl = t == DT_F64;
-    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
-    if (!strpbrk(buf, ".en"))
-        strcat(buf, ".0");
-    fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
-}
+/* Expressions: cfamily.c prints them; a load reads through a view.    */
 
 static void emit_index(Emitter *e, const Tensor *t, Expr *const *idx)
 {
-    fputs(tensor_name(e, t), e->out);
+    fputs(cg_tensor_name(&e->p, t), e->p.out);
     if (t->rank == 0) {
-        fputs("[0]", e->out);
+        fputs("[0]", e->p.out);
         return;
     }
     if (t->rank == 1) {
-        fputc('[', e->out);
-        emit_expr(e, idx[0], 0);
-        fputc(']', e->out);
+        fputc('[', e->p.out);
+        cg_emit_expr(&e->p, idx[0], 0);
+        fputc(']', e->p.out);
         return;
     }
     for (int d = 0; d < t->rank; d++) {
-        fputc('[', e->out);
-        emit_expr(e, idx[d], 0);
-        fputc(']', e->out);
+        fputc('[', e->p.out);
+        cg_emit_expr(&e->p, idx[d], 0);
+        fputc(']', e->p.out);
     }
 }
 
-static void emit_call(Emitter *e, const char *fn, const Expr *x)
+/* cfamily.c's element hook: a load reads the element through the view */
+static void load_element(CgPrinter *p, const Tensor *t, Expr *const *idx)
 {
-    fprintf(e->out, "%s(", fn);
-    for (int i = 0; i < x->nargs; i++) {
-        if (i)
-            fputs(", ", e->out);
-        emit_expr(e, x->args[i], 0);
-    }
-    fputc(')', e->out);
-}
-
-/* The name of a helper or libm function for OP computed in type T. */
-static const char *func_name(Emitter *e, Op op, DType t)
-{
-    bool dbl = t == DT_F64;
-    bool integer = t == DT_I32;
-    switch (op) {
-    case OP_EXP: return dbl ? "exp" : "expf";
-    case OP_LOG: return dbl ? "log" : "logf";
-    case OP_SQRT: return dbl ? "sqrt" : "sqrtf";
-    case OP_RSQRT: return dbl ? "te_rsqrt_f64" : "te_rsqrt_f32";
-    case OP_TANH: return dbl ? "tanh" : "tanhf";
-    case OP_ERF: return dbl ? "erf" : "erff";
-    case OP_ABS: return integer ? "te_abs_i64" : dbl ? "fabs" : "fabsf";
-    case OP_GELU: return dbl ? "te_gelu_f64" : "te_gelu_f32";
-    case OP_SIGMOID: return dbl ? "te_sigmoid_f64" : "te_sigmoid_f32";
-    case OP_RELU: return integer ? "te_relu_i64" : dbl ? "te_relu_f64" : "te_relu_f32";
-    case OP_POW: return dbl ? "pow" : "powf";
-    case OP_MIN: return integer ? "te_min_i64" : dbl ? "te_min_f64" : "te_min_f32";
-    case OP_MAX: return integer ? "te_max_i64" : dbl ? "te_max_f64" : "te_max_f32";
-    default:
-        (void)e;
-        TE_UNREACHABLE();
-    }
-}
-
-static void emit_cast(Emitter *e, const Expr *x)
-{
-    DType to = x->dtype, from = x->args[0]->dtype;
-    const Expr *v = x->args[0];
-    if (to == DT_BOOL) {
-        fputs("(", e->out);
-        emit_expr(e, v, 3);
-        fputs(" != 0)", e->out);
-    } else if (to == DT_I32 && dtype_is_float(from)) {
-        emit_call(e, "te_f2i", x);
-    } else if (to == DT_F16) {
-        fputs("(float)(_Float16)(", e->out);
-        emit_expr(e, v, 0);
-        fputc(')', e->out);
-    } else if (to == DT_BF16) {
-        emit_call(e, "te_round_bf16", x);
-    } else {
-        fprintf(e->out, "(%s)", compute_type(to));
-        emit_expr(e, v, 7);
-    }
-}
-
-static void emit_expr(Emitter *e, const Expr *x, int prec)
-{
-    FILE *out = e->out;
-    switch (x->kind) {
-    case EX_CONST:
-        emit_const(e, x->dtype, x->value);
-        return;
-    case EX_VAR:
-        fputs(var_name(e, x->var), out);
-        return;
-    case EX_LOAD:
-        if (x->tensor->dtype == DT_BF16) {
-            fputs("te_bf16_to_f32(", out);
-            emit_index(e, x->tensor, x->args);
-            fputc(')', out);
-        } else if (x->tensor->dtype == DT_F16) {
-            fputs("(float)", out);
-            emit_index(e, x->tensor, x->args);
-        } else if (x->tensor->dtype == DT_I32) {
-            /* i32 values are computed in int64_t, like the evaluator's
-             * exact arithmetic, and saturate when stored */
-            fputs("(int64_t)", out);
-            emit_index(e, x->tensor, x->args);
-        } else {
-            emit_index(e, x->tensor, x->args);
-        }
-        return;
-    case EX_REDUCE:
-        TE_UNREACHABLE();
-    case EX_OP:
-        break;
-    }
-    DType t = x->nargs ? x->args[0]->dtype : x->dtype;
-    switch (x->op) {
-    case OP_NEG:
-    case OP_NOT:
-        fputs(x->op == OP_NEG ? "-" : "!", out);
-        emit_expr(e, x->args[0], 7);
-        return;
-    case OP_CAST:
-        emit_cast(e, x);
-        return;
-    case OP_SELECT:
-        fputc('(', out);
-        emit_expr(e, x->args[0], 1);
-        fputs(" ? ", out);
-        emit_expr(e, x->args[1], 1);
-        fputs(" : ", out);
-        emit_expr(e, x->args[2], 1);
-        fputc(')', out);
-        return;
-    case OP_DIV:
-    case OP_MOD:
-        if (t == DT_I32) {
-            int64_t c;
-            if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
-                emit_call(e, x->op == OP_DIV ? "te_div_i64" : "te_mod_i64", x);
-                return;
-            }
-        }
-        break;
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
-    case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
-        break;
-    default:
-        emit_call(e, func_name(e, x->op, t), x);
-        return;
-    }
-    int p = c_prec(x->op);
-    if (p < prec)
-        fputc('(', out);
-    emit_expr(e, x->args[0], p);
-    fprintf(out, " %s ", op_text(x->op));
-    emit_expr(e, x->args[1], p + 1);
-    if (p < prec)
-        fputc(')', out);
+    emit_index((Emitter *)p, t, idx);
 }
 
 /* ------------------------------------------------------------------ */
 /* Statements.                                                         */
 
-static void line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(Emitter *e, const char *fmt, ...)
-{
-    fprintf(e->out, "%*s", e->indent * 4, "");
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(e->out, fmt, ap);
-    va_end(ap);
-}
-
 static void emit_stmt(Emitter *e, const Stmt *s);
 
 static void emit_store(Emitter *e, const Stmt *s)
 {
-    fprintf(e->out, "%*s", e->indent * 4, "");
+    fprintf(e->p.out, "%*s", e->p.indent * 4, "");
     emit_index(e, s->buf, s->index);
-    fputs(" = ", e->out);
+    fputs(" = ", e->p.out);
     switch (s->buf->dtype) {
     case DT_BF16:
-        fputs("te_f32_to_bf16(", e->out);
-        emit_expr(e, s->value, 0);
-        fputc(')', e->out);
+        fputs("te_f32_to_bf16(", e->p.out);
+        cg_emit_expr(&e->p, s->value, 0);
+        fputc(')', e->p.out);
         break;
     case DT_F16:
-        fprintf(e->out, "(%s)(", storage_type(s->buf->dtype));
-        emit_expr(e, s->value, 0);
-        fputc(')', e->out);
+        fprintf(e->p.out, "(%s)(", storage_type(s->buf->dtype));
+        cg_emit_expr(&e->p, s->value, 0);
+        fputc(')', e->p.out);
         break;
     case DT_I32:
-        fputs("te_sat_i32(", e->out);
-        emit_expr(e, s->value, 0);
-        fputc(')', e->out);
+        fputs("te_sat_i32(", e->p.out);
+        cg_emit_expr(&e->p, s->value, 0);
+        fputc(')', e->p.out);
         break;
     default:
-        emit_expr(e, s->value, 0);
+        cg_emit_expr(&e->p, s->value, 0);
     }
-    fputs(";\n", e->out);
+    fputs(";\n", e->p.out);
 }
 
 
@@ -436,9 +162,9 @@ static bool invariant(const Expr *e, const IterVar *v)
  * REST free of V (*REST set), or 0. */
 static int64_t stride_of(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
 {
-    Expr *var = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
+    Expr *var = ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)v);
     for (int64_t c = 1; c <= VMAX_STRIDE; c++) {
-        *rest = sch_sub(e->a, ix, sch_mul(e->a, sch_int(e->a, c), var));
+        *rest = sch_sub(e->p.a, ix, sch_mul(e->p.a, sch_int(e->p.a, c), var));
         if (invariant(*rest, v))
             return c;
     }
@@ -523,15 +249,15 @@ static bool vector_layout(Emitter *e, const Tensor *buf)
 /* The address of BUF[IDX] with the last index replaced by LAST. */
 static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *last)
 {
-    fprintf(e->out, "&%s", tensor_name(e, buf));
+    fprintf(e->p.out, "&%s", cg_tensor_name(&e->p, buf));
     for (int d = 0; d + 1 < buf->rank; d++) {
-        fputc('[', e->out);
-        emit_expr(e, idx[d], 0);
-        fputc(']', e->out);
+        fputc('[', e->p.out);
+        cg_emit_expr(&e->p, idx[d], 0);
+        fputc(']', e->p.out);
     }
-    fputc('[', e->out);
-    emit_expr(e, last, 0);
-    fputc(']', e->out);
+    fputc('[', e->p.out);
+    cg_emit_expr(&e->p, last, 0);
+    fputc(']', e->p.out);
 }
 
 /* The vector at lanes V = MIN + G*16 + 0..15 of the access BUF[IDX]: an
@@ -540,12 +266,15 @@ static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value);
 
-static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
+/* ... X at those lanes, in C's precedence (PREC as cg_emit_expr's): GCC and
+ * Clang give vector operators the scalar ones' */
+static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g,
+                       int prec)
 {
-    FILE *out = e->out;
+    FILE *out = e->p.out;
     if (invariant(x, v)) {
         fputs("te_splat(", out);
-        emit_expr(e, x, 0);
+        cg_emit_expr(&e->p, x, 0);
         fputc(')', out);
         return;
     }
@@ -553,25 +282,32 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
         emit_vaccess(e, x->tensor, x->args, v, vmin, g, NULL);
         return;
     }
+    int q = cg_prec(x->op);
     switch (x->op) {
     case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV:
-        fputc('(', out);
-        emit_vexpr(e, x->args[0], v, vmin, g);
+        if (q < prec)
+            fputc('(', out);
+        emit_vexpr(e, x->args[0], v, vmin, g, q);
         fprintf(out, " %s ", op_text(x->op));
-        emit_vexpr(e, x->args[1], v, vmin, g);
-        fputc(')', out);
+        emit_vexpr(e, x->args[1], v, vmin, g, q + 1);
+        if (q < prec)
+            fputc(')', out);
         return;
     case OP_NEG:
-        fputs("(-", out);
-        emit_vexpr(e, x->args[0], v, vmin, g);
-        fputc(')', out);
+        /* (its operand above a unary operator's 7: - -x is not --x) */
+        if (q < prec)
+            fputc('(', out);
+        fputc('-', out);
+        emit_vexpr(e, x->args[0], v, vmin, g, q + 1);
+        if (q < prec)
+            fputc(')', out);
         return;
     default:
         fprintf(out, "te_v%s(", op_text(x->op));
         for (int i = 0; i < x->nargs; i++) {
             if (i)
                 fputs(", ", out);
-            emit_vexpr(e, x->args[i], v, vmin, g);
+            emit_vexpr(e, x->args[i], v, vmin, g, 0);
         }
         fputc(')', out);
         return;
@@ -581,7 +317,7 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value)
 {
-    Arena *a = e->a;
+    Arena *a = e->p.a;
     Expr *rest;
     int64_t c = stride_of(e, idx[buf->rank - 1], v, &rest); /* 1 for stores */
     /* the first lane's position along the last dimension */
@@ -589,32 +325,32 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
                                            sch_add(a, vmin, sch_int(a, g * VLANES))));
     int64_t pos;
     if (c > 1) {
-        fputs("te_vloads(", e->out);
+        fputs("te_vloads(", e->p.out);
         emit_address(e, buf, idx, first);
-        fprintf(e->out, ", %lld)", (long long)c);
+        fprintf(e->p.out, ", %lld)", (long long)c);
         return;
     }
     if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
-        fprintf(e->out, "%s_v", tensor_name(e, buf));
+        fprintf(e->p.out, "%s_v", cg_tensor_name(&e->p, buf));
         for (int d = 0; d + 1 < buf->rank; d++) {
-            fputc('[', e->out);
-            emit_expr(e, idx[d], 0);
-            fputc(']', e->out);
+            fputc('[', e->p.out);
+            cg_emit_expr(&e->p, idx[d], 0);
+            fputc(']', e->p.out);
         }
-        fprintf(e->out, "[%lld]", (long long)(pos / VLANES));
+        fprintf(e->p.out, "[%lld]", (long long)(pos / VLANES));
         if (store_value) {
-            fputs(" = ", e->out);
-            emit_vexpr(e, store_value, v, vmin, g);
+            fputs(" = ", e->p.out);
+            emit_vexpr(e, store_value, v, vmin, g, 0);
         }
         return;
     }
-    fputs(store_value ? "te_vstore(" : "te_vload(", e->out);
+    fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
     emit_address(e, buf, idx, first);
     if (store_value) {
-        fputs(", ", e->out);
-        emit_vexpr(e, store_value, v, vmin, g);
+        fputs(", ", e->p.out);
+        emit_vexpr(e, store_value, v, vmin, g, 0);
     }
-    fputc(')', e->out);
+    fputc(')', e->p.out);
 }
 
 static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, int64_t g)
@@ -626,9 +362,9 @@ static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, 
             emit_vstmt(e, s->stmts[i], v, vmin, g);
         return;
     }
-    fprintf(e->out, "%*s", e->indent * 4, "");
+    fprintf(e->p.out, "%*s", e->p.indent * 4, "");
     emit_vaccess(e, s->buf, s->index, v, vmin, g, s->value);
-    fputs(";\n", e->out);
+    fputs(";\n", e->p.out);
 }
 
 /* The vector form of a vectorized loop; false if it does not apply. */
@@ -638,37 +374,35 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
 
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold);
+
 static void emit_for(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
-    const char *v = var_name(e, l->var);
-    int64_t min = -1, ext;
-    bool zero_min = sch_const_int(s->min, &min) && min == 0;
+    int64_t ext;
     if (l->kind == LOOP_UNROLLED) {
+        /* its name is claimed though no line declares it, so that the
+         * names after it are those of the loop it was */
+        cg_var_name(&e->p, l->var);
         bool constant = sch_const_int(s->extent, &ext);
         int64_t n = constant ? ext : sch_trip_bound(l);
-        line(e, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
+        cg_line(&e->p, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
+        Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(l->var->id + 1));
         for (int64_t k = 0; k < n; k++) {
             if (constant) {
-                line(e, "{\n");
+                cg_line(&e->p, "{\n");
             } else {
-                line(e, "if (%lld < ", (long long)k);
-                emit_expr(e, s->extent, 4);
-                fputs(") {\n", e->out);
+                cg_line(&e->p, "if (%lld < ", (long long)k);
+                cg_emit_expr(&e->p, s->extent, 4);
+                fputs(") {\n", e->p.out);
             }
-            e->indent++;
-            line(e, "const int64_t %s = ", v);
-            if (!zero_min) {
-                emit_expr(e, s->min, 5);
-                fprintf(e->out, " + %lld;\n", (long long)k);
-            } else {
-                fprintf(e->out, "%lld;\n", (long long)k);
-            }
-            vec_push(e->a, &e->outer, l->var);
-            emit_stmt(e, s->body);
-            e->outer.len--;
-            e->indent--;
-            line(e, "}\n");
+            e->p.indent++;
+            /* the iteration's value in place of the variable, so that
+             * its accesses fold to constants where they can */
+            map[l->var->id] = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
+            emit_stmt(e, subst_stmt(e, s->body, map, l->var->id + 1, true));
+            e->p.indent--;
+            cg_line(&e->p, "}\n");
         }
         return;
     }
@@ -682,7 +416,7 @@ static void emit_for(Emitter *e, const Stmt *s)
  * G = 0..GROUPS-1. */
 static void emit_vgroups(Emitter *e, const Stmt *body, const IterVar *v, int64_t groups)
 {
-    Expr *at = ex_var(e->a, (Span){ 0, 0 }, (IterVar *)v);
+    Expr *at = ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)v);
     for (int64_t g = 0; g < groups; g++)
         emit_vstmt(e, body, v, at, g);
 }
@@ -691,31 +425,31 @@ static void emit_vgroups(Emitter *e, const Stmt *body, const IterVar *v, int64_t
  * a vector loop written as a loop over steps of STEP lanes */
 static void open_strided(Emitter *e, const Stmt *s)
 {
-    const char *v = var_name(e, s->loop->var);
-    line(e, "{\n");
-    e->indent++;
-    line(e, "int64_t %s = ", v);
-    emit_expr(e, s->min, 0);
-    fputs(";\n", e->out);
-    line(e, "const int64_t te_end = ");
-    emit_expr(e, sch_add(e->a, s->min, s->extent), 0);
-    fputs(";\n", e->out);
-    vec_push(e->a, &e->outer, s->loop->var);
+    const char *v = cg_var_name(&e->p, s->loop->var);
+    cg_line(&e->p, "{\n");
+    e->p.indent++;
+    cg_line(&e->p, "int64_t %s = ", v);
+    cg_emit_expr(&e->p, s->min, 0);
+    fputs(";\n", e->p.out);
+    cg_line(&e->p, "const int64_t te_end = ");
+    cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 0);
+    fputs(";\n", e->p.out);
+    vec_push(e->p.a, &e->outer, s->loop->var);
 }
 
 /* The lanes of a vector loop that no whole vector covers, one at a time:
  * "for (; v < te_end; v++) BODY }", closing open_strided's block. */
 static void close_strided(Emitter *e, const Stmt *s)
 {
-    const char *v = var_name(e, s->loop->var);
-    line(e, "for (; %s < te_end; %s++) {\n", v, v);
-    e->indent++;
+    const char *v = cg_var_name(&e->p, s->loop->var);
+    cg_line(&e->p, "for (; %s < te_end; %s++) {\n", v, v);
+    e->p.indent++;
     emit_stmt(e, s->body);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     e->outer.len--;
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
 }
 
 /* How long loop S runs, or the most it runs when that is not a constant
@@ -744,14 +478,14 @@ static void emit_steps(Emitter *e, const Stmt *s, int64_t groups,
                        void (*body)(Emitter *e, const Stmt *s, int64_t step, const void *ctx),
                        const void *ctx)
 {
-    const char *v = var_name(e, s->loop->var);
+    const char *v = cg_var_name(&e->p, s->loop->var);
     for (int64_t step = groups; ; step = 1) {
-        line(e, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
-             (long long)(step * VLANES));
-        e->indent++;
+        cg_line(&e->p, "for (; %s <= te_end - %lld; %s += %lld) {\n", v, (long long)(step * VLANES), v,
+                (long long)(step * VLANES));
+        e->p.indent++;
         body(e, s, step, ctx);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
         if (step == 1)
             break;
     }
@@ -771,36 +505,36 @@ static bool emit_vector_loop(Emitter *e, const Stmt *s)
     int64_t bound = trip_count(s, &constant);
     if (bound < VLANES || !vector_body(e, s->body, l->var))
         return false; /* (shorter than a vector: the scalar loop) */
-    var_name(e, l->var); /* the scalar loop's name, claimed first */
+    cg_var_name(&e->p, l->var); /* the scalar loop's name, claimed first */
     if (bound % VLANES != 0 || bound > 8 * VLANES) {
         /* a long loop (or one that vectors do not divide): a loop over
          * steps of up to 4 vectors, then single vectors, then the lanes
          * left one at a time */
         int64_t groups = step_groups(s);
         open_strided(e, s);
-        line(e, "/* %s: %lld lanes, %lld vector%s of %d a step */\n", l->name, (long long)bound,
-             (long long)groups, groups > 1 ? "s" : "", VLANES);
+        cg_line(&e->p, "/* %s: %lld lanes, %lld vector%s of %d a step */\n", l->name, (long long)bound,
+                (long long)groups, groups > 1 ? "s" : "", VLANES);
         emit_steps(e, s, groups, store_groups, NULL);
         close_strided(e, s);
         return true;
     }
     if (!constant) {
-        line(e, "if (");
-        emit_expr(e, s->extent, 3);
-        fprintf(e->out, " == %lld) {\n", (long long)bound);
-        e->indent++;
+        cg_line(&e->p, "if (");
+        cg_emit_expr(&e->p, s->extent, 3);
+        fprintf(e->p.out, " == %lld) {\n", (long long)bound);
+        e->p.indent++;
     }
-    line(e, "/* %s: %lld lanes as %lld vectors of %d */\n", l->name, (long long)bound,
-         (long long)(bound / VLANES), VLANES);
+    cg_line(&e->p, "/* %s: %lld lanes as %lld vectors of %d */\n", l->name, (long long)bound,
+            (long long)(bound / VLANES), VLANES);
     for (int64_t g = 0; g < bound / VLANES; g++)
         emit_vstmt(e, s->body, l->var, s->min, g);
     if (!constant) {
-        e->indent--;
-        line(e, "} else {\n");
-        e->indent++;
+        e->p.indent--;
+        cg_line(&e->p, "} else {\n");
+        e->p.indent++;
         emit_scalar_loop(e, s);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
     return true;
 }
@@ -822,7 +556,7 @@ static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v,
     for (int d = 0; d < s->buf->rank; d++) {
         int64_t diff;
         if (!invariant(s->index[d], v) ||
-            !sch_const_int(sch_sub(e->a, acc->args[d], s->index[d]), &diff) || diff != 0)
+            !sch_const_int(sch_sub(e->p.a, acc->args[d], s->index[d]), &diff) || diff != 0)
             return NULL;
     }
     if (!vectorizable(e, x->args[1], v) || invariant(x->args[1], v))
@@ -833,19 +567,37 @@ static const Stmt *reduction_update(Emitter *e, const Stmt *s, const IterVar *v,
 
 /* A reduction's combine in the generated C, "A OP B" as "F(A, B)" for max
  * and min (te_vmax on vectors, te_max_f32 on floats: NaN propagates) and
- * "(A + B)" for sums and products: combine_open, A, combine_mid, B, ")". */
+ * "A + B" for sums and products: combine_open, A, combine_mid, B (at
+ * combine_prec), combine_close. */
+static bool combine_call(Op op)
+{
+    return op == OP_MAX || op == OP_MIN;
+}
+
 static void combine_open(Emitter *e, Op op, bool vector)
 {
-    fputs(op == OP_MAX ? (vector ? "te_vmax(" : "te_max_f32(")
-          : op == OP_MIN ? (vector ? "te_vmin(" : "te_min_f32(") : "(", e->out);
+    if (combine_call(op))
+        fputs(op == OP_MAX ? (vector ? "te_vmax(" : "te_max_f32(")
+                           : (vector ? "te_vmin(" : "te_min_f32("), e->p.out);
 }
 
 static void combine_mid(Emitter *e, Op op)
 {
-    if (op == OP_MAX || op == OP_MIN)
-        fputs(", ", e->out);
+    if (combine_call(op))
+        fputs(", ", e->p.out);
     else
-        fprintf(e->out, " %s ", op_text(op));
+        fprintf(e->p.out, " %s ", op_text(op));
+}
+
+static int combine_prec(Op op)
+{
+    return combine_call(op) ? 0 : cg_prec(op) + 1;
+}
+
+static void combine_close(Emitter *e, Op op)
+{
+    if (combine_call(op))
+        fputc(')', e->p.out);
 }
 
 /* emit_steps' body for a reduction (CTX its update, reduction_update):
@@ -854,14 +606,15 @@ static void update_groups(Emitter *e, const Stmt *s, int64_t step, const void *c
 {
     const Stmt *u = ctx;
     Op op = u->value->op;
-    Expr *at = ex_var(e->a, (Span){ 0, 0 }, s->loop->var);
+    Expr *at = ex_var(e->p.a, (Span){ 0, 0 }, s->loop->var);
     for (int64_t g = 0; g < step; g++) {
-        line(e, "te_acc[%lld] = ", (long long)g);
+        cg_line(&e->p, "te_acc[%lld] = ", (long long)g);
         combine_open(e, op, true);
-        fprintf(e->out, "te_acc[%lld]", (long long)g);
+        fprintf(e->p.out, "te_acc[%lld]", (long long)g);
         combine_mid(e, op);
-        emit_vexpr(e, u->value->args[1], s->loop->var, at, g);
-        fputs(");\n", e->out);
+        emit_vexpr(e, u->value->args[1], s->loop->var, at, g, combine_prec(op));
+        combine_close(e, op);
+        fputs(";\n", e->p.out);
     }
 }
 
@@ -884,29 +637,33 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s)
                        : op == OP_MAX ? "te_hmax" : "te_hmin";
     int64_t groups = step_groups(s);
     open_strided(e, s);
-    line(e, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name, what,
-         (long long)trip_count(s, NULL), (long long)groups, groups > 1 ? "s" : "", VLANES);
-    line(e, "te_v16f te_acc[%lld];\n", (long long)groups);
-    line(e, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
-    line(e, "    te_acc[te_g] = te_splat(%s);\n", ident);
+    cg_line(&e->p, "/* %s: %s over %lld lanes in %lld vector%s of %d, then folded */\n", l->name, what,
+            (long long)trip_count(s, NULL), (long long)groups, groups > 1 ? "s" : "", VLANES);
+    cg_line(&e->p, "te_v16f te_acc[%lld];\n", (long long)groups);
+    cg_line(&e->p, "for (int te_g = 0; te_g < %lld; te_g++)\n", (long long)groups);
+    cg_line(&e->p, "    te_acc[te_g] = te_splat(%s);\n", ident);
     emit_steps(e, s, groups, update_groups, u);
     /* the vectors folded into te_acc[0], halves first */
     for (int64_t w = groups; w > 1; w = (w + 1) / 2)
         for (int64_t g = 0; g + (w + 1) / 2 < w; g++) {
-            line(e, "te_acc[%lld] = ", (long long)g);
+            cg_line(&e->p, "te_acc[%lld] = ", (long long)g);
             combine_open(e, op, true);
-            fprintf(e->out, "te_acc[%lld]", (long long)g);
+            fprintf(e->p.out, "te_acc[%lld]", (long long)g);
             combine_mid(e, op);
-            fprintf(e->out, "te_acc[%lld]);\n", (long long)(g + (w + 1) / 2));
+            fprintf(e->p.out, "te_acc[%lld]", (long long)(g + (w + 1) / 2));
+            combine_close(e, op);
+            fputs(";\n", e->p.out);
         }
     /* then its lanes into the result */
-    fprintf(e->out, "%*s", e->indent * 4, "");
+    fprintf(e->p.out, "%*s", e->p.indent * 4, "");
     emit_index(e, u->buf, u->index);
-    fputs(" = ", e->out);
+    fputs(" = ", e->p.out);
     combine_open(e, op, false);
     emit_index(e, u->buf, u->index);
     combine_mid(e, op);
-    fprintf(e->out, "%s(te_acc[0]));\n", fold);
+    fprintf(e->p.out, "%s(te_acc[0])", fold);
+    combine_close(e, op);
+    fputs(";\n", e->p.out);
     close_strided(e, s);
     return true;
 }
@@ -918,26 +675,26 @@ static bool emit_parallel(Emitter *e, const Stmt *s);
 static void emit_loop_over(Emitter *e, const Stmt *s, const char *min, const char *end)
 {
     const Loop *l = s->loop;
-    const char *v = var_name(e, l->var);
-    line(e, "for (int64_t %s = ", v);
+    const char *v = cg_var_name(&e->p, l->var);
+    cg_line(&e->p, "for (int64_t %s = ", v);
     if (min)
-        fputs(min, e->out);
+        fputs(min, e->p.out);
     else
-        emit_expr(e, s->min, 0);
-    fprintf(e->out, "; %s < ", v);
+        cg_emit_expr(&e->p, s->min, 0);
+    fprintf(e->p.out, "; %s < ", v);
     if (end)
-        fputs(end, e->out);
+        fputs(end, e->p.out);
     else
-        emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
-    fprintf(e->out, "; %s++) {\n", v);
-    e->indent++;
-    vec_push(e->a, &e->outer, l->var);
+        cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 4);
+    fprintf(e->p.out, "; %s++) {\n", v);
+    e->p.indent++;
+    vec_push(e->p.a, &e->outer, l->var);
     if (l->pipeline >= 2)
         emit_prefetch(e, s);
     emit_stmt(e, s->body);
     e->outer.len--;
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
 }
 
 static void emit_scalar_loop(Emitter *e, const Stmt *s)
@@ -946,9 +703,9 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
     if (l->kind == LOOP_PARALLEL && emit_parallel(e, s))
         return;
     if (l->kind == LOOP_PARALLEL && !e->in_lifted)
-        line(e, "#pragma omp parallel for schedule(static)\n");
+        cg_line(&e->p, "#pragma omp parallel for schedule(static)\n");
     else if (l->kind == LOOP_VECTORIZED && !l->reduce)
-        line(e, "#pragma omp simd\n"); /* (a reduction's would race on its result) */
+        cg_line(&e->p, "#pragma omp simd\n"); /* (a reduction's would race on its result) */
     emit_loop_over(e, s, NULL, NULL);
 }
 
@@ -968,7 +725,7 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
 {
     if (!e->lifted || e->in_lifted || e->allocs > 0)
         return false;
-    TE_ASSERT(e->indent > 0);
+    TE_ASSERT(e->p.indent > 0);
     const Loop *l = s->loop;
     const char *stage = "";
     for (int i = 0; i < e->st->stages.len && !*stage; i++) {
@@ -977,14 +734,14 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
             if (g->loops.items[k] == l)
                 stage = g->name;
     }
-    const char *f = claim(e, cg_c_identifier(e->a, arena_printf(e->a, "%s_%s_%s", e->base, stage, l->name)));
+    const char *f = cg_claim(&e->p, cg_c_identifier(e->p.a, arena_printf(e->p.a, "%s_%s_%s", e->base, stage, l->name)));
     /* what S uses, its bounds included (a pipelined loop's prefetch tests
      * them): the parameters, the temps (through te_workspace), the outer
      * loop variables; the struct, the function and the call list the same */
     const Params *p = e->fn_params;
     const PtrVec *temps = e->fn_temps ? &e->fn_temps->temps : &(PtrVec){0};
-    bool *param = arena_alloc(e->a, sizeof *param * (size_t)(p->n + 1));
-    bool *temp = arena_alloc(e->a, sizeof *temp * (size_t)(temps->len + 1));
+    bool *param = arena_alloc(e->p.a, sizeof *param * (size_t)(p->n + 1));
+    bool *temp = arena_alloc(e->p.a, sizeof *temp * (size_t)(temps->len + 1));
     bool ws = false;
     int captured = 0;
     for (int i = 0; i < p->n; i++)
@@ -994,66 +751,66 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     PtrVec vars = {0};
     for (int i = 0; i < e->outer.len; i++)
         if (cg_stmt_uses_var(s, e->outer.items[i]))
-            vec_push(e->a, &vars, e->outer.items[i]);
+            vec_push(e->p.a, &vars, e->outer.items[i]);
     captured += vars.len + ws;
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
-    FILE *out = e->out;
-    int indent = e->indent;
-    e->out = e->lifted;
+    FILE *out = e->p.out;
+    int indent = e->p.indent;
+    e->p.out = e->lifted;
     e->in_lifted = true;
-    fprintf(e->out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
+    fprintf(e->p.out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
             stage, l->name, f);
     for (int i = 0; i < p->n; i++)
         if (param[i])
-            fprintf(e->out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
-                    tensor_name(e, p->t[i]));
+            fprintf(e->p.out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
+                    cg_tensor_name(&e->p, p->t[i]));
     if (ws)
-        fputs("    char *te_workspace;\n", e->out);
+        fputs("    char *te_workspace;\n", e->p.out);
     for (int i = 0; i < vars.len; i++)
-        fprintf(e->out, "    int64_t %s;\n", var_name(e, vars.items[i]));
-    fprintf(e->out, "};\n\n/* iterations [te_lo, te_hi) of %s (te_parallel_for runs the parts) */\n"
+        fprintf(e->p.out, "    int64_t %s;\n", cg_var_name(&e->p, vars.items[i]));
+    fprintf(e->p.out, "};\n\n/* iterations [te_lo, te_hi) of %s (te_parallel_for runs the parts) */\n"
             "static void %s(void *te_arg, int64_t te_lo, int64_t te_hi)\n{\n", l->name, f);
-    e->indent = 1;
-    line(e, "const struct %s_ctx *te_ctx = te_arg;\n", f);
+    e->p.indent = 1;
+    cg_line(&e->p, "const struct %s_ctx *te_ctx = te_arg;\n", f);
     for (int i = 0; i < p->n; i++)
         if (param[i])
             emit_view(e, p->t[i], p->ro[i], "te_ctx->");
     if (ws)
-        line(e, "char *te_workspace = te_ctx->te_workspace;\n");
+        cg_line(&e->p, "char *te_workspace = te_ctx->te_workspace;\n");
     for (int i = 0; i < temps->len; i++)
         if (temp[i])
             emit_temp(e, temps->items[i], i);
     for (int i = 0; i < vars.len; i++) {
-        const char *v = var_name(e, vars.items[i]);
-        line(e, "const int64_t %s = te_ctx->%s;\n", v, v);
+        const char *v = cg_var_name(&e->p, vars.items[i]);
+        cg_line(&e->p, "const int64_t %s = te_ctx->%s;\n", v, v);
     }
     emit_loop_over(e, s, "te_lo", "te_hi");
-    fputs("}\n", e->out);
+    fputs("}\n", e->p.out);
     e->in_lifted = false;
-    e->out = out;
-    e->indent = indent;
+    e->p.out = out;
+    e->p.indent = indent;
 
-    line(e, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
+    cg_line(&e->p, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
     const char *sep = "";
     for (int i = 0; i < p->n; i++)
         if (param[i]) {
-            fprintf(e->out, "%s%s_", sep, tensor_name(e, p->t[i]));
+            fprintf(e->p.out, "%s%s_", sep, cg_tensor_name(&e->p, p->t[i]));
             sep = ", ";
         }
     if (ws) {
-        fprintf(e->out, "%ste_workspace", sep);
+        fprintf(e->p.out, "%ste_workspace", sep);
         sep = ", ";
     }
     for (int i = 0; i < vars.len; i++) {
-        fprintf(e->out, "%s%s", sep, var_name(e, vars.items[i]));
+        fprintf(e->p.out, "%s%s", sep, cg_var_name(&e->p, vars.items[i]));
         sep = ", ";
     }
-    fputs(" }, ", e->out);
-    emit_expr(e, s->min, 0);
-    fputs(", ", e->out);
-    emit_expr(e, sch_add(e->a, s->min, s->extent), 0);
-    fputs(");\n", e->out);
+    fputs(" }, ", e->p.out);
+    cg_emit_expr(&e->p, s->min, 0);
+    fputs(", ", e->p.out);
+    cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 0);
+    fputs(");\n", e->p.out);
     return true;
 }
 
@@ -1068,44 +825,69 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
 /* "if (COND) {", S's body by EMIT_BODY, "}" */
 static void emit_if(Emitter *e, const Stmt *s, void (*emit_body)(Emitter *, const Stmt *))
 {
-    line(e, "if (");
-    emit_expr(e, s->cond, 0);
-    fputs(") {\n", e->out);
-    e->indent++;
+    cg_line(&e->p, "if (");
+    cg_emit_expr(&e->p, s->cond, 0);
+    fputs(") {\n", e->p.out);
+    e->p.indent++;
     emit_body(e, s->body);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
 }
 
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n)
+/* X with the indices of its loads simplified (after a substitution: an
+ * unrolled iteration's z_acc_v[i - io * 8] is z_acc_v[3]).  Only indices:
+ * sch_simplify's rewrites are exact in integers, not in floats. */
+static Expr *fold_loads(Arena *a, Expr *x)
+{
+    if (x->nargs == 0)
+        return x;
+    Expr *c = arena_alloc(a, sizeof *c);
+    *c = *x;
+    c->args = arena_alloc(a, sizeof *c->args * (size_t)x->nargs);
+    for (int i = 0; i < x->nargs; i++) {
+        c->args[i] = fold_loads(a, x->args[i]);
+        if (x->kind == EX_LOAD)
+            c->args[i] = sch_simplify(a, c->args[i]);
+    }
+    return c;
+}
+
+/* S with MAP's values for its variables (sch_subst); with FOLD, the
+ * indices of its stores and loads simplified (fold_loads). */
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
 {
     if (!s)
         return NULL;
-    Stmt *c = arena_alloc(e->a, sizeof *c);
+    Stmt *c = arena_alloc(e->p.a, sizeof *c);
     *c = *s;
     switch (s->kind) {
     case S_FOR:
-        c->min = sch_subst(e->a, s->min, map, n);
-        c->extent = sch_subst(e->a, s->extent, map, n);
-        c->body = subst_stmt(e, s->body, map, n);
+        c->min = sch_subst(e->p.a, s->min, map, n);
+        c->extent = sch_subst(e->p.a, s->extent, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     case S_SEQ:
-        c->stmts = arena_alloc(e->a, sizeof *c->stmts * (size_t)s->n);
+        c->stmts = arena_alloc(e->p.a, sizeof *c->stmts * (size_t)s->n);
         for (int i = 0; i < s->n; i++)
-            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n);
+            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n, fold);
         break;
     case S_STORE:
-        c->index = arena_alloc(e->a, sizeof *c->index * (size_t)(s->buf->rank + 1));
-        for (int d = 0; d < s->buf->rank; d++)
-            c->index[d] = sch_subst(e->a, s->index[d], map, n);
-        c->value = sch_subst(e->a, s->value, map, n);
+        c->index = arena_alloc(e->p.a, sizeof *c->index * (size_t)(s->buf->rank + 1));
+        for (int d = 0; d < s->buf->rank; d++) {
+            c->index[d] = sch_subst(e->p.a, s->index[d], map, n);
+            if (fold)
+                c->index[d] = sch_simplify(e->p.a, c->index[d]);
+        }
+        c->value = sch_subst(e->p.a, s->value, map, n);
+        if (fold)
+            c->value = fold_loads(e->p.a, c->value);
         break;
     case S_IF:
-        c->cond = sch_subst(e->a, s->cond, map, n);
-        c->body = subst_stmt(e, s->body, map, n);
+        c->cond = sch_subst(e->p.a, s->cond, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     case S_ALLOC:
-        c->body = subst_stmt(e, s->body, map, n);
+        c->body = subst_stmt(e, s->body, map, n, fold);
         break;
     }
     return c;
@@ -1118,16 +900,16 @@ static void emit_prefetch_nest(Emitter *e, const Stmt *s)
     switch (s->kind) {
     case S_FOR: {
         bool innermost = s->body && s->body->kind == S_STORE;
-        const char *v = var_name(e, s->loop->var);
-        line(e, "for (int64_t %s = ", v);
-        emit_expr(e, s->min, 0);
-        fprintf(e->out, "; %s < ", v);
-        emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
-        fprintf(e->out, innermost ? "; %s += 16) {\n" : "; %s++) {\n", v);
-        e->indent++;
+        const char *v = cg_var_name(&e->p, s->loop->var);
+        cg_line(&e->p, "for (int64_t %s = ", v);
+        cg_emit_expr(&e->p, s->min, 0);
+        fprintf(e->p.out, "; %s < ", v);
+        cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 4);
+        fprintf(e->p.out, innermost ? "; %s += 16) {\n" : "; %s++) {\n", v);
+        e->p.indent++;
         emit_prefetch_nest(e, s->body);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
         break;
     }
     case S_SEQ:
@@ -1136,9 +918,9 @@ static void emit_prefetch_nest(Emitter *e, const Stmt *s)
         break;
     case S_STORE:
         if (s->value->kind == EX_LOAD && s->value->nargs > 0) {
-            line(e, "__builtin_prefetch(&");
+            cg_line(&e->p, "__builtin_prefetch(&");
             emit_index(e, s->value->tensor, s->value->args);
-            fputs(", 0, 3);\n", e->out);
+            fputs(", 0, 3);\n", e->p.out);
         }
         break;
     case S_IF:
@@ -1152,38 +934,38 @@ static void emit_prefetch_nest(Emitter *e, const Stmt *s)
 static void emit_prefetch(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
-    IterVar *next = sch_new_var(e->st, arena_printf(e->a, "%s_next", l->name), 0);
+    IterVar *next = sch_new_var(e->st, arena_printf(e->p.a, "%s_next", l->name), 0);
     int n = e->st->next_var;
-    Expr **map = arena_alloc(e->a, sizeof *map * (size_t)n);
-    map[l->var->id] = ex_var(e->a, (Span){ 0, 0 }, next);
+    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)n);
+    map[l->var->id] = ex_var(e->p.a, (Span){ 0, 0 }, next);
     bool any = false;
     for (const Stmt *b = s->body; b && b->kind == S_ALLOC;) {
         const Stmt *inner = b->body;
         const Stmt *nest = inner && inner->kind == S_SEQ ? inner->stmts[0] : inner;
         if (!any) {
-            line(e, "/* pipeline %s: prefetch the tiles of iteration %s + %d */\n", l->name,
-                 var_name(e, l->var), l->pipeline - 1);
-            line(e, "if (%s + %d < ", var_name(e, l->var), l->pipeline - 1);
-            emit_expr(e, sch_add(e->a, s->min, s->extent), 4);
-            fputs(") {\n", e->out);
-            e->indent++;
-            line(e, "const int64_t %s = %s + %d;\n", var_name(e, next), var_name(e, l->var),
-                 l->pipeline - 1);
+            cg_line(&e->p, "/* pipeline %s: prefetch the tiles of iteration %s + %d */\n", l->name,
+                    cg_var_name(&e->p, l->var), l->pipeline - 1);
+            cg_line(&e->p, "if (%s + %d < ", cg_var_name(&e->p, l->var), l->pipeline - 1);
+            cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 4);
+            fputs(") {\n", e->p.out);
+            e->p.indent++;
+            cg_line(&e->p, "const int64_t %s = %s + %d;\n", cg_var_name(&e->p, next), cg_var_name(&e->p, l->var),
+                    l->pipeline - 1);
             any = true;
         }
-        emit_prefetch_nest(e, subst_stmt(e, nest, map, n));
+        emit_prefetch_nest(e, subst_stmt(e, nest, map, n, false));
         b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
     }
     if (any) {
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
 }
 
 static void emit_dims(Emitter *e, const Tensor *t, int from)
 {
     for (int d = from; d < t->rank; d++)
-        fprintf(e->out, "[%lld]", (long long)t->shape[d]);
+        fprintf(e->p.out, "[%lld]", (long long)t->shape[d]);
 }
 
 static void emit_stmt(Emitter *e, const Stmt *s)
@@ -1205,36 +987,36 @@ static void emit_stmt(Emitter *e, const Stmt *s)
         emit_if(e, s, emit_stmt);
         break;
     case S_ALLOC:
-        line(e, "{\n");
-        e->indent++;
+        cg_line(&e->p, "{\n");
+        e->p.indent++;
         if (vector_shape(s->buf)) {
-            vec_push(e->a, &e->vector_bufs, s->buf);
+            vec_push(e->p.a, &e->vector_bufs, s->buf);
             /* vectors of 16, so that constant-indexed tiles live in
              * registers; NAME is the same storage seen as floats */
             const Tensor *b = s->buf;
-            const char *n = tensor_name(e, b);
-            line(e, "te_v16f %s_v", n);
+            const char *n = cg_tensor_name(&e->p, b);
+            cg_line(&e->p, "te_v16f %s_v", n);
             for (int d = 0; d + 1 < b->rank; d++)
-                fprintf(e->out, "[%lld]", (long long)b->shape[d]);
-            fprintf(e->out, "[%lld];\n", (long long)(b->shape[b->rank - 1] / VLANES));
-            line(e, "float (*%s)", n);
+                fprintf(e->p.out, "[%lld]", (long long)b->shape[d]);
+            fprintf(e->p.out, "[%lld];\n", (long long)(b->shape[b->rank - 1] / VLANES));
+            cg_line(&e->p, "float (*%s)", n);
             emit_dims(e, b, 1);
-            fprintf(e->out, " = (float (*)");
+            fprintf(e->p.out, " = (float (*)");
             emit_dims(e, b, 1);
-            fprintf(e->out, ")%s_v;\n", n);
-            line(e, "(void)%s; /* used by the scalar edge loops, if any */\n", n);
+            fprintf(e->p.out, ")%s_v;\n", n);
+            cg_line(&e->p, "(void)%s; /* used by the scalar edge loops, if any */\n", n);
         } else {
-            line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
+            cg_line(&e->p, "%s %s", storage_type(s->buf->dtype), cg_tensor_name(&e->p, s->buf));
             if (s->buf->rank == 0)
-                fputs("[1]", e->out);
+                fputs("[1]", e->p.out);
             emit_dims(e, s->buf, 0);
-            fputs(" __attribute__((aligned(64)));\n", e->out);
+            fputs(" __attribute__((aligned(64)));\n", e->p.out);
         }
         e->allocs++;
         emit_stmt(e, s->body);
         e->allocs--;
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
         break;
     }
 }
@@ -1242,106 +1024,105 @@ static void emit_stmt(Emitter *e, const Stmt *s)
 /* ------------------------------------------------------------------ */
 /* The translation unit.                                               */
 
-static const char helpers[] =
-    "#if defined(__clang__)\n"
-    "#pragma clang diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
-    "#elif defined(__GNUC__)\n"
-    "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
-    "#endif\n"
-    "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
-    "typedef float te_v16f __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n"
-    "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n"
-    "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n"
-    "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
-    "#if defined(__AVX512F__)\n"
-    "#include <immintrin.h>\n"
-    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
-    "{\n"
-    "    if (c == 2) /* two loads, the second short by one, and a permute */\n"
-    "        return (te_v16f)_mm512_permutex2var_ps(_mm512_loadu_ps(p),\n"
-    "            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),\n"
-    "            _mm512_maskz_loadu_ps(0x7fff, p + 16));\n"
-    "    return (te_v16f)_mm512_i32gather_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int)c),\n"
-    "        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4);\n"
-    "}\n"
-    "#else\n"
-    "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
-    "{ te_v16f v; for (int l = 0; l < 16; l++) v[l] = p[l * c]; return v; }\n"
-    "#endif\n"
-    "#define TE_VMAP1(name, f) \\\n"
-    "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n"
-    "#define TE_VMAP2(name, f) \\\n"
-    "    static inline te_v16f name(te_v16f x, te_v16f y) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l], y[l]); return r; }\n"
-    "static inline float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
-    "static inline double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
-    "static inline float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
-    "static inline double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
-    "static inline float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
-    "static inline double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
-    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
-    "static inline float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
-    "static inline float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
-    "static inline double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
-    "static inline double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
-    "static inline float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
-    "static inline double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
-    "static inline int64_t te_min_i64(int64_t a, int64_t b) { return a < b ? a : b; }\n"
-    "static inline int64_t te_max_i64(int64_t a, int64_t b) { return a > b ? a : b; }\n"
-    "static inline int64_t te_abs_i64(int64_t a) { return a < 0 ? -a : a; }\n"
-    "static inline int64_t te_relu_i64(int64_t a) { return a > 0 ? a : 0; }\n"
-    "static inline int32_t te_sat_i32(int64_t a) { return a > 2147483647 ? 2147483647 : a < -2147483647 - 1 ? -2147483647 - 1 : (int32_t)a; }\n"
-    "/* integer division by zero is 0, as in the reference evaluator */\n"
-    "static inline int64_t te_div_i64(int64_t a, int64_t b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
-    "static inline int64_t te_mod_i64(int64_t a, int64_t b) { return b == 0 || b == -1 ? 0 : a % b; }\n"
-    "/* float to i32: NaN is 0, out of range saturates */\n"
-    "static inline int64_t te_f2i(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (int64_t)x;\n"
-    "}\n"
-    "static inline float te_bf16_to_f32(uint16_t b)\n"
-    "{\n"
-    "    uint32_t u = (uint32_t)b << 16;\n"
-    "    float f;\n"
-    "    memcpy(&f, &u, sizeof f);\n"
-    "    return f;\n"
-    "}\n"
-    "static inline uint16_t te_f32_to_bf16(float f)\n"
-    "{\n"
-    "    uint32_t u;\n"
-    "    memcpy(&u, &f, sizeof u);\n"
-    "    if ((u & 0x7fffffffu) > 0x7f800000u)\n"
-    "        return (uint16_t)((u >> 16) | 0x40);\n"
-    "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
-    "}\n"
-    "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n"
-    "TE_VMAP1(te_vlog, logf)\nTE_VMAP1(te_vsqrt, sqrtf)\n"
-    "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\nTE_VMAP1(te_vabs, fabsf)\n"
-    "/* exp, erf, tanh and sigmoid within 1 ulp, gelu within 2 (codegen/vmath.c) */\n"
-    "#define te_vexp te_vexp_fast\n#define te_verf te_verf_fast\n#define te_vtanh te_vtanh_fast\n"
-    "#define te_vgelu te_vgelu_fast\n#define te_vsigmoid te_vsigmoid_fast\n"
-    "/* min, max and relu lane by lane as te_min_f32 (NaN propagates): a compare\n"
-    "   and a blend, not a loop over lanes */\n"
-    "typedef int te_v16m __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_vsel(te_v16m m, te_v16f a, te_v16f b) { return (te_v16f)((m & (te_v16m)a) | (~m & (te_v16m)b)); }\n"
-    "static inline te_v16f te_vmin(te_v16f a, te_v16f b) { return te_vsel((a < b) | (a != a), a, b); }\n"
-    "static inline te_v16f te_vmax(te_v16f a, te_v16f b) { return te_vsel((a > b) | (a != a), a, b); }\n"
-    "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n"
-    "TE_VMAP2(te_vpow, powf)\n"
-    "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
-    "#define TE_VFOLD(name, f) \\\n"
-    "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n"
-    "static inline float te_add_f32(float a, float b) { return a + b; }\n"
-    "static inline float te_mul_f32(float a, float b) { return a * b; }\n"
-    "TE_VFOLD(te_hsum, te_add_f32)\nTE_VFOLD(te_hprod, te_mul_f32)\n"
-    "TE_VFOLD(te_hmax, te_max_f32)\nTE_VFOLD(te_hmin, te_min_f32)\n"
-    "static inline void *te_alloc(size_t bytes)\n"
-    "{\n"
-    "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
-    "    if (!p)\n"
-    "        abort();\n"
-    "    return p;\n"
-    "}\n";
+/* The C prelude around cfamily.c's math helpers: vectors before (the
+ * math's own helpers use none), then bf16, the vector math and folds,
+ * allocation and parallel loops after.  Each piece is printed only where
+ * the code uses what it defines (cg_print_helpers). */
+static const CgHelper c_before[] = {
+    { "te_v16f",
+      "#if defined(__clang__)\n"
+      "#pragma clang diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+      "#elif defined(__GNUC__)\n"
+      "#pragma GCC diagnostic ignored \"-Wpsabi\" /* vector arguments: all calls are inlined */\n"
+      "#endif\n"
+      "/* vectors of 16 floats (GCC/Clang vector extensions; any ISA) */\n"
+      "typedef float te_v16f __attribute__((vector_size(64)));\n" },
+    { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
+    { "te_vload", "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n" },
+    { "te_vstore", "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n" },
+    { "te_vloads",
+      "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
+      "#if defined(__AVX512F__)\n"
+      "#include <immintrin.h>\n"
+      "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+      "{\n"
+      "    if (c == 2) /* two loads, the second short by one, and a permute */\n"
+      "        return (te_v16f)_mm512_permutex2var_ps(_mm512_loadu_ps(p),\n"
+      "            _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30),\n"
+      "            _mm512_maskz_loadu_ps(0x7fff, p + 16));\n"
+      "    return (te_v16f)_mm512_i32gather_ps(_mm512_mullo_epi32(_mm512_set1_epi32((int)c),\n"
+      "        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15)), p, 4);\n"
+      "}\n"
+      "#else\n"
+      "static inline te_v16f te_vloads(const float *p, int64_t c)\n"
+      "{ te_v16f v; for (int l = 0; l < 16; l++) v[l] = p[l * c]; return v; }\n"
+      "#endif\n" },
+    { "TE_VMAP1", "#define TE_VMAP1(name, f) \\\n"
+      "    static inline te_v16f name(te_v16f x) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l]); return r; }\n" },
+    { "TE_VMAP2", "#define TE_VMAP2(name, f) \\\n"
+      "    static inline te_v16f name(te_v16f x, te_v16f y) { te_v16f r; for (int l = 0; l < 16; l++) r[l] = f(x[l], y[l]); return r; }\n" },
+};
+
+static const CgHelper c_after[] = {
+    { "te_bf16_to_f32",
+      "static inline float te_bf16_to_f32(uint16_t b)\n"
+      "{\n"
+      "    uint32_t u = (uint32_t)b << 16;\n"
+      "    float f;\n"
+      "    memcpy(&f, &u, sizeof f);\n"
+      "    return f;\n"
+      "}\n" },
+    { "te_f32_to_bf16",
+      "static inline uint16_t te_f32_to_bf16(float f)\n"
+      "{\n"
+      "    uint32_t u;\n"
+      "    memcpy(&u, &f, sizeof u);\n"
+      "    if ((u & 0x7fffffffu) > 0x7f800000u)\n"
+      "        return (uint16_t)((u >> 16) | 0x40);\n"
+      "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+      "}\n" },
+    { "te_round_bf16", "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n" },
+    { "te_vlog", "TE_VMAP1(te_vlog, logf)\n" },
+    { "te_vsqrt", "TE_VMAP1(te_vsqrt, sqrtf)\n" },
+    { "te_vrsqrt", "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\n" },
+    { "te_vabs", "TE_VMAP1(te_vabs, fabsf)\n" },
+    { "te_vexp te_verf te_vtanh te_vgelu te_vsigmoid",
+      "/* exp, erf, tanh and sigmoid within 1 ulp, gelu within 2 (codegen/vmath.c) */\n" },
+    { "te_vexp", "#define te_vexp te_vexp_fast\n" },
+    { "te_verf", "#define te_verf te_verf_fast\n" },
+    { "te_vtanh", "#define te_vtanh te_vtanh_fast\n" },
+    { "te_vgelu", "#define te_vgelu te_vgelu_fast\n" },
+    { "te_vsigmoid", "#define te_vsigmoid te_vsigmoid_fast\n" },
+    { "te_v16m",
+      "/* min, max and relu lane by lane as the scalar ones (NaN propagates): a\n"
+      "   compare and a blend, not a loop over lanes */\n"
+      "typedef int te_v16m __attribute__((vector_size(64)));\n" },
+    { "te_vsel", "static inline te_v16f te_vsel(te_v16m m, te_v16f a, te_v16f b) { return (te_v16f)((m & (te_v16m)a) | (~m & (te_v16m)b)); }\n" },
+    { "te_vmin", "static inline te_v16f te_vmin(te_v16f a, te_v16f b) { return te_vsel((a < b) | (a != a), a, b); }\n" },
+    { "te_vmax", "static inline te_v16f te_vmax(te_v16f a, te_v16f b) { return te_vsel((a > b) | (a != a), a, b); }\n" },
+    { "te_vrelu", "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n" },
+    { "te_vpow", "TE_VMAP2(te_vpow, powf)\n" },
+    { "TE_VFOLD",
+      "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
+      "#define TE_VFOLD(name, f) \\\n"
+      "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n" },
+    { "te_add_f32", "static inline float te_add_f32(float a, float b) { return a + b; }\n" },
+    { "te_mul_f32", "static inline float te_mul_f32(float a, float b) { return a * b; }\n" },
+    { "te_hsum", "TE_VFOLD(te_hsum, te_add_f32)\n" },
+    { "te_hprod", "TE_VFOLD(te_hprod, te_mul_f32)\n" },
+    { "te_hmax", "TE_VFOLD(te_hmax, te_max_f32)\n" },
+    { "te_hmin", "TE_VFOLD(te_hmin, te_min_f32)\n" },
+    { "te_alloc",
+      "static inline void *te_alloc(size_t bytes)\n"
+      "{\n"
+      "    void *p = aligned_alloc(64, (bytes + 63) / 64 * 64);\n"
+      "    if (!p)\n"
+      "        abort();\n"
+      "    return p;\n"
+      "}\n" },
+    { "te_vexp_fast te_verf_fast te_vtanh_fast te_vgelu_fast te_vsigmoid_fast", cg_vmath_source },
+    { "te_parallel_for", cg_parallel_source },
+};
 
 static Params params_new(Arena *a, int cap)
 {
@@ -1364,7 +1145,7 @@ static void emit_signature(Emitter *e, FILE *out, const char *name, const Params
     for (int i = 0; i < p->n; i++)
         fprintf(out, "%s%s%s *%s%s", i ? ", " : "", p->ro[i] ? "const " : "",
                 storage_type(p->t[i]->dtype), in_header ? "" : "restrict ",
-                in_header ? tensor_name(e, p->t[i]) : arena_printf(e->a, "%s_", tensor_name(e, p->t[i])));
+                in_header ? cg_tensor_name(&e->p, p->t[i]) : arena_printf(e->p.a, "%s_", cg_tensor_name(&e->p, p->t[i])));
     if (ws)
         fputs(in_header ? ", void *workspace" : ", void *te_workspace_", out);
     fputc(')', out);
@@ -1373,9 +1154,9 @@ static void emit_signature(Emitter *e, FILE *out, const char *name, const Params
 /* "NAME(x_, w_packed_, b_, z_" — a call passing P's parameters on. */
 static void emit_call_open(Emitter *e, const char *name, const Params *p)
 {
-    line(e, "%s(", name);
+    cg_line(&e->p, "%s(", name);
     for (int i = 0; i < p->n; i++)
-        fprintf(e->out, "%s%s_", i ? ", " : "", tensor_name(e, p->t[i]));
+        fprintf(e->p.out, "%s%s_", i ? ", " : "", cg_tensor_name(&e->p, p->t[i]));
 }
 
 /* The view: "const float (*restrict x)[768] = (const float (*)[768])x_;",
@@ -1384,16 +1165,16 @@ static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from)
 {
     const char *c = ro ? "const " : "";
     const char *ty = storage_type(t->dtype);
-    const char *n = tensor_name(e, t);
+    const char *n = cg_tensor_name(&e->p, t);
     if (t->rank <= 1) {
-        line(e, "%s%s *restrict %s = %s%s_;\n", c, ty, n, from, n);
+        cg_line(&e->p, "%s%s *restrict %s = %s%s_;\n", c, ty, n, from, n);
         return;
     }
-    line(e, "%s%s (*restrict %s)", c, ty, n);
+    cg_line(&e->p, "%s%s (*restrict %s)", c, ty, n);
     emit_dims(e, t, 1);
-    fprintf(e->out, " = (%s%s (*)", c, ty);
+    fprintf(e->p.out, " = (%s%s (*)", c, ty);
     emit_dims(e, t, 1);
-    fprintf(e->out, ")%s%s_;\n", from, n);
+    fprintf(e->p.out, ")%s%s_;\n", from, n);
 }
 
 /* the views of P's tensors that BODY uses outside its lifted loops */
@@ -1409,17 +1190,17 @@ static void emit_views(Emitter *e, const Params *p, const Stmt *body)
 static void emit_temp(Emitter *e, const Tensor *t, int i)
 {
     const char *ty = storage_type(t->dtype);
-    const char *n = tensor_name(e, t);
+    const char *n = cg_tensor_name(&e->p, t);
     long long offset = (long long)e->plan.bufs[i].offset;
     if (t->rank <= 1) {
-        line(e, "%s *restrict %s = (%s *)(te_workspace + %lld);\n", ty, n, ty, offset);
+        cg_line(&e->p, "%s *restrict %s = (%s *)(te_workspace + %lld);\n", ty, n, ty, offset);
         return;
     }
-    line(e, "%s (*restrict %s)", ty, n);
+    cg_line(&e->p, "%s (*restrict %s)", ty, n);
     emit_dims(e, t, 1);
-    fprintf(e->out, " = (%s (*)", ty);
+    fprintf(e->p.out, " = (%s (*)", ty);
     emit_dims(e, t, 1);
-    fprintf(e->out, ")(te_workspace + %lld);\n", offset);
+    fprintf(e->p.out, ")(te_workspace + %lld);\n", offset);
 }
 
 /* One kernel step of NAME_ws: its nest, in a block declaring the views of
@@ -1434,14 +1215,14 @@ static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
         emit_stmt(e, body);
         return;
     }
-    line(e, "{\n");
-    e->indent++;
+    cg_line(&e->p, "{\n");
+    e->p.indent++;
     for (int i = 0; i < fn->temps.len; i++)
         if (cg_stmt_uses_outside_parallel(body, fn->temps.items[i]))
             emit_temp(e, fn->temps.items[i], i);
     emit_stmt(e, body);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
 }
 
 static char *upper(Arena *a, const char *s)
@@ -1468,7 +1249,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
 {
     Graph *g = e->st->g;
     /* TEXC_ keeps the guard apart from the dim macros NAME_DIM */
-    const char *guard = upper(e->a, arena_printf(e->a, "TEXC_%s_H", o->name));
+    const char *guard = upper(e->p.a, arena_printf(e->p.a, "TEXC_%s_H", o->name));
     fprintf(h, "/* %s.h — generated by texc %s from %s (target %s).\n", o->name, TE_VERSION,
             o->source_path, o->target);
     fprintf(h, " * Do not edit: regenerate with texc.  Tensors are row-major arrays. */\n");
@@ -1476,20 +1257,20 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
     fputs("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     PtrVec macros = {0};
-    vec_push(e->a, &macros, (void *)f->ws_macro);
+    vec_push(e->p.a, &macros, (void *)f->ws_macro);
     for (int i = 0; i < f->packed->len; i++)
-        vec_push(e->a, &macros, (void *)f->elems_macros[i]);
+        vec_push(e->p.a, &macros, (void *)f->elems_macros[i]);
     for (int d = 0; d < g->ndims; d++) {
-        const char *m = upper(e->a, arena_printf(e->a, "%s_%s", o->name, g->dims[d].name));
+        const char *m = upper(e->p.a, arena_printf(e->p.a, "%s_%s", o->name, g->dims[d].name));
         for (int k = 2;; k++) {
             bool clash = false;
             for (int i = 0; i < macros.len; i++)
                 clash = clash || strcmp(macros.items[i], m) == 0;
             if (!clash)
                 break;
-            m = upper(e->a, arena_printf(e->a, "%s_%s_%d", o->name, g->dims[d].name, k));
+            m = upper(e->p.a, arena_printf(e->p.a, "%s_%s_%d", o->name, g->dims[d].name, k));
         }
-        vec_push(e->a, &macros, (void *)m);
+        vec_push(e->p.a, &macros, (void *)m);
         fprintf(h, "#define %s %lld\n", m, (long long)g->dims[d].value);
     }
     fputs("\n/*", h);
@@ -1529,7 +1310,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
             const Tensor *t = f->packed->items[i];
             fprintf(h, "%s\n * %s in panels of %lld along its last dimension, %s[p][..][l] =\n"
                        " * %s[..][p*%lld + l], zero past the end",
-                    i ? ";" : "", t->packs->name, (long long)t->pack_width, tensor_name(e, t),
+                    i ? ";" : "", t->packs->name, (long long)t->pack_width, cg_tensor_name(&e->p, t),
                     t->packs->name, (long long)t->pack_width);
         }
         fprintf(h, ".\n * %s puts the weights in that layout; a program that calls the\n"
@@ -1540,7 +1321,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         for (int i = 0; i < f->packed->len; i++) {
             const Tensor *t = f->packed->items[i];
             fprintf(h, "#define %s %lld /* elements of %s */\n", f->elems_macros[i],
-                    (long long)tensor_elems(t), tensor_name(e, t));
+                    (long long)tensor_elems(t), cg_tensor_name(&e->p, t));
         }
         emit_signature(e, h, f->prepack_name, &f->prepack, true, false);
         fputs(";\n", h);
@@ -1564,9 +1345,9 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
  * packed tensor at a 64-byte aligned offset of one buffer. */
 static void emit_args_entries(Emitter *e, const Funcs *f, const char *name)
 {
-    FILE *c = e->out;
+    FILE *c = e->p.out;
     Graph *g = e->st->g;
-    int64_t *offset = arena_alloc(e->a, sizeof *offset * (size_t)(f->packed->len + 1));
+    int64_t *offset = arena_alloc(e->p.a, sizeof *offset * (size_t)(f->packed->len + 1));
     int64_t total = 0;
     for (int i = 0; i < f->packed->len; i++) {
         const Tensor *t = f->packed->items[i];
@@ -1634,27 +1415,27 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
         free(e->text[0]);
         return false;
     }
-    e->out = body;
+    e->p.out = body;
     e->fn_params = p;
     e->fn_temps = temps;
-    fputc('\n', e->out);
-    emit_signature(e, e->out, name, p, false, ws);
-    fputs("\n{\n", e->out);
-    e->indent = 1;
+    fputc('\n', e->p.out);
+    emit_signature(e, e->p.out, name, p, false, ws);
+    fputs("\n{\n", e->p.out);
+    e->p.indent = 1;
     return true;
 }
 
 /* Writes to C the functions of the parallel loops, then the function. */
 static void end_function(Emitter *e, FILE *c)
 {
-    fputs("}\n", e->out);
-    fclose(e->out);
+    fputs("}\n", e->p.out);
+    fclose(e->p.out);
     fclose(e->lifted);
     fwrite(e->text[1], 1, e->len[1], c);
     fwrite(e->text[0], 1, e->len[0], c);
     free(e->text[0]);
     free(e->text[1]);
-    e->out = c;
+    e->p.out = c;
     e->lifted = NULL;
 }
 
@@ -1662,7 +1443,7 @@ static void end_function(Emitter *e, FILE *c)
 static void emit_with_workspace(Emitter *e, const char *name, const char *ws_name, const Params *p,
                                 const char *ws_macro)
 {
-    FILE *c = e->out;
+    FILE *c = e->p.out;
     fputc('\n', c);
     emit_signature(e, c, name, p, false, false);
     fputs("\n{\n", c);
@@ -1672,14 +1453,75 @@ static void emit_with_workspace(Emitter *e, const char *name, const char *ws_nam
     fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
 }
 
+/* The functions of NAME.c (the entry points the top of this file lists),
+ * to e->p.out. */
+static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptions *o,
+                           const Funcs *f)
+{
+    FILE *c = e->p.out;
+    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f->ws_macro);
+    if (f->prepack.n) {
+        if (!begin_function(e, f->prepack_name, &f->prepack, false, NULL))
+            return false;
+        emit_views(e, &f->prepack, fn->prepack);
+        emit_stmt(e, fn->prepack);
+        end_function(e, c);
+    }
+
+    /* the kernel steps in order, each temp at its planned offset */
+    const char *core = f->prepack.n ? f->packed_ws_name : f->ws_name;
+    if (!begin_function(e, core, &f->kernel, true, fn))
+        return false;
+    emit_views(e, &f->kernel, fn->body);
+    if (fn->temps.len)
+        cg_line(&e->p, "char *te_workspace = te_workspace_;\n");
+    else
+        cg_line(&e->p, "(void)te_workspace_;\n");
+    const SStage **roots;
+    const Stmt **bodies;
+    int nsteps = cg_kernel_steps(e->p.a, e->st, fn, &roots, &bodies);
+    for (int k = 0; k < nsteps; k++)
+        emit_step(e, fn, bodies[k]);
+    end_function(e, c);
+
+    if (!f->prepack.n) {
+        emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
+        emit_args_entries(e, f, o->name);
+        return true;
+    }
+    emit_with_workspace(e, f->packed_name, f->packed_ws_name, &f->kernel, f->ws_macro);
+    /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
+    fputc('\n', c);
+    emit_signature(e, c, f->ws_name, &f->entry, false, true);
+    fputs("\n{\n", c);
+    for (int i = 0; i < fn->packed.len; i++) {
+        const Tensor *t = fn->packed.items[i];
+        const char *ty = storage_type(t->dtype);
+        cg_line(&e->p, "%s *%s_ = te_alloc(%s * sizeof(%s));\n", ty, cg_tensor_name(&e->p, t),
+                f->elems_macros[i], ty);
+    }
+    emit_call_open(e, f->prepack_name, &f->prepack);
+    fputs(");\n", c);
+    emit_call_open(e, f->packed_ws_name, &f->kernel);
+    fputs(", te_workspace_);\n", c);
+    for (int i = 0; i < fn->packed.len; i++)
+        cg_line(&e->p, "free(%s_);\n", cg_tensor_name(&e->p, fn->packed.items[i]));
+    fputs("}\n", c);
+    emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
+    emit_args_entries(e, f, o->name);
+    return true;
+}
+
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h)
 {
     Arena *a = st->arena;
-    Emitter e = { .a = a, .out = out_c, .st = st, .base = o->name };
-    e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
+    Emitter e = { .p = { .a = a, .out = out_c, .d = &cg_dialect_c, .int_type = "int64_t",
+                         .element = load_element },
+                  .st = st, .base = o->name };
+    e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
     Graph *g = st->g;
-    claim(&e, o->name);
+    cg_claim(&e.p, o->name);
     Funcs f = { .packed = &fn->packed };
     int cap = g->ninputs + g->noutputs + fn->packed.len;
     f.entry = params_new(a, cap);
@@ -1698,30 +1540,30 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     }
     for (int i = 0; i < fn->packed.len; i++)
         add_param(&f.prepack, fn->packed.items[i], false);
-    f.ws_name = claim(&e, arena_printf(a, "%s_ws", o->name));
-    claim(&e, arena_printf(a, "%s_workspace_size", o->name));
-    claim(&e, arena_printf(a, "%s_prepacked_bytes", o->name));
-    claim(&e, arena_printf(a, "%s_prepack_args", o->name));
-    claim(&e, arena_printf(a, "%s_packed_args", o->name));
+    f.ws_name = cg_claim(&e.p, arena_printf(a, "%s_ws", o->name));
+    cg_claim(&e.p, arena_printf(a, "%s_workspace_size", o->name));
+    cg_claim(&e.p, arena_printf(a, "%s_prepacked_bytes", o->name));
+    cg_claim(&e.p, arena_printf(a, "%s_prepack_args", o->name));
+    cg_claim(&e.p, arena_printf(a, "%s_packed_args", o->name));
     if (f.prepack.n) {
-        f.packed_name = claim(&e, arena_printf(a, "%s_packed", o->name));
-        f.packed_ws_name = claim(&e, arena_printf(a, "%s_packed_ws", o->name));
-        f.prepack_name = claim(&e, arena_printf(a, "%s_prepack", o->name));
+        f.packed_name = cg_claim(&e.p, arena_printf(a, "%s_packed", o->name));
+        f.packed_ws_name = cg_claim(&e.p, arena_printf(a, "%s_packed_ws", o->name));
+        f.prepack_name = cg_claim(&e.p, arena_printf(a, "%s_prepack", o->name));
     }
     /* parameters first, so that they keep their names */
     for (int i = 0; i < cap; i++)
-        tensor_name(&e, i < f.entry.n ? f.entry.t[i] : fn->packed.items[i - f.entry.n]);
+        cg_tensor_name(&e.p, i < f.entry.n ? f.entry.t[i] : fn->packed.items[i - f.entry.n]);
     for (int i = 0; i < cap; i++) {
         const Tensor *t = i < f.entry.n ? f.entry.t[i] : fn->packed.items[i - f.entry.n];
-        claim(&e, arena_printf(a, "%s_", tensor_name(&e, t)));
+        cg_claim(&e.p, arena_printf(a, "%s_", cg_tensor_name(&e.p, t)));
     }
     for (int i = 0; i < fn->temps.len; i++)
-        tensor_name(&e, fn->temps.items[i]);
+        cg_tensor_name(&e.p, fn->temps.items[i]);
     f.ws_macro = upper(a, arena_printf(a, "%s_WORKSPACE_BYTES", o->name));
     f.elems_macros = arena_alloc(a, sizeof *f.elems_macros * (size_t)(fn->packed.len + 1));
     for (int i = 0; i < fn->packed.len; i++)
         f.elems_macros[i] = upper(a, arena_printf(a, "%s_%s_ELEMS", o->name,
-                                                  tensor_name(&e, fn->packed.items[i])));
+                                                  cg_tensor_name(&e.p, fn->packed.items[i])));
 
     if (!cg_plan_workspace(a, st, fn, &e.plan))
         return false;
@@ -1741,58 +1583,20 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     fprintf(c, "#include \"%s.h\"\n\n", o->name);
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
-    fputs(helpers, c);
-    fputs(cg_vmath_source, c);
-    fputs(cg_parallel_source, c);
-    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f.ws_macro);
-    if (f.prepack.n) {
-        if (!begin_function(&e, f.prepack_name, &f.prepack, false, NULL))
-            return false;
-        emit_views(&e, &f.prepack, fn->prepack);
-        emit_stmt(&e, fn->prepack);
-        end_function(&e, c);
+    /* the functions first, to print only the helpers they use */
+    char *body = NULL;
+    size_t len = 0;
+    FILE *functions = open_memstream(&body, &len);
+    if (!functions)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    e.p.out = functions;
+    bool ok = emit_functions(&e, fn, o, &f);
+    fclose(functions);
+    if (ok) {
+        cg_print_helpers(&e.p, c, c_before, (int)(sizeof c_before / sizeof c_before[0]), c_after,
+                         (int)(sizeof c_after / sizeof c_after[0]), body);
+        fwrite(body, 1, len, c);
     }
-
-    /* the kernel steps in order, each temp at its planned offset */
-    const char *core = f.prepack.n ? f.packed_ws_name : f.ws_name;
-    if (!begin_function(&e, core, &f.kernel, true, fn))
-        return false;
-    emit_views(&e, &f.kernel, fn->body);
-    if (fn->temps.len)
-        line(&e, "char *te_workspace = te_workspace_;\n");
-    else
-        line(&e, "(void)te_workspace_;\n");
-    const SStage **roots;
-    const Stmt **bodies;
-    int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
-    for (int k = 0; k < nsteps; k++)
-        emit_step(&e, fn, bodies[k]);
-    end_function(&e, c);
-
-    if (!f.prepack.n) {
-        emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
-        emit_args_entries(&e, &f, o->name);
-        return !ferror(out_c) && !ferror(out_h);
-    }
-    emit_with_workspace(&e, f.packed_name, f.packed_ws_name, &f.kernel, f.ws_macro);
-    /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
-    fputc('\n', c);
-    emit_signature(&e, c, f.ws_name, &f.entry, false, true);
-    fputs("\n{\n", c);
-    for (int i = 0; i < fn->packed.len; i++) {
-        const Tensor *t = fn->packed.items[i];
-        const char *ty = storage_type(t->dtype);
-        line(&e, "%s *%s_ = te_alloc(%s * sizeof(%s));\n", ty, tensor_name(&e, t),
-             f.elems_macros[i], ty);
-    }
-    emit_call_open(&e, f.prepack_name, &f.prepack);
-    fputs(");\n", c);
-    emit_call_open(&e, f.packed_ws_name, &f.kernel);
-    fputs(", te_workspace_);\n", c);
-    for (int i = 0; i < fn->packed.len; i++)
-        line(&e, "free(%s_);\n", tensor_name(&e, fn->packed.items[i]));
-    fputs("}\n", c);
-    emit_with_workspace(&e, o->name, f.ws_name, &f.entry, f.ws_macro);
-    emit_args_entries(&e, &f, o->name);
-    return !ferror(out_c) && !ferror(out_h);
+    free(body);
+    return ok && !ferror(out_c) && !ferror(out_h);
 }

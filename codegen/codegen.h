@@ -121,6 +121,88 @@ typedef struct CudaProgram {
 bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const char *arch, int sm, CudaProgram *out);
 
+/* The C family: what the C and the CUDA backends print alike (cfamily.c).
+ * A dialect is the table of what differs in the text of an expression;
+ * a printer, the state one translation unit's expressions are printed
+ * with.  Each backend's Emitter begins with its CgPrinter, so that the
+ * hooks can reach the Emitter from it. */
+typedef struct CgDialect {
+    const char *const *reserved;  /* identifiers a user's name must not become */
+    int nreserved;                /* ... besides cfamily.c's common ones */
+    const char *const *prefixes;  /* NULL-ended: a name that begins with one is
+                                     texc's (or the compiler's): "u_" goes before */
+    bool c_identifiers;           /* user names go through cg_c_identifier
+                                     first (a C keyword: NAME_kernel, not
+                                     NAME_2), as the CUDA backend always did */
+    const char *int_suffix;       /* of integer helpers: te_min_i64 */
+    bool bool_words;              /* bool constants as true/false, not 1/0 */
+    const char *nan[2], *inf[2];  /* NaN, +inf; [0] in f32, [1] in f64 */
+    const char *neg_inf[2];       /* -inf, parenthesised as it needs */
+    const char *load_f16[2];      /* around an f16 element: its value as float */
+    const char *load_bf16[2];     /* ... a bf16 element */
+    const char *round_f16[2];     /* around a float: rounded to f16, as float */
+    const char *round_bf16[2];    /* ... to bf16 */
+    const char *helper;           /* what a prelude helper is declared with */
+    const char *i32_type;         /* the type an i32 is stored in */
+} CgDialect;
+
+extern const CgDialect cg_dialect_c;    /* C11 with GCC/Clang extensions */
+extern const CgDialect cg_dialect_cuda; /* CUDA C++ for NVRTC */
+
+typedef struct CgPrinter {
+    Arena *a;
+    FILE *out;                /* where expressions go */
+    const CgDialect *d;
+    const char *int_type;     /* the C type i32 values are computed in */
+    int indent;               /* of statements, in steps of four spaces */
+    PtrVec names;             /* const char *: names in use (for clashes) */
+    PtrVec tensors, tnames;   /* Tensor * with a name, and that name */
+    const char **var_names;   /* by IterVar id */
+    const char **var_text;    /* by IterVar id: text that replaces the
+                                 variable, or NULL (the array or an entry) */
+    /* writes the element T[IDX] a load reads, as an lvalue */
+    void (*element)(struct CgPrinter *p, const Tensor *t, Expr *const *idx);
+    /* optional: does T[IDX] hold a value already in its compute type (no
+     * conversion on load)? */
+    bool (*computed)(struct CgPrinter *p, const Tensor *t, Expr *const *idx);
+} CgPrinter;
+
+/* A piece of a prelude: a helper function, macro or type (or a comment
+ * on the ones after it), printed where the code uses what it defines. */
+typedef struct CgHelper {
+    const char *names; /* the identifiers it defines (or comments on),
+                          separated by spaces */
+    const char *text;  /* its text, in which $Q is the dialect's helper
+                          qualifier, $I the int_type, $W the i32 storage
+                          type and $S the integer helpers' suffix */
+} CgHelper;
+
+/* cfamily.c: the prelude BODY needs: of the helpers BEFORE, cfamily.c's
+ * own (the scalar math cg_emit_expr calls), then AFTER, in that order,
+ * those whose names BODY or another printed helper uses. */
+void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
+                      const CgHelper *after, int nafter, const char *body);
+
+/* cfamily.c: NAME, or NAME_2, NAME_3, ... where taken; recorded as taken.
+ * A name with one of the dialect's prefixes (te_: texc's own) becomes
+ * u_NAME first. */
+const char *cg_claim(CgPrinter *p, const char *name);
+/* cfamily.c: the name of T (of V), claimed the first time it is asked. */
+const char *cg_tensor_name(CgPrinter *p, const Tensor *t);
+const char *cg_var_name(CgPrinter *p, const IterVar *v);
+/* cfamily.c: the C type values of T are computed in. */
+const char *cg_compute_type(const CgPrinter *p, DType t);
+/* cfamily.c: C's precedence of a binary operator OP, 1 (||) to 6 (*);
+ * 7: a unary operator, a call, a primary expression. */
+int cg_prec(Op op);
+/* cfamily.c: X as a C expression, parenthesised where an operator of
+ * precedence PREC (cg_prec's scale; 0: none) surrounds it. */
+void cg_emit_expr(CgPrinter *p, const Expr *x, int prec);
+/* cfamily.c: a statement's text at the indentation (FMT ends the line). */
+void cg_line(CgPrinter *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cfamily.c: "FN(args of X)". */
+void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x);
+
 /* A C identifier made from NAME (the base name of a path): letters,
  * digits and '_' kept, anything else '_', a leading digit prefixed. */
 char *cg_c_identifier(Arena *a, const char *name);

@@ -39,9 +39,10 @@
  *     integer division by zero is 0; float-to-i32 casts saturate;
  *   - indices are int when every tensor has fewer than 2^31 elements and
  *     the program has no i32 values, else long long.
+ *
+ * Expressions and names are cfamily.c's, in its CUDA dialect; this file
+ * writes the statements, barriers, shared memory and kernels around them.
  */
-#include <ctype.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,18 +94,12 @@ typedef struct Acc {
 enum { ACC_OFF, ACC_ON, ACC_STORE, ACC_EPILOGUE };
 
 typedef struct Emitter {
-    Arena *a;
-    FILE *out;
+    CgPrinter p;            /* first: cfamily.c's hooks get the Emitter from it;
+                               its int_type is "int" or "long long" */
     SchedState *st;
     const Source *src;
     int sm;
-    PtrVec names;           /* const char *: names in use */
-    PtrVec tensors, tnames; /* Tensor * and the name it was given */
-    const char **var_names; /* by IterVar id */
-    const char **var_text;  /* by IterVar id: text that replaces the variable */
-    const char *int_type;   /* "int" or "long long" */
     bool fp16, bf16;        /* the program has f16 or bf16 values */
-    int indent;
     bool failed;
     /* the kernel being emitted */
     CudaKernel *k;
@@ -120,7 +115,6 @@ typedef struct Emitter {
     Acc *acc;
     int acc_mode;
     bool async_copy;        /* fetching a pipelined tile with cp.async */
-    bool used_async;        /* the program uses cp.async */
     bool dynamic_smem;
     bool pending;           /* a distributed write awaits its barrier */
     PtrVec pending_bufs;    /* Tensor *: what those writes wrote */
@@ -133,74 +127,10 @@ typedef struct Emitter {
 /* ------------------------------------------------------------------ */
 /* Names.                                                              */
 
-/* Identifiers a user's name must not become: C and C++ keywords, CUDA's
- * built-in variables and functions the generated code uses. */
-static const char *const reserved[] = {
-    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
-    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
-    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
-    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true",
-    "false", "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "catch",
-    "class", "compl", "concept", "consteval", "constexpr", "constinit", "const_cast",
-    "co_await", "co_return", "co_yield", "decltype", "delete", "dynamic_cast",
-    "explicit", "export", "friend", "mutable", "namespace", "new", "noexcept", "not",
-    "not_eq", "nullptr", "operator", "or", "or_eq", "private", "protected", "public",
-    "reinterpret_cast", "requires", "static_assert", "static_cast", "template", "this",
-    "thread_local", "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t",
-    "xor", "xor_eq", "char8_t", "char16_t", "char32_t", "main", "std", "threadIdx",
-    "blockIdx", "blockDim", "gridDim", "warpSize", "dim3", "uint3", "half", "__half",
-    "nv_bfloat16", "__nv_bfloat16", "size_t", "int32_t", "int64_t", "uint16_t",
-    "uint32_t", "uint64_t", "exp", "expf", "log", "logf", "sqrt", "sqrtf", "rsqrt",
-    "rsqrtf", "tanh", "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "min",
-    "max", "fmin", "fmax", "abs", "isnan", "printf", "assert", "malloc", "free",
-    "memcpy", "memset",
-};
-
-static bool name_taken(Emitter *e, const char *name)
-{
-    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
-        if (strcmp(reserved[i], name) == 0)
-            return true;
-    if (strncmp(name, "te_", 3) == 0 || strncmp(name, "TE_", 3) == 0 || strncmp(name, "__", 2) == 0)
-        return true;
-    for (int i = 0; i < e->names.len; i++)
-        if (strcmp(e->names.items[i], name) == 0)
-            return true;
-    return false;
-}
-
-/* NAME, or NAME_2, NAME_3, ... if taken; recorded as taken. */
-static const char *claim(Emitter *e, const char *name)
-{
-    const char *c = name;
-    for (int k = 2; name_taken(e, c); k++)
-        c = arena_printf(e->a, "%s_%d", name, k);
-    vec_push(e->a, &e->names, (void *)c);
-    return c;
-}
-
-static const char *tensor_name(Emitter *e, const Tensor *t)
-{
-    for (int i = 0; i < e->tensors.len; i++)
-        if (e->tensors.items[i] == t)
-            return e->tnames.items[i];
-    const char *n = claim(e, cg_c_identifier(e->a, t->name));
-    vec_push(e->a, &e->tensors, (void *)t);
-    vec_push(e->a, &e->tnames, (void *)n);
-    return n;
-}
-
-static const char *var_name(Emitter *e, const IterVar *v)
-{
-    if (!e->var_names[v->id])
-        e->var_names[v->id] = claim(e, cg_c_identifier(e->a, v->name));
-    return e->var_names[v->id];
-}
-
 /* A name of texc's own, unique in the kernel. */
 static const char *own_name(Emitter *e, const char *base)
 {
-    return arena_printf(e->a, "te_%s%d", base, e->counter++);
+    return arena_printf(e->p.a, "te_%s%d", base, e->counter++);
 }
 
 /* ------------------------------------------------------------------ */
@@ -219,29 +149,8 @@ static const char *storage_type(DType t)
     }
 }
 
-/* The type values of T are computed in. */
-static const char *compute_type(Emitter *e, DType t)
-{
-    switch (t) {
-    case DT_BOOL: return "bool";
-    case DT_I32: return e->int_type;
-    case DT_F64: return "double";
-    default: return "float";
-    }
-}
-
 /* ------------------------------------------------------------------ */
-/* Output.                                                             */
-
-static void line(Emitter *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void line(Emitter *e, const char *fmt, ...)
-{
-    fprintf(e->out, "%*s", e->indent * 4, "");
-    va_list ap;
-    va_start(ap, fmt);
-    vfprintf(e->out, fmt, ap);
-    va_end(ap);
-}
+/* Errors.                                                             */
 
 /* A user error about the kernel being emitted, at SP when there is one. */
 static void kernel_error(Emitter *e, Span sp, const char *fmt, ...)
@@ -298,55 +207,11 @@ static bool is_acc_access(Emitter *e, const Tensor *t, Expr *const *idx)
 /* ------------------------------------------------------------------ */
 /* Expressions.                                                        */
 
-static void emit_expr(Emitter *e, const Expr *x, int prec);
-
-static int c_prec(Op op)
-{
-    switch (op) {
-    case OP_OR: return 1;
-    case OP_AND: return 2;
-    case OP_EQ: case OP_NE: return 3;
-    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 4;
-    case OP_ADD: case OP_SUB: return 5;
-    case OP_MUL: case OP_DIV: case OP_MOD: return 6;
-    default: return 7;
-    }
-}
-
-static void emit_const(Emitter *e, DType t, double v)
-{
-    FILE *out = e->out;
-    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
-        if (t == DT_BOOL)
-            fputs(v != 0 ? "true" : "false", out);
-        else if (v < 0)
-            fprintf(out, "(%lld)", (long long)v);
-        else
-            fprintf(out, "%lld", (long long)v);
-        return;
-    }
-    bool dbl = t == DT_F64;
-    if (isnan(v)) {
-        fputs(dbl ? "__longlong_as_double(0x7ff8000000000000LL)" : "__int_as_float(0x7fc00000)", out);
-        return;
-    }
-    if (isinf(v)) {
-        fprintf(out, "%s%s", v < 0 ? "-" : "",
-                dbl ? "__longlong_as_double(0x7ff0000000000000LL)" : "__int_as_float(0x7f800000)");
-        return;
-    }
-    char buf[64];
-    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
-    if (!strpbrk(buf, ".en"))
-        strcat(buf, ".0");
-    fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
-}
-
 /* The row-major offset of IDX in T: i * 768 + k. */
 static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
 {
     if (t->rank == 0) {
-        fputc('0', e->out);
+        fputc('0', e->p.out);
         return;
     }
     int64_t stride = 1;
@@ -361,14 +226,14 @@ static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
         if (sch_const_int(idx[d], &c) && c == 0)
             continue;
         if (!first)
-            fputs(" + ", e->out);
+            fputs(" + ", e->p.out);
         first = false;
-        emit_expr(e, idx[d], strides[d] == 1 ? 5 : 6);
+        cg_emit_expr(&e->p, idx[d], strides[d] == 1 ? 5 : 6);
         if (strides[d] != 1)
-            fprintf(e->out, " * %lld", (long long)strides[d]);
+            fprintf(e->p.out, " * %lld", (long long)strides[d]);
     }
     if (first)
-        fputc('0', e->out);
+        fputc('0', e->p.out);
 }
 
 /* The element T[IDX] as an lvalue: a global tensor is flat, a local or
@@ -376,172 +241,41 @@ static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
 static void emit_element(Emitter *e, const Tensor *t, Expr *const *idx, bool load)
 {
     if (is_acc_access(e, t, idx) && (e->acc_mode == ACC_ON || (load && e->acc_mode == ACC_EPILOGUE))) {
-        fputs(e->acc->name, e->out);
+        fputs(e->acc->name, e->p.out);
         for (int i = 0; i < e->acc->nloops; i++)
-            fprintf(e->out, "[%s]", var_name(e, e->acc->loops[i]->var));
+            fprintf(e->p.out, "[%s]", cg_var_name(&e->p, e->acc->loops[i]->var));
         return;
     }
-    fputs(tensor_name(e, t), e->out);
+    fputs(cg_tensor_name(&e->p, t), e->p.out);
     ShBuf *sb = shared_of(e, t);
     if (sb || in_vec(&e->locals, t)) {
         if (sb && sb->slots > 1)
-            fprintf(e->out, "[%s]", sb->slot ? sb->slot : "0");
+            fprintf(e->p.out, "[%s]", sb->slot ? sb->slot : "0");
         if (t->rank == 0)
-            fputs("[0]", e->out);
+            fputs("[0]", e->p.out);
         for (int d = 0; d < t->rank; d++) {
-            fputc('[', e->out);
-            emit_expr(e, idx[d], 0);
-            fputc(']', e->out);
+            fputc('[', e->p.out);
+            cg_emit_expr(&e->p, idx[d], 0);
+            fputc(']', e->p.out);
         }
         return;
     }
-    fputc('[', e->out);
+    fputc('[', e->p.out);
     emit_flat_index(e, t, idx);
-    fputc(']', e->out);
+    fputc(']', e->p.out);
 }
 
-static void emit_call(Emitter *e, const char *fn, const Expr *x)
+/* cfamily.c's hooks: a load reads the element (above); the accumulator
+ * holds its values in their compute type, except in the store of it. */
+static void load_element(CgPrinter *p, const Tensor *t, Expr *const *idx)
 {
-    fprintf(e->out, "%s(", fn);
-    for (int i = 0; i < x->nargs; i++) {
-        if (i)
-            fputs(", ", e->out);
-        emit_expr(e, x->args[i], 0);
-    }
-    fputc(')', e->out);
+    emit_element((Emitter *)p, t, idx, true);
 }
 
-/* The CUDA function or texc helper for OP computed in type T. */
-static const char *func_name(Op op, DType t)
+static bool computed(CgPrinter *p, const Tensor *t, Expr *const *idx)
 {
-    bool dbl = t == DT_F64;
-    bool integer = t == DT_I32;
-    switch (op) {
-    case OP_EXP: return dbl ? "exp" : "expf";
-    case OP_LOG: return dbl ? "log" : "logf";
-    case OP_SQRT: return dbl ? "sqrt" : "sqrtf";
-    case OP_RSQRT: return dbl ? "te_rsqrt_f64" : "te_rsqrt_f32";
-    case OP_TANH: return dbl ? "tanh" : "tanhf";
-    case OP_ERF: return dbl ? "erf" : "erff";
-    case OP_ABS: return integer ? "te_abs_int" : dbl ? "fabs" : "fabsf";
-    case OP_GELU: return dbl ? "te_gelu_f64" : "te_gelu_f32";
-    case OP_SIGMOID: return dbl ? "te_sigmoid_f64" : "te_sigmoid_f32";
-    case OP_RELU: return integer ? "te_relu_int" : dbl ? "te_relu_f64" : "te_relu_f32";
-    case OP_POW: return dbl ? "pow" : "powf";
-    case OP_MIN: return integer ? "te_min_int" : dbl ? "te_min_f64" : "te_min_f32";
-    case OP_MAX: return integer ? "te_max_int" : dbl ? "te_max_f64" : "te_max_f32";
-    default: TE_UNREACHABLE();
-    }
-}
-
-static void emit_cast(Emitter *e, const Expr *x)
-{
-    DType to = x->dtype, from = x->args[0]->dtype;
-    const Expr *v = x->args[0];
-    if (to == DT_BOOL) {
-        fputs("(", e->out);
-        emit_expr(e, v, 3);
-        fputs(" != 0)", e->out);
-    } else if (to == DT_I32 && dtype_is_float(from)) {
-        emit_call(e, "te_f2i", x);
-    } else if (to == DT_F16) {
-        fputs("__half2float(__float2half_rn(", e->out);
-        emit_expr(e, v, 0);
-        fputs("))", e->out);
-    } else if (to == DT_BF16) {
-        fputs("__bfloat162float(__float2bfloat16_rn(", e->out);
-        emit_expr(e, v, 0);
-        fputs("))", e->out);
-    } else {
-        fprintf(e->out, "(%s)", compute_type(e, to));
-        emit_expr(e, v, 7);
-    }
-}
-
-static void emit_load(Emitter *e, const Expr *x)
-{
-    const Tensor *t = x->tensor;
-    bool acc = is_acc_access(e, t, x->args) && e->acc_mode != ACC_STORE;
-    if (acc || t->dtype == DT_F32 || t->dtype == DT_F64 || t->dtype == DT_BOOL) {
-        emit_element(e, t, x->args, true);
-    } else if (t->dtype == DT_I32) {
-        fprintf(e->out, "(%s)", e->int_type);
-        emit_element(e, t, x->args, true);
-    } else {
-        fputs(t->dtype == DT_F16 ? "__half2float(" : "__bfloat162float(", e->out);
-        emit_element(e, t, x->args, true);
-        fputc(')', e->out);
-    }
-}
-
-static void emit_expr(Emitter *e, const Expr *x, int prec)
-{
-    FILE *out = e->out;
-    switch (x->kind) {
-    case EX_CONST:
-        emit_const(e, x->dtype, x->value);
-        return;
-    case EX_VAR:
-        if (e->var_text[x->var->id]) {
-            const char *t = e->var_text[x->var->id];
-            bool simple = strspn(t, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_") == strlen(t);
-            fprintf(out, simple || prec <= 5 ? "%s" : "(%s)", t);
-        }
-        else
-            fputs(var_name(e, x->var), out);
-        return;
-    case EX_LOAD:
-        emit_load(e, x);
-        return;
-    case EX_REDUCE:
-        TE_UNREACHABLE();
-    case EX_OP:
-        break;
-    }
-    DType t = x->nargs ? x->args[0]->dtype : x->dtype;
-    switch (x->op) {
-    case OP_NEG:
-    case OP_NOT:
-        fputs(x->op == OP_NEG ? "-" : "!", out);
-        emit_expr(e, x->args[0], 7);
-        return;
-    case OP_CAST:
-        emit_cast(e, x);
-        return;
-    case OP_SELECT:
-        fputc('(', out);
-        emit_expr(e, x->args[0], 1);
-        fputs(" ? ", out);
-        emit_expr(e, x->args[1], 1);
-        fputs(" : ", out);
-        emit_expr(e, x->args[2], 1);
-        fputc(')', out);
-        return;
-    case OP_DIV:
-    case OP_MOD:
-        if (t == DT_I32) {
-            int64_t c;
-            if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
-                emit_call(e, x->op == OP_DIV ? "te_div_int" : "te_mod_int", x);
-                return;
-            }
-        }
-        break;
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
-    case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
-        break;
-    default:
-        emit_call(e, func_name(x->op, t), x);
-        return;
-    }
-    int p = c_prec(x->op);
-    if (p < prec)
-        fputc('(', out);
-    emit_expr(e, x->args[0], p);
-    fprintf(out, " %s ", op_text(x->op));
-    emit_expr(e, x->args[1], p + 1);
-    if (p < prec)
-        fputc(')', out);
+    Emitter *e = (Emitter *)p;
+    return is_acc_access(e, t, idx) && e->acc_mode != ACC_STORE;
 }
 
 /* ------------------------------------------------------------------ */
@@ -652,7 +386,7 @@ static void shared_writes(Emitter *e, const Stmt *s, PtrVec *inner, PtrVec *out)
             shared_writes(e, s->stmts[i], inner, out);
         return;
     case S_ALLOC:
-        vec_push(e->a, inner, (void *)s->buf);
+        vec_push(e->p.a, inner, (void *)s->buf);
         shared_writes(e, s->body, inner, out);
         return;
     case S_STORE:
@@ -660,7 +394,7 @@ static void shared_writes(Emitter *e, const Stmt *s, PtrVec *inner, PtrVec *out)
             (e->acc_mode == ACC_ON && is_acc_access(e, s->buf, s->index)))
             return;
         if (!in_vec(out, s->buf))
-            vec_push(e->a, out, (void *)s->buf);
+            vec_push(e->p.a, out, (void *)s->buf);
         return;
     }
 }
@@ -722,16 +456,16 @@ static int64_t elems_of(const Tensor *t)
 
 static ShBuf *add_shared(Emitter *e, const Tensor *t)
 {
-    ShBuf *b = arena_alloc(e->a, sizeof *b);
+    ShBuf *b = arena_alloc(e->p.a, sizeof *b);
     b->buf = t;
     b->slots = 1;
-    vec_push(e->a, &e->shared, b);
+    vec_push(e->p.a, &e->shared, b);
     return b;
 }
 
 static void demote(Emitter *e, const Tensor *t, const char *why)
 {
-    vec_push(e->a, &e->locals, (void *)t);
+    vec_push(e->p.a, &e->locals, (void *)t);
     if (!diag_quiet)
         fprintf(stderr,
                 "texc: warning: kernel '%s': '%s' is staged in shared memory %s, so each thread "
@@ -745,15 +479,15 @@ static void demote(Emitter *e, const Tensor *t, const char *why)
  * followed by the rest of the body?  Then its Pipe. */
 static Pipe *plan_pipe(Emitter *e, const Stmt *s)
 {
-    Pipe *p = arena_alloc(e->a, sizeof *p);
+    Pipe *p = arena_alloc(e->p.a, sizeof *p);
     p->loop = s;
     p->stages = s->loop->pipeline;
     const Stmt *b = s->body;
     PtrVec tensors = {0};
     while (b && b->kind == S_ALLOC && b->scope == SCOPE_SHARED && b->body &&
            b->body->kind == S_SEQ && b->body->n == 2 && !has_thread_loop(b->body->stmts[0])) {
-        vec_push(e->a, &tensors, (void *)b->buf);
-        vec_push(e->a, &p->fetches, b->body->stmts[0]);
+        vec_push(e->p.a, &tensors, (void *)b->buf);
+        vec_push(e->p.a, &p->fetches, b->body->stmts[0]);
         b = b->body->stmts[1];
     }
     for (int i = 0; i < p->fetches.len; i++)
@@ -765,7 +499,7 @@ static Pipe *plan_pipe(Emitter *e, const Stmt *s)
     for (int i = 0; i < tensors.len; i++) {
         ShBuf *sb = add_shared(e, tensors.items[i]);
         sb->slots = p->stages;
-        vec_push(e->a, &p->bufs, sb);
+        vec_push(e->p.a, &p->bufs, sb);
     }
     return p;
 }
@@ -794,7 +528,7 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
         if (uniform && s->loop->pipeline >= 2 && s->loop->kind != LOOP_BOUND) {
             Pipe *p = plan_pipe(e, s);
             if (p) {
-                vec_push(e->a, &e->pipes, p);
+                vec_push(e->p.a, &e->pipes, p);
                 for (int i = 0; i < p->fetches.len; i++)
                     plan_buffers(e, p->fetches.items[i], false);
                 plan_buffers(e, p->rest, true);
@@ -816,7 +550,7 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
         else if (s->scope == SCOPE_SHARED)
             demote(e, s->buf, "inside a thread loop");
         else
-            vec_push(e->a, &e->locals, (void *)s->buf);
+            vec_push(e->p.a, &e->locals, (void *)s->buf);
         plan_buffers(e, s->body, uniform);
         return;
     case S_STORE:
@@ -899,7 +633,7 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
     const Stmt *init = seq ? find_stmt(seq->stmts[0], is_store, s->storage) : NULL;
     if (!init)
         return NULL;
-    Acc *acc = arena_alloc(e->a, sizeof *acc);
+    Acc *acc = arena_alloc(e->p.a, sizeof *acc);
     acc->seq = seq;
     acc->outer = find_stmt(body, is_parent, seq);
     if (acc->outer && acc->outer->n == 2 && acc->outer->stmts[0] == seq)
@@ -909,7 +643,7 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
     acc->buf = s->storage;
     acc->idx = init->index;
     acc->dtype = s->tensor->dtype;
-    acc->loops = arena_alloc(e->a, sizeof *acc->loops * (size_t)(s->loops.len + 1));
+    acc->loops = arena_alloc(e->p.a, sizeof *acc->loops * (size_t)(s->loops.len + 1));
     int64_t size = 1;
     for (int i = p + 1; i < s->loops.len; i++) {
         Loop *l = s->loops.items[i];
@@ -923,45 +657,18 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
     return acc;
 }
 
-static void collect_params_expr(Emitter *e, const Expr *x)
+/* The global tensors BODY reads or writes (e->params), in the program's
+ * order (inputs, outputs, intermediates), and those it writes (e->written):
+ * all it uses but the shared and the per-thread buffers. */
+static void collect_params(Emitter *e, const Stmt *body)
 {
-    if (x->kind == EX_LOAD && !shared_of(e, x->tensor) && !in_vec(&e->locals, x->tensor) &&
-        !in_vec(&e->params, x->tensor))
-        vec_push(e->a, &e->params, (void *)x->tensor);
-    for (int i = 0; i < x->nargs; i++)
-        collect_params_expr(e, x->args[i]);
-}
-
-static void collect_params(Emitter *e, const Stmt *s)
-{
-    if (!s)
-        return;
-    switch (s->kind) {
-    case S_FOR:
-        collect_params_expr(e, s->min);
-        collect_params_expr(e, s->extent);
-        collect_params(e, s->body);
-        return;
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++)
-            collect_params(e, s->stmts[i]);
-        return;
-    case S_IF:
-        collect_params_expr(e, s->cond);
-        collect_params(e, s->body);
-        return;
-    case S_ALLOC:
-        collect_params(e, s->body);
-        return;
-    case S_STORE:
-        collect_params_expr(e, s->value);
-        for (int d = 0; d < s->buf->rank; d++)
-            collect_params_expr(e, s->index[d]);
-        if (!shared_of(e, s->buf) && !in_vec(&e->locals, s->buf) && !in_vec(&e->params, s->buf))
-            vec_push(e->a, &e->params, (void *)s->buf);
-        if (!shared_of(e, s->buf) && !in_vec(&e->locals, s->buf) && !in_vec(&e->written, s->buf))
-            vec_push(e->a, &e->written, (void *)s->buf);
-        return;
+    for (int i = 0; i < e->order->len; i++) {
+        const Tensor *t = e->order->items[i];
+        if (shared_of(e, t) || in_vec(&e->locals, t) || !cg_stmt_uses(body, t))
+            continue;
+        vec_push(e->p.a, &e->params, (void *)t);
+        if (find_stmt(body, is_store, t))
+            vec_push(e->p.a, &e->written, (void *)t);
     }
 }
 
@@ -973,7 +680,7 @@ static void emit_stmt(Emitter *e, const Stmt *s, bool uniform);
 static void barrier(Emitter *e)
 {
     if (e->threads > 1)
-        line(e, "__syncthreads();\n");
+        cg_line(&e->p, "__syncthreads();\n");
     e->pending = false;
     e->pending_bufs.len = 0;
 }
@@ -1014,18 +721,18 @@ static bool same_element(const Expr *x, const Tensor *t, Expr *const *idx)
 
 static void emit_store(Emitter *e, const Stmt *s)
 {
-    FILE *out = e->out;
+    FILE *out = e->p.out;
     bool acc = is_acc_access(e, s->buf, s->index);
     if (acc && e->acc_mode == ACC_STORE) {
         /* the sums, stored once */
-        line(e, "%s", "");
+        cg_line(&e->p, "%s", "");
         emit_element(e, s->buf, s->index, false);
         const char *conv = s->buf->dtype == DT_F16 ? "__float2half_rn("
                            : s->buf->dtype == DT_BF16 ? "__float2bfloat16_rn("
                            : s->buf->dtype == DT_I32 ? "te_sat_i32(" : "";
         fprintf(out, " = %s%s", conv, e->acc->name);
         for (int i = 0; i < e->acc->nloops; i++)
-            fprintf(out, "[%s]", var_name(e, e->acc->loops[i]->var));
+            fprintf(out, "[%s]", cg_var_name(&e->p, e->acc->loops[i]->var));
         fputs(*conv ? ");\n" : ";\n", out);
         return;
     }
@@ -1035,15 +742,14 @@ static void emit_store(Emitter *e, const Stmt *s)
     if (e->async_copy && sb && v->kind == EX_LOAD && v->tensor->dtype == s->buf->dtype &&
         !shared_of(e, v->tensor) && !in_vec(&e->locals, v->tensor) &&
         (dtype_bytes(v->tensor->dtype) == 4 || dtype_bytes(v->tensor->dtype) == 8)) {
-        line(e, "te_cp_async%d(&", dtype_bytes(v->tensor->dtype));
+        cg_line(&e->p, "te_cp_async%d(&", dtype_bytes(v->tensor->dtype));
         emit_element(e, s->buf, s->index, false);
         fputs(", &", out);
         emit_element(e, v->tensor, v->args, true);
         fputs(");\n", out);
-        e->used_async = true;
         return;
     }
-    line(e, "%s", "");
+    cg_line(&e->p, "%s", "");
     emit_element(e, s->buf, s->index, false);
     DType dt = to_acc ? (s->buf->dtype == DT_F64 ? DT_F64 : dtype_is_float(s->buf->dtype) ? DT_F32
                                                                                            : s->buf->dtype)
@@ -1054,23 +760,23 @@ static void emit_store(Emitter *e, const Stmt *s)
     if (plain && v->kind == EX_OP && (v->op == OP_ADD || v->op == OP_MUL) &&
         same_element(v->args[0], s->buf, s->index)) {
         fprintf(out, " %s= ", v->op == OP_ADD ? "+" : "*");
-        emit_expr(e, v->args[1], 0);
+        cg_emit_expr(&e->p, v->args[1], 0);
         fputs(";\n", out);
         return;
     }
     fputs(" = ", out);
     if (to_acc) {
-        emit_expr(e, v, 0);
+        cg_emit_expr(&e->p, v, 0);
     } else if (dt == DT_BF16 || dt == DT_F16) {
         fputs(dt == DT_BF16 ? "__float2bfloat16_rn(" : "__float2half_rn(", out);
-        emit_expr(e, v, 0);
+        cg_emit_expr(&e->p, v, 0);
         fputc(')', out);
     } else if (dt == DT_I32) {
         fputs("te_sat_i32(", out);
-        emit_expr(e, v, 0);
+        cg_emit_expr(&e->p, v, 0);
         fputc(')', out);
     } else {
-        emit_expr(e, v, 0);
+        cg_emit_expr(&e->p, v, 0);
     }
     fputs(";\n", out);
 }
@@ -1083,12 +789,12 @@ static const char *expr_text(Emitter *e, const Expr *x, int prec)
     FILE *mem = open_memstream(&buf, &len);
     if (!mem)
         te_internal_error(__FILE__, __LINE__, "out of memory");
-    FILE *saved = e->out;
-    e->out = mem;
-    emit_expr(e, x, prec);
-    e->out = saved;
+    FILE *saved = e->p.out;
+    e->p.out = mem;
+    cg_emit_expr(&e->p, x, prec);
+    e->p.out = saved;
     fclose(mem);
-    char *text = arena_strdup(e->a, buf);
+    char *text = arena_strdup(e->p.a, buf);
     free(buf);
     return text;
 }
@@ -1107,7 +813,7 @@ static void shared_out(Emitter *e, const Stmt *s)
             continue;
         any = true;
         if (!in_vec(&e->pending_bufs, writes.items[i]))
-            vec_push(e->a, &e->pending_bufs, writes.items[i]);
+            vec_push(e->p.a, &e->pending_bufs, writes.items[i]);
     }
     if (any) {
         e->pending = true;
@@ -1136,43 +842,43 @@ static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
         if (covered[a] || e->dims[a] == 1)
             continue;
         if (!narrowed)
-            line(e, "if (");
-        fprintf(e->out, "%s%s == 0", sep, axis_vars[a]);
+            cg_line(&e->p, "if (");
+        fprintf(e->p.out, "%s%s == 0", sep, axis_vars[a]);
         sep = " && ";
         narrowed = true;
     }
     if (narrowed) {
-        fputs(") {\n", e->out);
-        e->indent++;
+        fputs(") {\n", e->p.out);
+        e->p.indent++;
     }
-    const char *v = var_name(e, l->var);
+    const char *v = cg_var_name(&e->p, l->var);
     int64_t min = -1, ext = -1;
     bool zero_min = sch_const_int(s->min, &min) && min == 0;
     bool full = sch_const_int(s->extent, &ext) && ext == e->dims[ax];
-    line(e, "{\n");
-    e->indent++;
-    line(e, "const %s %s = ", e->int_type, v);
+    cg_line(&e->p, "{\n");
+    e->p.indent++;
+    cg_line(&e->p, "const %s %s = ", e->p.int_type, v);
     if (!zero_min) {
-        emit_expr(e, s->min, 5);
-        fputs(" + ", e->out);
+        cg_emit_expr(&e->p, s->min, 5);
+        fputs(" + ", e->p.out);
     }
-    fprintf(e->out, "(%s)%s; /* %s */\n", e->int_type, axis_vars[ax], axis_names[ax]);
+    fprintf(e->p.out, "(%s)%s; /* %s */\n", e->p.int_type, axis_vars[ax], axis_names[ax]);
     if (!full) {
-        line(e, "if (%s < ", v);
-        emit_expr(e, sch_simplify(e->a, sch_add(e->a, s->min, s->extent)), 5);
-        fputs(") {\n", e->out);
-        e->indent++;
+        cg_line(&e->p, "if (%s < ", v);
+        cg_emit_expr(&e->p, sch_simplify(e->p.a, sch_add(e->p.a, s->min, s->extent)), 5);
+        fputs(") {\n", e->p.out);
+        e->p.indent++;
     }
     emit_stmt(e, s->body, uniform && ax < 3);
     if (!full) {
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     if (narrowed) {
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
     if (uniform && ax >= 3)
         shared_out(e, s);
@@ -1180,12 +886,12 @@ static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
 
 static void emit_for_header(Emitter *e, const Stmt *s, const Expr *end, const char *comment)
 {
-    const char *v = var_name(e, s->loop->var);
-    line(e, "for (%s %s = ", e->int_type, v);
-    emit_expr(e, s->min, 0);
-    fprintf(e->out, "; %s < ", v);
-    emit_expr(e, end, 4);
-    fprintf(e->out, "; %s++) {%s\n", v, comment);
+    const char *v = cg_var_name(&e->p, s->loop->var);
+    cg_line(&e->p, "for (%s %s = ", e->p.int_type, v);
+    cg_emit_expr(&e->p, s->min, 0);
+    fprintf(e->p.out, "; %s < ", v);
+    cg_emit_expr(&e->p, end, 4);
+    fprintf(e->p.out, "; %s++) {%s\n", v, comment);
 }
 
 static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
@@ -1196,21 +902,21 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
     if (uniform)
         flush(e);
     int before = e->distributed;
-    Expr *end = sch_simplify(e->a, sch_add(e->a, s->min, s->extent));
+    Expr *end = sch_simplify(e->p.a, sch_add(e->p.a, s->min, s->extent));
     bool guarded = false;
     if (l->pipeline >= 2)
-        line(e, "/* pipeline(%s, %d) has no effect: no shared tile is staged at %s outside the "
+        cg_line(&e->p, "/* pipeline(%s, %d) has no effect: no shared tile is staged at %s outside the "
                 "thread loops */\n", l->name, l->pipeline, l->name);
     if (l->kind == LOOP_UNROLLED) {
-        line(e, "#pragma unroll\n");
+        cg_line(&e->p, "#pragma unroll\n");
         if (!constant) {
             /* a constant trip count, so that it does unroll */
-            emit_for_header(e, s, sch_simplify(e->a, sch_add(e->a, s->min,
-                                                             sch_int(e->a, sch_trip_bound(l)))), "");
-            e->indent++;
-            line(e, "if (%s < ", var_name(e, l->var));
-            emit_expr(e, end, 5);
-            fputs(") {\n", e->out);
+            emit_for_header(e, s, sch_simplify(e->p.a, sch_add(e->p.a, s->min,
+                                                               sch_int(e->p.a, sch_trip_bound(l)))), "");
+            e->p.indent++;
+            cg_line(&e->p, "if (%s < ", cg_var_name(&e->p, l->var));
+            cg_emit_expr(&e->p, end, 5);
+            fputs(") {\n", e->p.out);
             guarded = true;
         } else {
             emit_for_header(e, s, end, "");
@@ -1218,16 +924,16 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
     } else {
         emit_for_header(e, s, end, l->kind == LOOP_VECTORIZED ? " /* vectorized on the CPU */" : "");
     }
-    e->indent++;
+    e->p.indent++;
     emit_stmt(e, s->body, uniform);
     /* the next iteration must not overwrite what slower threads still read */
     if (uniform && e->distributed > before)
         barrier(e);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     if (guarded) {
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
 }
 
@@ -1288,10 +994,10 @@ static bool multiple_of(const Expr *x, int64_t v)
 /* How X changes when VAR grows by one (a constant), or false. */
 static bool step_of(Emitter *e, const Expr *x, const IterVar *var, int64_t *step)
 {
-    Expr **map = arena_alloc(e->a, sizeof *map * (size_t)(var->id + 1));
-    map[var->id] = sch_add(e->a, ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->a, 1));
-    Expr *moved = sch_subst(e->a, (Expr *)x, map, var->id + 1);
-    return sch_const_int(sch_simplify(e->a, sch_sub(e->a, moved, (Expr *)x)), step);
+    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(var->id + 1));
+    map[var->id] = sch_add(e->p.a, ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->p.a, 1));
+    Expr *moved = sch_subst(e->p.a, (Expr *)x, map, var->id + 1);
+    return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, moved, (Expr *)x)), step);
 }
 
 /* The elements a distributed copy F may move at once: 16 bytes' worth when
@@ -1322,13 +1028,13 @@ static int64_t copy_width(Emitter *e, const Flat *f)
             return 1;
     /* vectors start at multiples of V, in both buffers, and do not cross
      * the loop's (clamped) end */
-    Expr *src_off = sch_simplify(e->a, sch_sub(e->a, st->value->args[src->rank - 1],
-                                               ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var)));
-    Expr *dst_off = sch_simplify(e->a, sch_sub(e->a, st->index[dst->rank - 1],
-                                               ex_var(e->a, (Span){ 0, 0 }, (IterVar *)var)));
+    Expr *src_off = sch_simplify(e->p.a, sch_sub(e->p.a, st->value->args[src->rank - 1],
+                                                 ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
+    Expr *dst_off = sch_simplify(e->p.a, sch_sub(e->p.a, st->index[dst->rank - 1],
+                                                 ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var)));
     if (v < 2 || sch_trip_bound(inner->loop) % v != 0 || dst->shape[dst->rank - 1] % v != 0 ||
         src->shape[src->rank - 1] % v != 0 || !multiple_of(inner->min, v) ||
-        !multiple_of(sch_simplify(e->a, sch_add(e->a, inner->min, inner->extent)), v) ||
+        !multiple_of(sch_simplify(e->p.a, sch_add(e->p.a, inner->min, inner->extent)), v) ||
         !multiple_of(src_off, v) || !multiple_of(dst_off, v))
         return 1;
     return v;
@@ -1350,56 +1056,56 @@ static void emit_distributed(Emitter *e, const Stmt *s)
         total *= sch_trip_bound(f.loops[i]->loop);
     total /= width;
     if (f.nloops == 0 || total >= ((int64_t)1 << 31)) {
-        line(e, "if (te_tid == 0) {\n");
-        e->indent++;
+        cg_line(&e->p, "if (te_tid == 0) {\n");
+        e->p.indent++;
         emit_stmt(e, s, false);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     } else {
         const char *rep = own_name(e, "r"), *flat = own_name(e, "f");
         int64_t reps = (total + e->threads - 1) / e->threads;
-        line(e, "/* ");
+        cg_line(&e->p, "/* ");
         for (int i = 0; i < f.nloops; i++)
-            fprintf(e->out, "%s%lld", i ? " x " : "", (long long)sch_trip_bound(f.loops[i]->loop));
+            fprintf(e->p.out, "%s%lld", i ? " x " : "", (long long)sch_trip_bound(f.loops[i]->loop));
         if (width > 1)
-            fprintf(e->out, " elements, %lld at a time,", (long long)width);
+            fprintf(e->p.out, " elements, %lld at a time,", (long long)width);
         else
-            fprintf(e->out, " element%s", total == 1 ? "" : "s");
-        fprintf(e->out, " over %lld threads */\n", (long long)e->threads);
+            fprintf(e->p.out, " element%s", total == 1 ? "" : "s");
+        fprintf(e->p.out, " over %lld threads */\n", (long long)e->threads);
         if (reps <= 16)
-            line(e, "#pragma unroll\n");
-        line(e, "for (int %s = 0; %s < %lld; %s++) {\n", rep, rep, (long long)reps, rep);
-        e->indent++;
-        line(e, "const int %s = te_tid + %s * %lld;\n", flat, rep, (long long)e->threads);
+            cg_line(&e->p, "#pragma unroll\n");
+        cg_line(&e->p, "for (int %s = 0; %s < %lld; %s++) {\n", rep, rep, (long long)reps, rep);
+        e->p.indent++;
+        cg_line(&e->p, "const int %s = te_tid + %s * %lld;\n", flat, rep, (long long)e->threads);
         int64_t stride = total;
         for (int i = 0; i < f.nloops; i++) {
             const Stmt *fl = f.loops[i];
             bool last = i == f.nloops - 1;
             int64_t n = sch_trip_bound(fl->loop) / (last ? width : 1), m;
             stride /= n;
-            line(e, "const %s %s = ", e->int_type, var_name(e, fl->loop->var));
+            cg_line(&e->p, "const %s %s = ", e->p.int_type, cg_var_name(&e->p, fl->loop->var));
             bool zero_min = sch_const_int(fl->min, &m) && m == 0;
             if (n == 1) { /* the loop has one value */
-                emit_expr(e, fl->min, 0);
-                fputs(";\n", e->out);
+                cg_emit_expr(&e->p, fl->min, 0);
+                fputs(";\n", e->p.out);
                 continue;
             }
             if (!zero_min) {
-                emit_expr(e, fl->min, 5);
-                fputs(" + ", e->out);
+                cg_emit_expr(&e->p, fl->min, 5);
+                fputs(" + ", e->p.out);
             }
-            const char *scale = last && width > 1 ? arena_printf(e->a, " * %lld", (long long)width) : "";
+            const char *scale = last && width > 1 ? arena_printf(e->p.a, " * %lld", (long long)width) : "";
             bool paren = *scale && !(i == 0 && stride == 1);
-            fputs(paren ? "(" : "", e->out);
+            fputs(paren ? "(" : "", e->p.out);
             if (i == 0 && stride == 1)
-                fprintf(e->out, "%s", flat);
+                fprintf(e->p.out, "%s", flat);
             else if (i == 0)
-                fprintf(e->out, "%s / %lld", flat, (long long)stride);
+                fprintf(e->p.out, "%s / %lld", flat, (long long)stride);
             else if (stride == 1)
-                fprintf(e->out, "%s %% %lld", flat, (long long)n);
+                fprintf(e->p.out, "%s %% %lld", flat, (long long)n);
             else
-                fprintf(e->out, "%s / %lld %% %lld", flat, (long long)stride, (long long)n);
-            fprintf(e->out, "%s%s;\n", paren ? ")" : "", scale);
+                fprintf(e->p.out, "%s / %lld %% %lld", flat, (long long)stride, (long long)n);
+            fprintf(e->p.out, "%s%s;\n", paren ? ")" : "", scale);
         }
         /* the elements past the last, past each loop's own extent, and
          * the conditions */
@@ -1407,55 +1113,54 @@ static void emit_distributed(Emitter *e, const Stmt *s)
         for (int i = 0; i < f.nloops; i++)
             any = any || !full_extent(f.loops[i]);
         if (any) {
-            line(e, "if (");
+            cg_line(&e->p, "if (");
             const char *sep = "";
             if (total % e->threads != 0) {
-                fprintf(e->out, "%s < %lld", flat, (long long)total);
+                fprintf(e->p.out, "%s < %lld", flat, (long long)total);
                 sep = " && ";
             }
             for (int i = 0; i < f.nloops; i++) {
                 const Stmt *fl = f.loops[i];
                 if (full_extent(fl))
                     continue;
-                fprintf(e->out, "%s%s < ", sep, var_name(e, fl->loop->var));
-                emit_expr(e, sch_simplify(e->a, sch_add(e->a, fl->min, fl->extent)), 5);
+                fprintf(e->p.out, "%s%s < ", sep, cg_var_name(&e->p, fl->loop->var));
+                cg_emit_expr(&e->p, sch_simplify(e->p.a, sch_add(e->p.a, fl->min, fl->extent)), 5);
                 sep = " && ";
             }
             for (int i = 0; i < f.nconds; i++) {
-                fputs(sep, e->out);
-                emit_expr(e, f.conds[i], 3);
+                fputs(sep, e->p.out);
+                cg_emit_expr(&e->p, f.conds[i], 3);
                 sep = " && ";
             }
-            fputs(") {\n", e->out);
-            e->indent++;
+            fputs(") {\n", e->p.out);
+            e->p.indent++;
         }
         if (width > 1) {
             const Stmt *st = f.body;
             if (e->async_copy) {
-                line(e, "te_cp_async16(&");
-                e->used_async = true;
+                cg_line(&e->p, "te_cp_async16(&");
             } else {
-                line(e, "*(uint4 *)&");
+                cg_line(&e->p, "*(uint4 *)&");
             }
             emit_element(e, st->buf, st->index, false);
-            fputs(e->async_copy ? ", &" : " = *(const uint4 *)&", e->out);
+            fputs(e->async_copy ? ", &" : " = *(const uint4 *)&", e->p.out);
             emit_element(e, st->value->tensor, st->value->args, true);
-            fputs(e->async_copy ? ");\n" : ";\n", e->out);
+            fputs(e->async_copy ? ");\n" : ";\n", e->p.out);
         } else {
             emit_stmt(e, f.body, false);
         }
         if (any) {
-            e->indent--;
-            line(e, "}\n");
+            e->p.indent--;
+            cg_line(&e->p, "}\n");
         }
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
     }
     e->distributed++;
     e->pending = true;
     for (int i = 0; i < writes.len; i++)
         if (!in_vec(&e->pending_bufs, writes.items[i]))
-            vec_push(e->a, &e->pending_bufs, writes.items[i]);
+            vec_push(e->p.a, &e->pending_bufs, writes.items[i]);
 }
 
 /* The tiles of a pipelined loop for iteration NEXT (a variable's name)
@@ -1463,7 +1168,7 @@ static void emit_distributed(Emitter *e, const Stmt *s)
 static void emit_fetch(Emitter *e, Pipe *p, const char *next, const char *slot)
 {
     const IterVar *v = p->loop->loop->var;
-    e->var_text[v->id] = next;
+    e->p.var_text[v->id] = next;
     for (int i = 0; i < p->bufs.len; i++)
         ((ShBuf *)p->bufs.items[i])->slot = slot;
     e->async_copy = e->sm >= 80;
@@ -1475,7 +1180,7 @@ static void emit_fetch(Emitter *e, Pipe *p, const char *next, const char *slot)
             emit_stmt(e, f, false);
     }
     e->async_copy = false;
-    e->var_text[v->id] = NULL;
+    e->p.var_text[v->id] = NULL;
     for (int i = 0; i < p->bufs.len; i++)
         ((ShBuf *)p->bufs.items[i])->slot = NULL;
     /* the barrier at the top of the loop's next iteration covers these */
@@ -1488,67 +1193,67 @@ static void emit_fetch(Emitter *e, Pipe *p, const char *next, const char *slot)
 static void emit_pipelined(Emitter *e, const Stmt *s, Pipe *p)
 {
     const Loop *l = s->loop;
-    const char *v = var_name(e, l->var);
+    const char *v = cg_var_name(&e->p, l->var);
     int n = p->stages;
     bool async = e->sm >= 80;
     flush(e);
-    line(e, "/* %s: pipelined in %d stages: the tiles of ", l->name, n);
+    cg_line(&e->p, "/* %s: pipelined in %d stages: the tiles of ", l->name, n);
     for (int i = 0; i < p->bufs.len; i++)
-        fprintf(e->out, "%s%s", i ? " and " : "", tensor_name(e, ((ShBuf *)p->bufs.items[i])->buf));
-    fprintf(e->out, " for %s + %d are fetched%s while %s computes */\n", l->name, n - 1,
+        fprintf(e->p.out, "%s%s", i ? " and " : "", cg_tensor_name(&e->p, ((ShBuf *)p->bufs.items[i])->buf));
+    fprintf(e->p.out, " for %s + %d are fetched%s while %s computes */\n", l->name, n - 1,
             async ? " with cp.async" : "", l->name);
-    Expr *end = sch_simplify(e->a, sch_add(e->a, s->min, s->extent));
-    const char *next = claim(e, arena_printf(e->a, "%s_next", v));
+    Expr *end = sch_simplify(e->p.a, sch_add(e->p.a, s->min, s->extent));
+    const char *next = cg_claim(&e->p, arena_printf(e->p.a, "%s_next", v));
     const char *first = own_name(e, "s");
     int64_t m;
     bool zero_min = sch_const_int(s->min, &m) && m == 0;
     /* the prologue: the tiles of the first n - 1 iterations */
-    line(e, "#pragma unroll\n");
-    line(e, "for (int %s = 0; %s < %d; %s++) {\n", first, first, n - 1, first);
-    e->indent++;
-    line(e, "const %s %s = ", e->int_type, next);
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int %s = 0; %s < %d; %s++) {\n", first, first, n - 1, first);
+    e->p.indent++;
+    cg_line(&e->p, "const %s %s = ", e->p.int_type, next);
     if (!zero_min) {
-        emit_expr(e, s->min, 5);
-        fputs(" + ", e->out);
+        cg_emit_expr(&e->p, s->min, 5);
+        fputs(" + ", e->p.out);
     }
-    fprintf(e->out, "%s;\n", first);
-    line(e, "if (%s < ", next);
-    emit_expr(e, end, 5);
-    fputs(") {\n", e->out);
-    e->indent++;
+    fprintf(e->p.out, "%s;\n", first);
+    cg_line(&e->p, "if (%s < ", next);
+    cg_emit_expr(&e->p, end, 5);
+    fputs(") {\n", e->p.out);
+    e->p.indent++;
     emit_fetch(e, p, next, first);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     if (async)
-        line(e, "te_cp_async_commit();\n");
-    e->indent--;
-    line(e, "}\n");
+        cg_line(&e->p, "te_cp_async_commit();\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     /* the loop: wait for this iteration's tiles, fetch ahead, compute */
     emit_for_header(e, s, end, "");
-    e->indent++;
+    e->p.indent++;
     if (async)
-        line(e, "te_cp_async_wait<%d>(); /* the tiles of %s have landed */\n", n - 2, v);
+        cg_line(&e->p, "te_cp_async_wait<%d>(); /* the tiles of %s have landed */\n", n - 2, v);
     if (e->threads > 1)
-        line(e, "__syncthreads();\n");
-    line(e, "{\n");
-    e->indent++;
-    line(e, "const %s %s = %s + %d;\n", e->int_type, next, v, n - 1);
-    line(e, "if (%s < ", next);
-    emit_expr(e, end, 5);
-    fputs(") {\n", e->out);
-    e->indent++;
-    const char *next_slot = zero_min ? arena_printf(e->a, "%s %% %d", next, n)
-                                     : arena_printf(e->a, "(%s - %s) %% %d", next,
+        cg_line(&e->p, "__syncthreads();\n");
+    cg_line(&e->p, "{\n");
+    e->p.indent++;
+    cg_line(&e->p, "const %s %s = %s + %d;\n", e->p.int_type, next, v, n - 1);
+    cg_line(&e->p, "if (%s < ", next);
+    cg_emit_expr(&e->p, end, 5);
+    fputs(") {\n", e->p.out);
+    e->p.indent++;
+    const char *next_slot = zero_min ? arena_printf(e->p.a, "%s %% %d", next, n)
+                                     : arena_printf(e->p.a, "(%s - %s) %% %d", next,
                                                     expr_text(e, s->min, 5), n);
     emit_fetch(e, p, next, next_slot);
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     if (async)
-        line(e, "te_cp_async_commit();\n");
-    e->indent--;
-    line(e, "}\n");
-    const char *slot = zero_min ? arena_printf(e->a, "%s %% %d", v, n)
-                                : arena_printf(e->a, "(%s - %s) %% %d", v, expr_text(e, s->min, 5), n);
+        cg_line(&e->p, "te_cp_async_commit();\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    const char *slot = zero_min ? arena_printf(e->p.a, "%s %% %d", v, n)
+                                : arena_printf(e->p.a, "(%s - %s) %% %d", v, expr_text(e, s->min, 5), n);
     for (int i = 0; i < p->bufs.len; i++)
         ((ShBuf *)p->bufs.items[i])->slot = slot;
     int before = e->distributed;
@@ -1557,13 +1262,13 @@ static void emit_pipelined(Emitter *e, const Stmt *s, Pipe *p)
         barrier(e);
     for (int i = 0; i < p->bufs.len; i++)
         ((ShBuf *)p->bufs.items[i])->slot = NULL;
-    e->indent--;
-    line(e, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
     /* the buffers are free again once every thread is past the loop */
     if (async)
-        line(e, "te_cp_async_wait<0>();\n");
+        cg_line(&e->p, "te_cp_async_wait<0>();\n");
     if (e->threads > 1)
-        line(e, "__syncthreads();\n");
+        cg_line(&e->p, "__syncthreads();\n");
 }
 
 /* The root reduction's init and update nests on the per-thread sums, then
@@ -1573,10 +1278,10 @@ static void emit_acc(Emitter *e, bool uniform)
     Acc *acc = e->acc;
     if (uniform)
         flush(e);
-    line(e, "%s %s", compute_type(e, acc->dtype), acc->name);
+    cg_line(&e->p, "%s %s", cg_compute_type(&e->p, acc->dtype), acc->name);
     for (int i = 0; i < acc->nloops; i++)
-        fprintf(e->out, "[%lld]", (long long)sch_trip_bound(acc->loops[i]));
-    fprintf(e->out, "; /* the sums of '%s', per thread */\n", e->stage->name);
+        fprintf(e->p.out, "[%lld]", (long long)sch_trip_bound(acc->loops[i]));
+    fprintf(e->p.out, "; /* the sums of '%s', per thread */\n", e->stage->name);
     e->acc_mode = ACC_ON;
     emit_stmt(e, acc->seq->stmts[0], uniform);
     emit_stmt(e, acc->seq->stmts[1], uniform);
@@ -1625,13 +1330,13 @@ static void emit_stmt(Emitter *e, const Stmt *s, bool uniform)
     case S_IF:
         if (uniform)
             flush(e);
-        line(e, "if (");
-        emit_expr(e, s->cond, 0);
-        fputs(") {\n", e->out);
-        e->indent++;
+        cg_line(&e->p, "if (");
+        cg_emit_expr(&e->p, s->cond, 0);
+        fputs(") {\n", e->p.out);
+        e->p.indent++;
         emit_stmt(e, s->body, uniform);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
         break;
     case S_ALLOC:
         if (shared_of(e, s->buf)) {
@@ -1639,17 +1344,17 @@ static void emit_stmt(Emitter *e, const Stmt *s, bool uniform)
             emit_stmt(e, s->body, uniform);
             break;
         }
-        line(e, "{\n");
-        e->indent++;
-        line(e, "%s %s", storage_type(s->buf->dtype), tensor_name(e, s->buf));
+        cg_line(&e->p, "{\n");
+        e->p.indent++;
+        cg_line(&e->p, "%s %s", storage_type(s->buf->dtype), cg_tensor_name(&e->p, s->buf));
         if (s->buf->rank == 0)
-            fputs("[1]", e->out);
+            fputs("[1]", e->p.out);
         for (int d = 0; d < s->buf->rank; d++)
-            fprintf(e->out, "[%lld]", (long long)s->buf->shape[d]);
-        fprintf(e->out, ";%s\n", s->scope == SCOPE_SHARED ? " /* asked for in shared memory */" : "");
+            fprintf(e->p.out, "[%lld]", (long long)s->buf->shape[d]);
+        fprintf(e->p.out, ";%s\n", s->scope == SCOPE_SHARED ? " /* asked for in shared memory */" : "");
         emit_stmt(e, s->body, uniform);
-        e->indent--;
-        line(e, "}\n");
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
         break;
     }
 }
@@ -1674,8 +1379,8 @@ static void emit_param_list(Emitter *e)
 {
     for (int i = 0; i < e->params.len; i++) {
         const Tensor *t = e->params.items[i];
-        fprintf(e->out, "%s%s%s *__restrict__ %s", i ? ",\n    " : "\n    ",
-                in_vec(&e->written, t) ? "" : "const ", storage_type(t->dtype), tensor_name(e, t));
+        fprintf(e->p.out, "%s%s%s *__restrict__ %s", i ? ",\n    " : "\n    ",
+                in_vec(&e->written, t) ? "" : "const ", storage_type(t->dtype), cg_tensor_name(&e->p, t));
     }
 }
 
@@ -1698,31 +1403,31 @@ static void emit_shared_decls(Emitter *e)
     }
     if (e->dynamic_smem) {
         e->k->dyn_smem = (unsigned)total;
-        line(e, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
-             (long long)total);
+        cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
+                (long long)total);
     } else {
         e->k->static_smem = (unsigned)total;
     }
     for (int i = 0; i < e->shared.len; i++) {
         ShBuf *b = e->shared.items[i];
         const Tensor *t = b->buf;
-        const char *ty = storage_type(t->dtype), *n = tensor_name(e, t);
+        const char *ty = storage_type(t->dtype), *n = cg_tensor_name(&e->p, t);
         char dims[TE_MAX_RANK * 24 + 32] = "";
         size_t len = 0;
         if (t->rank == 0)
             len += (size_t)snprintf(dims + len, sizeof dims - len, "[1]");
         for (int d = 0; d < t->rank; d++)
             len += (size_t)snprintf(dims + len, sizeof dims - len, "[%lld]", (long long)t->shape[d]);
-        const char *slots = b->slots > 1 ? arena_printf(e->a, "[%d]", b->slots) : "";
+        const char *slots = b->slots > 1 ? arena_printf(e->p.a, "[%d]", b->slots) : "";
         if (e->dynamic_smem) {
             /* a pointer to the array's first element: indexing reads the same */
             const char *inner = strchr(b->slots > 1 ? dims : dims + 1, '[');
             if (b->slots > 1)
                 inner = dims;
-            line(e, "%s (*%s)%s = (%s (*)%s)(te_smem + %lld);\n", ty, n, inner ? inner : "", ty,
-                 inner ? inner : "", (long long)b->offset);
+            cg_line(&e->p, "%s (*%s)%s = (%s (*)%s)(te_smem + %lld);\n", ty, n, inner ? inner : "", ty,
+                    inner ? inner : "", (long long)b->offset);
         } else {
-            line(e, "__shared__ __align__(16) %s %s%s%s;\n", ty, n, slots, dims);
+            cg_line(&e->p, "__shared__ __align__(16) %s %s%s%s;\n", ty, n, slots, dims);
         }
     }
 }
@@ -1744,8 +1449,8 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->pending = false;
     e->distributed = 0;
     e->counter = 0;
-    e->names_mark = e->names.len;
-    e->tensors_mark = e->tensors.len;
+    e->names_mark = e->p.names.len;
+    e->tensors_mark = e->p.tensors.len;
 
     const Loop *enclosing[6] = { NULL };
     find_dims(e, body, enclosing);
@@ -1776,34 +1481,26 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     plan_buffers(e, body, true);
     e->acc = plan_acc(e, body);
     if (e->acc)
-        e->acc->name = claim(e, arena_printf(e->a, "%s_acc", cg_c_identifier(e->a, s->name)));
+        e->acc->name = cg_claim(&e->p, arena_printf(e->p.a, "%s_acc", cg_c_identifier(e->p.a, s->name)));
     collect_params(e, body);
-    /* parameters in the order of the program's inputs, outputs, then
-     * intermediates */
-    PtrVec ordered = {0};
-    for (int i = 0; i < e->order->len; i++)
-        if (in_vec(&e->params, e->order->items[i]))
-            vec_push(e->a, &ordered, e->order->items[i]);
-    TE_ASSERT(ordered.len == e->params.len);
-    e->params = ordered;
-    k->nparams = ordered.len;
-    k->params = arena_alloc(e->a, sizeof *k->params * (size_t)(ordered.len + 1));
-    for (int i = 0; i < ordered.len; i++)
-        k->params[i] = ordered.items[i];
+    k->nparams = e->params.len;
+    k->params = arena_alloc(e->p.a, sizeof *k->params * (size_t)(e->params.len + 1));
+    for (int i = 0; i < e->params.len; i++)
+        k->params[i] = e->params.items[i];
 
     /* the body first, to know what its prologue needs */
     char *text = NULL;
     size_t len = 0;
-    FILE *saved = e->out;
-    e->out = open_memstream(&text, &len);
-    if (!e->out)
+    FILE *saved = e->p.out;
+    e->p.out = open_memstream(&text, &len);
+    if (!e->p.out)
         te_internal_error(__FILE__, __LINE__, "out of memory");
-    e->indent = 1;
+    e->p.indent = 1;
     emit_stmt(e, body, true);
-    fclose(e->out);
-    e->out = saved;
+    fclose(e->p.out);
+    e->p.out = saved;
 
-    FILE *out = e->out;
+    FILE *out = e->p.out;
     fprintf(out, "/* %s: stage '%s'; grid (%u, %u, %u), block (%u, %u, %u) */\n", k->name, s->name,
             k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
     fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)e->threads,
@@ -1816,77 +1513,57 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
         return;
     }
     if (strstr(text, "te_tid") && e->dims[4] == 1 && e->dims[5] == 1)
-        line(e, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
+        cg_line(&e->p, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
     else if (strstr(text, "te_tid"))
-        line(e, "const int te_tid = (int)(threadIdx.x + %lld * (threadIdx.y + %lld * threadIdx.z));\n",
-             (long long)e->dims[3], (long long)e->dims[4]);
+        cg_line(&e->p, "const int te_tid = (int)(threadIdx.x + %lld * (threadIdx.y + %lld * threadIdx.z));\n",
+                (long long)e->dims[3], (long long)e->dims[4]);
     fputs(text, out);
     fputs("}\n\n", out);
     free(text);
     /* names of this kernel's variables and buffers are free again */
-    e->names.len = e->names_mark;
-    e->tensors.len = e->tnames.len = e->tensors_mark;
+    e->p.names.len = e->names_mark;
+    e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
 }
 
 /* ------------------------------------------------------------------ */
 /* The translation unit.                                               */
 
-/* Helpers, in the types the program computes in (%1$s: the integer type). */
-static const char helpers[] =
-    "#define TE_DEVICE static __device__ __forceinline__\n"
-    "TE_DEVICE float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n"
-    "TE_DEVICE double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n"
-    "TE_DEVICE float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n"
-    "TE_DEVICE double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n"
-    "TE_DEVICE float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n"
-    "TE_DEVICE double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n"
-    "/* min, max and relu propagate NaN, like the reference evaluator */\n"
-    "TE_DEVICE float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n"
-    "TE_DEVICE float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n"
-    "TE_DEVICE double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n"
-    "TE_DEVICE double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n"
-    "TE_DEVICE float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n"
-    "TE_DEVICE double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n"
-    "TE_DEVICE %1$s te_min_int(%1$s a, %1$s b) { return a < b ? a : b; }\n"
-    "TE_DEVICE %1$s te_max_int(%1$s a, %1$s b) { return a > b ? a : b; }\n"
-    "TE_DEVICE %1$s te_abs_int(%1$s a) { return a < 0 ? -a : a; }\n"
-    "TE_DEVICE %1$s te_relu_int(%1$s a) { return a > 0 ? a : 0; }\n"
-    "/* integer division by zero is 0, as in the reference evaluator */\n"
-    "TE_DEVICE %1$s te_div_int(%1$s a, %1$s b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n"
-    "TE_DEVICE %1$s te_mod_int(%1$s a, %1$s b) { return b == 0 || b == -1 ? 0 : a %% b; }\n"
-    "/* an i32 stage's value saturates to the i32 range when stored */\n"
-    "TE_DEVICE int te_sat_i32(%1$s x) { return x > 2147483647 ? 2147483647 : x < -2147483647 - 1 ? -2147483647 - 1 : (int)x; }\n"
-    "/* float to i32: NaN is 0, out of range saturates */\n"
-    "TE_DEVICE %1$s te_f2i(double x)\n"
-    "{\n"
-    "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : x <= -2147483648.0 ? -2147483647 - 1 : (%1$s)x;\n"
-    "}\n";
+/* The CUDA prelude around cfamily.c's math helpers (TE_DEVICE, their
+ * qualifier, before; cp.async after), each piece printed where the
+ * kernels use what it defines. */
+static const CgHelper cuda_before[] = {
+    { "TE_DEVICE", "#define TE_DEVICE static __device__ __forceinline__\n" },
+};
 
 /* cp.async (sm_80 and later): global to shared memory without a register.
  * Compiled for the host (tests/cudaemu.h) they are plain copies. */
-static const char async_helpers[] =
-    "#if defined(__CUDA_ARCH__)\n"
-    "#define TE_CP_ASYNC(kind, bytes)                                                 \\\n"
-    "    asm volatile(\"cp.async.\" kind \".shared.global [%0], [%1], \" #bytes \";\\n\" \\\n"
-    "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global) : \"memory\")\n"
-    "#else\n"
-    "#define TE_CP_ASYNC(kind, bytes) memcpy(shared, global, bytes)\n"
-    "#endif\n"
-    "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n"
-    "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n"
-    "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n"
-    "TE_DEVICE void te_cp_async_commit()\n"
-    "{\n"
-    "#if defined(__CUDA_ARCH__)\n"
-    "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
-    "#endif\n"
-    "}\n"
-    "template <int N> TE_DEVICE void te_cp_async_wait()\n"
-    "{\n"
-    "#if defined(__CUDA_ARCH__)\n"
-    "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
-    "#endif\n"
-    "}\n";
+static const CgHelper cuda_after[] = {
+    { "TE_CP_ASYNC",
+      "#if defined(__CUDA_ARCH__)\n"
+      "#define TE_CP_ASYNC(kind, bytes)                                                 \\\n"
+      "    asm volatile(\"cp.async.\" kind \".shared.global [%0], [%1], \" #bytes \";\\n\" \\\n"
+      "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global) : \"memory\")\n"
+      "#else\n"
+      "#define TE_CP_ASYNC(kind, bytes) memcpy(shared, global, bytes)\n"
+      "#endif\n" },
+    { "te_cp_async4", "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n" },
+    { "te_cp_async8", "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n" },
+    { "te_cp_async16", "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n" },
+    { "te_cp_async_commit",
+      "TE_DEVICE void te_cp_async_commit()\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"cp.async.commit_group;\\n\" ::: \"memory\");\n"
+      "#endif\n"
+      "}\n" },
+    { "te_cp_async_wait",
+      "template <int N> TE_DEVICE void te_cp_async_wait()\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"cp.async.wait_group %0;\\n\" :: \"n\"(N) : \"memory\");\n"
+      "#endif\n"
+      "}\n" },
+};
 
 /* What the program's values need: wide indices, f16, bf16. */
 static void scan_expr(Emitter *e, const Expr *x, bool *wide)
@@ -1945,16 +1622,17 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
 {
     Arena *a = st->arena;
     const Graph *g = st->g;
-    Emitter e = { .a = a, .st = st, .src = g->src, .sm = sm };
-    e.var_names = arena_alloc(a, sizeof *e.var_names * (size_t)(st->next_var + 1));
-    e.var_text = arena_alloc(a, sizeof *e.var_text * (size_t)(st->next_var + 1));
+    Emitter e = { .p = { .a = a, .d = &cg_dialect_cuda, .element = load_element, .computed = computed },
+                  .st = st, .src = g->src, .sm = sm };
+    e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
+    e.p.var_text = arena_alloc(a, sizeof *e.p.var_text * (size_t)(st->next_var + 1));
     bool wide = false;
     scan_stmt(&e, fn->body, &wide);
     for (int i = 0; i < g->ninputs; i++) {
         e.fp16 = e.fp16 || g->inputs[i]->dtype == DT_F16;
         e.bf16 = e.bf16 || g->inputs[i]->dtype == DT_BF16;
     }
-    e.int_type = wide ? "long long" : "int";
+    e.p.int_type = wide ? "long long" : "int";
 
     /* the root stages, one kernel each, and their nests */
     const SStage **roots;
@@ -1965,13 +1643,13 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
         return false;
 
     /* names used by every kernel: the entry's, the kernels', the tensors' */
-    claim(&e, co->name);
+    cg_claim(&e.p, co->name);
     for (int i = 0; i < g->ninputs; i++)
-        tensor_name(&e, g->inputs[i]);
+        cg_tensor_name(&e.p, g->inputs[i]);
     for (int i = 0; i < g->noutputs; i++)
-        tensor_name(&e, g->outputs[i]);
+        cg_tensor_name(&e.p, g->outputs[i]);
     for (int i = 0; i < fn->temps.len; i++)
-        tensor_name(&e, fn->temps.items[i]);
+        cg_tensor_name(&e.p, fn->temps.items[i]);
     PtrVec order = {0};
     for (int i = 0; i < g->ninputs; i++)
         vec_push(a, &order, g->inputs[i]);
@@ -1983,18 +1661,18 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
         const SStage *s = roots[i];
-        kernels[i].name = claim(&e, arena_printf(a, "%s_%s", co->name, cg_c_identifier(a, s->name)));
+        kernels[i].name = cg_claim(&e.p, arena_printf(a, "%s_%s", co->name, cg_c_identifier(a, s->name)));
         kernels[i].stage = s->name;
     }
 
     char *text = NULL;
     size_t len = 0;
-    e.out = open_memstream(&text, &len);
-    if (!e.out)
+    e.p.out = open_memstream(&text, &len);
+    if (!e.p.out)
         te_internal_error(__FILE__, __LINE__, "out of memory");
     for (int i = 0; i < n && !e.failed; i++)
         emit_kernel(&e, &kernels[i], roots[i], bodies[i]);
-    fclose(e.out);
+    fclose(e.p.out);
     if (e.failed) {
         free(text);
         return false;
@@ -2007,7 +1685,7 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     if (!u)
         te_internal_error(__FILE__, __LINE__, "out of memory");
     fprintf(u, "/* %s.cu — generated by texc %s from %s.\n", co->name, TE_VERSION, co->source_path);
-    fprintf(u, " * target: cuda, %s (CUDA C++ for NVRTC); indices are %s\n", arch, e.int_type);
+    fprintf(u, " * target: cuda, %s (CUDA C++ for NVRTC); indices are %s\n", arch, e.p.int_type);
     fputs(" * schedule:\n", u);
     for (int i = 0; i < st->trace.len; i++) {
         fputs(" *   ", u);
@@ -2030,9 +1708,8 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
         fputs("#include <cuda_bf16.h>\n", u);
     if (e.fp16 || e.bf16)
         fputc('\n', u);
-    fprintf(u, helpers, e.int_type);
-    if (e.used_async)
-        fputs(async_helpers, u);
+    cg_print_helpers(&e.p, u, cuda_before, (int)(sizeof cuda_before / sizeof cuda_before[0]),
+                     cuda_after, (int)(sizeof cuda_after / sizeof cuda_after[0]), text);
     fputc('\n', u);
     fwrite(text, 1, len, u);
     fclose(u);

@@ -1,0 +1,569 @@
+/* cfamily.c — the expression printer the C and the CUDA backends share.
+ *
+ * An expression reads the same in C11 and in CUDA C++ but for a few
+ * spellings, and those are a CgDialect: the literal suffix of integer
+ * helpers (te_min_i64, te_min_int), NaN and infinity (C's NAN and
+ * INFINITY; CUDA has no math.h macros NVRTC accepts without headers, so
+ * bit patterns), f16 and bf16 conversions (_Float16 and texc's bf16
+ * helpers; cuda_fp16.h's and cuda_bf16.h's intrinsics), bool constants,
+ * and the identifiers a user's name must not become.  How an element is
+ * addressed differs more (a C view x[i][k], a flat CUDA x[i * 768 + k], a
+ * CUDA accumulator in registers): that is the printer's element hook.
+ *
+ * What lives where: here, names (claiming them against the dialect's
+ * reserved words and each other) and expressions, with their precedence,
+ * constants, casts, calls and loads; the indentation of lines; and the
+ * preludes' math helpers, written once with the dialect's qualifier
+ * (static inline, TE_DEVICE) and integer type.  c.c and cuda.c keep what
+ * differs: statements, stores, vector code, parallel lifting, barriers,
+ * shared memory, launch code, and the prelude pieces of their own around
+ * the math helpers.
+ *
+ * A prelude prints only what the code uses: a translation unit's body is
+ * written first, then cg_print_helpers picks the pieces whose names it
+ * (or a piece picked) mentions.  So no piece's text may name another
+ * helper it does not need, not even in a comment.
+ *
+ * Arithmetic is the reference evaluator's in both: i32 values computed in
+ * the printer's int_type and saturated when stored, integer division by
+ * zero 0 (te_div_*), float-to-int casts saturating with NaN to 0
+ * (te_f2i), min/max/relu propagating NaN, f16 and bf16 computed in float.
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "codegen/codegen.h"
+
+/* ------------------------------------------------------------------ */
+/* Dialects.                                                           */
+
+/* Reserved in both: C's keywords, and the library's names that generated
+ * code calls or its headers may define. */
+static const char *const common_reserved[] = {
+    "auto", "break", "case", "char", "const", "continue", "default", "do", "double",
+    "else", "enum", "extern", "float", "for", "goto", "if", "inline", "int", "long",
+    "register", "restrict", "return", "short", "signed", "sizeof", "static", "struct",
+    "switch", "typedef", "union", "unsigned", "void", "volatile", "while", "bool", "true",
+    "false", "main", "assert", "free", "malloc", "memcpy", "memset", "size_t", "int32_t",
+    "int64_t", "uint16_t", "uint32_t", "uint64_t", "exp", "expf", "log", "logf", "sqrt",
+    "sqrtf", "tanh", "tanhf", "erf", "erff", "fabs", "fabsf", "pow", "powf", "isnan",
+};
+
+/* C11's other keywords, and what the C prelude and OpenMP use. */
+static const char *const c_reserved[] = {
+    "_Bool", "_Complex", "_Imaginary", "_Alignas", "_Alignof", "_Atomic", "_Generic",
+    "_Noreturn", "_Static_assert", "_Thread_local", "_Float16", "NULL", "errno", "abort",
+    "calloc", "realloc", "aligned_alloc", "INFINITY", "NAN", "stdin", "stdout", "stderr",
+    "EOF", "omp_get_thread_num",
+};
+
+/* C++'s keywords, and CUDA's built-in variables, types and functions. */
+static const char *const cuda_reserved[] = {
+    "alignas", "alignof", "and", "and_eq", "asm", "bitand", "bitor", "catch", "class",
+    "compl", "concept", "consteval", "constexpr", "constinit", "const_cast", "co_await",
+    "co_return", "co_yield", "decltype", "delete", "dynamic_cast", "explicit", "export",
+    "friend", "mutable", "namespace", "new", "noexcept", "not", "not_eq", "nullptr",
+    "operator", "or", "or_eq", "private", "protected", "public", "reinterpret_cast",
+    "requires", "static_assert", "static_cast", "template", "this", "thread_local",
+    "throw", "try", "typeid", "typename", "using", "virtual", "wchar_t", "xor", "xor_eq",
+    "char8_t", "char16_t", "char32_t", "std", "threadIdx", "blockIdx", "blockDim",
+    "gridDim", "warpSize", "dim3", "uint3", "half", "__half", "nv_bfloat16",
+    "__nv_bfloat16", "rsqrt", "rsqrtf", "min", "max", "fmin", "fmax", "abs", "printf",
+};
+
+static const char *const c_prefixes[] = { "te_", "TE_", NULL };
+/* "__": the CUDA headers' and NVRTC's own names */
+static const char *const cuda_prefixes[] = { "te_", "TE_", "__", NULL };
+
+#define NELEMS(a) ((int)(sizeof (a) / sizeof (a)[0]))
+
+const CgDialect cg_dialect_c = {
+    .reserved = c_reserved,
+    .nreserved = NELEMS(c_reserved),
+    .prefixes = c_prefixes,
+    .int_suffix = "i64",
+    .bool_words = false,
+    .nan = { "NAN", "NAN" },
+    .inf = { "INFINITY", "INFINITY" },
+    .neg_inf = { "(-INFINITY)", "(-INFINITY)" },
+    .load_f16 = { "(float)", "" },
+    .load_bf16 = { "te_bf16_to_f32(", ")" },
+    .round_f16 = { "(float)(_Float16)(", ")" },
+    .round_bf16 = { "te_round_bf16(", ")" },
+    .helper = "static inline",
+    .i32_type = "int32_t",
+};
+
+const CgDialect cg_dialect_cuda = {
+    .reserved = cuda_reserved,
+    .nreserved = NELEMS(cuda_reserved),
+    .prefixes = cuda_prefixes,
+    .c_identifiers = true,
+    .int_suffix = "int",
+    .bool_words = true,
+    .nan = { "__int_as_float(0x7fc00000)", "__longlong_as_double(0x7ff8000000000000LL)" },
+    .inf = { "__int_as_float(0x7f800000)", "__longlong_as_double(0x7ff0000000000000LL)" },
+    .neg_inf = { "-__int_as_float(0x7f800000)", "-__longlong_as_double(0x7ff0000000000000LL)" },
+    .load_f16 = { "__half2float(", ")" },
+    .load_bf16 = { "__bfloat162float(", ")" },
+    .round_f16 = { "__half2float(__float2half_rn(", "))" },
+    .round_bf16 = { "__bfloat162float(__float2bfloat16_rn(", "))" },
+    .helper = "TE_DEVICE",
+    .i32_type = "int",
+};
+
+/* ------------------------------------------------------------------ */
+/* Names.                                                              */
+
+static bool has_prefix(const CgDialect *d, const char *name)
+{
+    for (const char *const *pre = d->prefixes; *pre; pre++)
+        if (strncmp(name, *pre, strlen(*pre)) == 0)
+            return true;
+    return false;
+}
+
+static bool name_taken(const CgPrinter *p, const char *name)
+{
+    for (int i = 0; i < NELEMS(common_reserved); i++)
+        if (strcmp(common_reserved[i], name) == 0)
+            return true;
+    for (int i = 0; i < p->d->nreserved; i++)
+        if (strcmp(p->d->reserved[i], name) == 0)
+            return true;
+    if (has_prefix(p->d, name))
+        return true;
+    for (int i = 0; i < p->names.len; i++)
+        if (strcmp(p->names.items[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* (Without the u_, a te_ name would be taken however it is numbered.) */
+const char *cg_claim(CgPrinter *p, const char *name)
+{
+    if (has_prefix(p->d, name))
+        name = arena_printf(p->a, "u_%s", name);
+    const char *c = name;
+    for (int k = 2; name_taken(p, c); k++)
+        c = arena_printf(p->a, "%s_%d", name, k);
+    vec_push(p->a, &p->names, (void *)c);
+    return c;
+}
+
+char *cg_c_identifier(Arena *a, const char *name)
+{
+    size_t n = strlen(name);
+    char *id = arena_alloc(a, n + 2);
+    size_t k = 0;
+    if (n == 0 || isdigit((unsigned char)name[0]))
+        id[k++] = '_';
+    for (size_t i = 0; i < n; i++)
+        id[k++] = isalnum((unsigned char)name[i]) ? name[i] : '_';
+    /* a file called auto.te must not define a function called auto */
+    CgPrinter probe = { .a = a, .d = &cg_dialect_c };
+    if (name_taken(&probe, id))
+        return arena_printf(a, "%s_kernel", id);
+    return id;
+}
+
+/* A user's NAME as the dialect first spells it. */
+static const char *user_name(CgPrinter *p, const char *name)
+{
+    return p->d->c_identifiers ? cg_c_identifier(p->a, name) : name;
+}
+
+const char *cg_tensor_name(CgPrinter *p, const Tensor *t)
+{
+    for (int i = 0; i < p->tensors.len; i++)
+        if (p->tensors.items[i] == t)
+            return p->tnames.items[i];
+    const char *n = cg_claim(p, user_name(p, t->name));
+    vec_push(p->a, &p->tensors, (void *)t);
+    vec_push(p->a, &p->tnames, (void *)n);
+    return n;
+}
+
+const char *cg_var_name(CgPrinter *p, const IterVar *v)
+{
+    /* unique in the function: a stage computed inside another's loop must
+     * not shadow the loop variables its bounds are computed from */
+    if (!p->var_names[v->id])
+        p->var_names[v->id] = cg_claim(p, user_name(p, v->name));
+    return p->var_names[v->id];
+}
+
+const char *cg_compute_type(const CgPrinter *p, DType t)
+{
+    switch (t) {
+    case DT_BOOL: return "bool";
+    case DT_I32: return p->int_type;
+    case DT_F64: return "double";
+    default: return "float";
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Statements' lines (the statements themselves are the backends').    */
+
+void cg_line(CgPrinter *p, const char *fmt, ...)
+{
+    fprintf(p->out, "%*s", p->indent * 4, "");
+    va_list ap;
+    va_start(ap, fmt);
+    vfprintf(p->out, fmt, ap);
+    va_end(ap);
+}
+
+/* ------------------------------------------------------------------ */
+/* Expressions.                                                        */
+
+int cg_prec(Op op)
+{
+    switch (op) {
+    case OP_OR: return 1;
+    case OP_AND: return 2;
+    case OP_EQ: case OP_NE: return 3;
+    case OP_LT: case OP_LE: case OP_GT: case OP_GE: return 4;
+    case OP_ADD: case OP_SUB: return 5;
+    case OP_MUL: case OP_DIV: case OP_MOD: return 6;
+    default: return 7;
+    }
+}
+
+static void emit_const(CgPrinter *p, DType t, double v)
+{
+    FILE *out = p->out;
+    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
+        if (t == DT_BOOL && p->d->bool_words)
+            fputs(v != 0 ? "true" : "false", out);
+        else if (v < 0)
+            fprintf(out, "(%lld)", (long long)v);
+        else
+            fprintf(out, "%lld", (long long)v);
+        return;
+    }
+    bool dbl = t == DT_F64;
+    if (isnan(v)) {
+        fputs(p->d->nan[dbl], out);
+        return;
+    }
+    if (isinf(v)) {
+        fputs(v > 0 ? p->d->inf[dbl] : p->d->neg_inf[dbl], out);
+        return;
+    }
+    char buf[64];
+    snprintf(buf, sizeof buf, dbl ? "%.17g" : "%.9g", v);
+    if (!strpbrk(buf, ".en"))
+        strcat(buf, ".0");
+    fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
+}
+
+void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x)
+{
+    fprintf(p->out, "%s(", fn);
+    for (int i = 0; i < x->nargs; i++) {
+        if (i)
+            fputs(", ", p->out);
+        cg_emit_expr(p, x->args[i], 0);
+    }
+    fputc(')', p->out);
+}
+
+/* The functions of the math operators: libm's or texc's helpers (the
+ * preludes define te_*), in f32 and f64; integer ones are te_NAME_ and the
+ * dialect's suffix, or NULL where the operator has none. */
+#define CG_MATH_OPS(X)                                            \
+    X(OP_EXP, "expf", "exp", NULL)                                \
+    X(OP_LOG, "logf", "log", NULL)                                \
+    X(OP_SQRT, "sqrtf", "sqrt", NULL)                             \
+    X(OP_RSQRT, "te_rsqrt_f32", "te_rsqrt_f64", NULL)             \
+    X(OP_TANH, "tanhf", "tanh", NULL)                             \
+    X(OP_ERF, "erff", "erf", NULL)                                \
+    X(OP_ABS, "fabsf", "fabs", "abs")                             \
+    X(OP_GELU, "te_gelu_f32", "te_gelu_f64", NULL)                \
+    X(OP_SIGMOID, "te_sigmoid_f32", "te_sigmoid_f64", NULL)       \
+    X(OP_RELU, "te_relu_f32", "te_relu_f64", "relu")              \
+    X(OP_POW, "powf", "pow", NULL)                                \
+    X(OP_MIN, "te_min_f32", "te_min_f64", "min")                  \
+    X(OP_MAX, "te_max_f32", "te_max_f64", "max")
+
+/* The function for OP computed in type T. */
+static const char *func_name(CgPrinter *p, Op op, DType t)
+{
+    const char *f32 = NULL, *f64 = NULL, *integer = NULL;
+    switch (op) {
+#define X(o, s, d, i) case o: f32 = s; f64 = d; integer = i; break;
+    CG_MATH_OPS(X)
+#undef X
+    default: TE_UNREACHABLE();
+    }
+    if (t == DT_I32 && integer)
+        return arena_printf(p->a, "te_%s_%s", integer, p->d->int_suffix);
+    return t == DT_F64 ? f64 : f32;
+}
+
+/* OPEN X CLOSE, X printed whole (precedence 0 inside) */
+static void emit_around(CgPrinter *p, const char *const around[2], const Expr *x)
+{
+    fputs(around[0], p->out);
+    cg_emit_expr(p, x, 0);
+    fputs(around[1], p->out);
+}
+
+static void emit_cast(CgPrinter *p, const Expr *x)
+{
+    DType to = x->dtype, from = x->args[0]->dtype;
+    const Expr *v = x->args[0];
+    if (to == DT_BOOL) {
+        fputs("(", p->out);
+        cg_emit_expr(p, v, 3);
+        fputs(" != 0)", p->out);
+    } else if (to == DT_I32 && dtype_is_float(from)) {
+        cg_emit_call(p, "te_f2i", x);
+    } else if (to == DT_F16) {
+        emit_around(p, p->d->round_f16, v);
+    } else if (to == DT_BF16) {
+        emit_around(p, p->d->round_bf16, v);
+    } else {
+        fprintf(p->out, "(%s)", cg_compute_type(p, to));
+        cg_emit_expr(p, v, 7);
+    }
+}
+
+/* A load, converted to the type it is computed in: i32 values widen to
+ * int_type, like the evaluator's exact arithmetic (they saturate when
+ * stored); f16 and bf16 become float. */
+static void emit_load(CgPrinter *p, const Expr *x)
+{
+    const Tensor *t = x->tensor;
+    const char *open = "", *close = "";
+    if (!p->computed || !p->computed(p, t, x->args)) {
+        if (t->dtype == DT_I32)
+            open = arena_printf(p->a, "(%s)", p->int_type);
+        else if (t->dtype == DT_F16)
+            open = p->d->load_f16[0], close = p->d->load_f16[1];
+        else if (t->dtype == DT_BF16)
+            open = p->d->load_bf16[0], close = p->d->load_bf16[1];
+    }
+    fputs(open, p->out);
+    p->element(p, t, x->args);
+    fputs(close, p->out);
+}
+
+/* A variable replaced by text: parenthesised unless it is a name or it
+ * stands where a sum needs no parentheses. */
+static void emit_var_text(CgPrinter *p, const char *text, int prec)
+{
+    bool simple = strspn(text, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                               "0123456789_") == strlen(text);
+    fprintf(p->out, simple || prec <= 5 ? "%s" : "(%s)", text);
+}
+
+void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
+{
+    FILE *out = p->out;
+    switch (x->kind) {
+    case EX_CONST:
+        emit_const(p, x->dtype, x->value);
+        return;
+    case EX_VAR:
+        if (p->var_text && p->var_text[x->var->id])
+            emit_var_text(p, p->var_text[x->var->id], prec);
+        else
+            fputs(cg_var_name(p, x->var), out);
+        return;
+    case EX_LOAD:
+        emit_load(p, x);
+        return;
+    case EX_REDUCE:
+        TE_UNREACHABLE();
+    case EX_OP:
+        break;
+    }
+    DType t = x->nargs ? x->args[0]->dtype : x->dtype;
+    switch (x->op) {
+    case OP_NEG:
+    case OP_NOT:
+        fputs(x->op == OP_NEG ? "-" : "!", out);
+        cg_emit_expr(p, x->args[0], 7);
+        return;
+    case OP_CAST:
+        emit_cast(p, x);
+        return;
+    case OP_SELECT:
+        fputc('(', out);
+        cg_emit_expr(p, x->args[0], 1);
+        fputs(" ? ", out);
+        cg_emit_expr(p, x->args[1], 1);
+        fputs(" : ", out);
+        cg_emit_expr(p, x->args[2], 1);
+        fputc(')', out);
+        return;
+    case OP_DIV:
+    case OP_MOD:
+        if (t == DT_I32) {
+            /* C's / and % trap on 0 and on INT_MIN / -1 */
+            int64_t c;
+            if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
+                const char *f = x->op == OP_DIV ? "div" : "mod";
+                cg_emit_call(p, arena_printf(p->a, "te_%s_%s", f, p->d->int_suffix), x);
+                return;
+            }
+        }
+        break;
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
+    case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
+        break;
+    default:
+        cg_emit_call(p, func_name(p, x->op, t), x);
+        return;
+    }
+    int q = cg_prec(x->op);
+    if (q < prec)
+        fputc('(', out);
+    cg_emit_expr(p, x->args[0], q);
+    fprintf(out, " %s ", op_text(x->op));
+    cg_emit_expr(p, x->args[1], q + 1);
+    if (q < prec)
+        fputc(')', out);
+}
+
+/* ------------------------------------------------------------------ */
+/* Preludes.                                                           */
+
+/* The helpers cg_emit_expr's code calls (and stores, te_sat_i32), in the
+ * reference evaluator's arithmetic. */
+static const CgHelper math_helpers[] = {
+    { "te_rsqrt_f32", "$Q float te_rsqrt_f32(float x) { return 1.0f / sqrtf(x); }\n" },
+    { "te_rsqrt_f64", "$Q double te_rsqrt_f64(double x) { return 1.0 / sqrt(x); }\n" },
+    { "te_gelu_f32",
+      "$Q float te_gelu_f32(float x) { return 0.5f * x * (1.0f + erff(x * 0.707106781f)); }\n" },
+    { "te_gelu_f64",
+      "$Q double te_gelu_f64(double x) { return 0.5 * x * (1.0 + erf(x * 0.70710678118654752)); }\n" },
+    { "te_sigmoid_f32", "$Q float te_sigmoid_f32(float x) { return 1.0f / (1.0f + expf(-x)); }\n" },
+    { "te_sigmoid_f64", "$Q double te_sigmoid_f64(double x) { return 1.0 / (1.0 + exp(-x)); }\n" },
+    { "te_min_f32 te_max_f32 te_min_f64 te_max_f64 te_relu_f32 te_relu_f64",
+      "/* min, max and relu propagate NaN, like the reference evaluator */\n" },
+    { "te_min_f32", "$Q float te_min_f32(float a, float b) { return a < b || a != a ? a : b; }\n" },
+    { "te_max_f32", "$Q float te_max_f32(float a, float b) { return a > b || a != a ? a : b; }\n" },
+    { "te_min_f64", "$Q double te_min_f64(double a, double b) { return a < b || a != a ? a : b; }\n" },
+    { "te_max_f64", "$Q double te_max_f64(double a, double b) { return a > b || a != a ? a : b; }\n" },
+    { "te_relu_f32", "$Q float te_relu_f32(float x) { return x > 0.0f || x != x ? x : 0.0f; }\n" },
+    { "te_relu_f64", "$Q double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n" },
+    { "te_min_$S", "$Q $I te_min_$S($I a, $I b) { return a < b ? a : b; }\n" },
+    { "te_max_$S", "$Q $I te_max_$S($I a, $I b) { return a > b ? a : b; }\n" },
+    { "te_abs_$S", "$Q $I te_abs_$S($I a) { return a < 0 ? -a : a; }\n" },
+    { "te_relu_$S", "$Q $I te_relu_$S($I a) { return a > 0 ? a : 0; }\n" },
+    { "te_sat_i32", "/* an i32 stage's value saturates to the i32 range when stored */\n"
+                    "$Q $W te_sat_i32($I a) { return a > 2147483647 ? 2147483647 : "
+                    "a < -2147483647 - 1 ? -2147483647 - 1 : ($W)a; }\n" },
+    { "te_div_$S te_mod_$S", "/* integer division by zero is 0, as in the reference evaluator */\n" },
+    { "te_div_$S", "$Q $I te_div_$S($I a, $I b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n" },
+    { "te_mod_$S", "$Q $I te_mod_$S($I a, $I b) { return b == 0 || b == -1 ? 0 : a % b; }\n" },
+    { "te_f2i", "/* float to i32: NaN is 0, out of range saturates */\n"
+                "$Q $I te_f2i(double x)\n"
+                "{\n"
+                "    return x != x ? 0 : x >= 2147483647.0 ? 2147483647 : "
+                "x <= -2147483648.0 ? -2147483647 - 1 : ($I)x;\n"
+                "}\n" },
+};
+
+/* TEXT with the $ names of CgHelper replaced. */
+static char *expand(CgPrinter *p, const char *text)
+{
+    size_t cap = strlen(text) + 1;
+    for (const char *c = strchr(text, '$'); c; c = strchr(c + 1, '$'))
+        cap += 32;
+    char *r = arena_alloc(p->a, cap), *w = r;
+    for (const char *c = text; *c; c++) {
+        const char *sub = NULL;
+        if (*c == '$') {
+            switch (c[1]) {
+            case 'Q': sub = p->d->helper; break;
+            case 'I': sub = p->int_type; break;
+            case 'W': sub = p->d->i32_type; break;
+            case 'S': sub = p->d->int_suffix; break;
+            }
+        }
+        if (!sub) {
+            *w++ = *c;
+            continue;
+        }
+        size_t n = strlen(sub);
+        TE_ASSERT(n <= 32);
+        memcpy(w, sub, n);
+        w += n;
+        c++;
+    }
+    *w = 0;
+    return r;
+}
+
+static bool ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Does TEXT use the identifier NAME (of length N)? */
+static bool uses(const char *text, const char *name, size_t n)
+{
+    for (const char *c = text; (c = strstr(c, name)); c++) {
+        /* a whole identifier, not a part of a longer one */
+        if ((c == text || !ident_char(c[-1])) && !ident_char(c[n]))
+            return true;
+    }
+    return false;
+}
+
+/* Does TEXT use one of the space-separated NAMES? */
+static bool uses_any(const char *text, const char *names)
+{
+    char name[64];
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        TE_ASSERT(n > 0 && n < sizeof name);
+        memcpy(name, c, n);
+        name[n] = 0;
+        if (uses(text, name, n))
+            return true;
+        c += n;
+        c += *c == ' ';
+    }
+    return false;
+}
+
+void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
+                      const CgHelper *after, int nafter, const char *body)
+{
+    int n = nbefore + NELEMS(math_helpers) + nafter;
+    const char **names = arena_alloc(p->a, sizeof *names * (size_t)n);
+    const char **texts = arena_alloc(p->a, sizeof *texts * (size_t)n);
+    bool *chosen = arena_alloc(p->a, sizeof *chosen * (size_t)n);
+    for (int i = 0; i < n; i++) {
+        const CgHelper *h = i < nbefore ? &before[i]
+                            : i < nbefore + NELEMS(math_helpers) ? &math_helpers[i - nbefore]
+                            : &after[i - nbefore - NELEMS(math_helpers)];
+        names[i] = expand(p, h->names);
+        texts[i] = expand(p, h->text);
+        chosen[i] = false;
+    }
+    /* what the body uses, then what those use, until nothing is added */
+    for (bool grew = true; grew;) {
+        grew = false;
+        for (int i = 0; i < n; i++) {
+            if (chosen[i])
+                continue;
+            bool used = uses_any(body, names[i]);
+            for (int j = 0; j < n && !used; j++)
+                used = chosen[j] && uses_any(texts[j], names[i]);
+            if (used)
+                chosen[i] = grew = true;
+        }
+    }
+    for (int i = 0; i < n; i++)
+        if (chosen[i])
+            fputs(texts[i], out);
+}
