@@ -250,6 +250,15 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt);
 /* Applies the file's schedule for the target, or the default one. */
 bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 
+/* host.c: the CPU the kernels will run on, from /proc/cpuinfo (read once).
+ * The model name, "" when it has none. */
+const char *sch_host_cpu_model(void);
+/* Is FLAG one of the CPU's feature flags (the "flags" or "Features" line)? */
+bool sch_host_cpu_has(const char *flag);
+/* The vector unit: BYTES a vector and REGS vector registers.  AVX-512, AVX,
+ * else 16-byte vectors (32 registers with ARM's asimd, else 16). */
+void sch_host_vector_unit(int *bytes, int *regs);
+
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 /* What the layout pass (lang/pass_layout.c) asks: the tile size along

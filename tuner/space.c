@@ -190,49 +190,6 @@ uint64_t tune_rand(uint64_t *state)
 }
 
 /* ------------------------------------------------------------------ */
-/* The machine's vectors.                                              */
-
-static bool cpu_has(const char *flag)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    while (!found && getline(&line, &cap, f) > 0) {
-        if (strncmp(line, "flags", 5) != 0)
-            continue;
-        for (char *w = strtok(line + 5, " \t\n:"); w && !found; w = strtok(NULL, " \t\n:"))
-            found = strcmp(w, flag) == 0;
-        break;
-    }
-    free(line);
-    fclose(f);
-    return found;
-}
-
-/* Vector bytes and registers: AVX-512, AVX, else 16-byte vectors. */
-static void vector_unit(int *bytes, int *regs)
-{
-    static int cached_bytes, cached_regs;
-    if (!cached_bytes) {
-        if (cpu_has("avx512f")) {
-            cached_bytes = 64;
-            cached_regs = 32;
-        } else if (cpu_has("avx")) {
-            cached_bytes = 32;
-            cached_regs = 16;
-        } else {
-            cached_bytes = 16;
-            cached_regs = cpu_has("asimd") ? 32 : 16;
-        }
-    }
-    *bytes = cached_bytes;
-    *regs = cached_regs;
-}
-
-/* ------------------------------------------------------------------ */
 /* Building the space.                                                 */
 
 typedef struct SpaceBuilder {
@@ -363,7 +320,7 @@ static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
         }
     }
     int bytes;
-    vector_unit(&bytes, &p->regs);
+    sch_host_vector_unit(&bytes, &p->regs);
     p->lanes = bytes / dtype_bytes(s->tensor->dtype);
     if (p->lanes > 16)
         p->lanes = 16;
@@ -830,7 +787,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
                     (!s->tensor->is_output && !s->is_reduce) || s->loops.len != s->nsvars + s->nrvars)
                     continue;
                 int bytes, regs;
-                vector_unit(&bytes, &regs);
+                sch_host_vector_unit(&bytes, &regs);
                 int lanes = bytes / dtype_bytes(s->tensor->dtype);
                 if (lanes > 16)
                     lanes = 16;
