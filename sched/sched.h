@@ -250,6 +250,105 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt);
 /* Applies the file's schedule for the target, or the default one. */
 bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 
+/* template.c: the schedule templates, each form a stage's loops take
+ * written once; sched/default.c and sched/default_cuda.c call them at
+ * the default's point, tuner/space.c at the points of its search space.
+ * Each appends one stage's statements to E->sched; nothing is checked. */
+typedef struct SchEmit {
+    Arena *arena;
+    Schedule *sched;    /* the statements are appended to it */
+    const char *stage;  /* the stage they schedule */
+    Span span;          /* where their errors point: the stage's definition,
+                           or {0, 0} (the tuner's, which the user never wrote) */
+} SchEmit;
+/* The names a template uses: the stage's loops, and the loops and stages
+ * its statements create (each caller has its rules for fresh names).  A
+ * template reads only the fields its form creates. */
+typedef struct SchLoops {
+    const char **svar;      /* the spatial loops, outermost first */
+    int nsvars;
+    const char **rvar;      /* the reduction loops */
+    int nrvars;
+    int rsplit;             /* the reduction loop a k split splits */
+    const char *io, *ii;    /* i (the second innermost spatial loop) split */
+    const char *jo, *ji;    /* j (the innermost) split */
+    const char *ko, *ki;    /* rvar[rsplit] split */
+    const char *fused;      /* cpu: the two outermost loops fused */
+    const char *acc;        /* the micro-kernel's accumulator stage */
+    const char *it, *ib, *ir; /* cuda tile: i's thread, block and register loops */
+    const char *jt, *jb, *jr; /* ... and j's */
+    const char **bz;        /* cuda: the loops of the fuses, one after another,
+                               of the batch axes (tile) or of every spatial
+                               axis (flat); the last is the whole */
+    const char *bx, *tx;    /* cuda flat: the block and thread loops */
+    const char *staged[TE_MAX_RANK];    /* cuda tile: the operands staged in
+                                           shared memory */
+    const char *staged_as[TE_MAX_RANK]; /* ... and their cache stages */
+    int nstaged;
+} SchLoops;
+/* The CPU register-blocked micro-kernel: a TI x TJ tile accumulated in a
+ * local stage computed at the tile loop. */
+typedef struct SchMicro {
+    int64_t ti, tj;
+    int order;          /* 0: row tiles outside; 2: column panels outside */
+    int par;            /* 0: the outermost loop parallel; 1: the two tile
+                           loops fused, then parallel */
+    bool reorder_all;   /* the reorder names every spatial loop (as the
+                           tuner's points always have, so that their logged
+                           schedules stay the same); false: only the two
+                           tile loops, and only when they swap */
+} SchMicro;
+/* The CPU loop nest of a matmul-like stage: a ti x tj register tile. */
+typedef struct SchLoopNest {
+    int64_t ti, tj, tk; /* tk: the reduction split, 0 none */
+    int order;          /* 0 io jo k.. ki ii ji; 1 io jo k.. ii ki ji;
+                           2 jo io k.. ki ii ji; 3 io k.. jo ki ii ji */
+    bool unroll_i, unroll_k, vec;
+    int par;            /* 0: outermost parallel; 1: the two fused; 2: none */
+} SchLoopNest;
+typedef struct SchElementwise {
+    int64_t vs;         /* 0: not vectorized; 1: the innermost loop; N: split
+                           by N, the inner part */
+    int par;            /* as SchLoopNest's */
+} SchElementwise;
+typedef struct SchReduce {
+    int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
+    int par;            /* as SchLoopNest's */
+    bool vec;           /* the innermost reduction loop vectorized */
+} SchReduce;
+/* The CUDA tile: a block of bm x bn outputs, a thread's tm x tn. */
+typedef struct SchCudaTile {
+    int64_t bm, bn, tm, tn;
+    int64_t bk;         /* the reduction split, 0 none */
+    bool stage;         /* the operands staged in shared memory at ko */
+    int64_t pipe;       /* their tiles fetched pipe - 1 steps ahead */
+    bool unroll;        /* ki and the thread's tile unrolled */
+    int64_t iext, batch; /* the stage's i extent and batch size: a grid
+                            axis of over 65535 blocks stays a loop */
+} SchCudaTile;
+/* The flat CUDA form: the spatial loops fused, split into blocks. */
+typedef struct SchCudaFlat {
+    int64_t threads;    /* a block's */
+    int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
+} SchCudaFlat;
+SchedArg sch_name_arg(const char *name);
+SchedArg sch_int_arg(int64_t v);
+SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
+void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LOOP) */
+void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
+                    const char *inner);
+void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
+void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
+/* L's svar and rvar: S's variables, the loops of a stage no statement has
+ * changed yet. */
+void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
+void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
+void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
+void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
+void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);
+void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m);
+void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m);
+
 /* host.c: the CPU the kernels will run on, from /proc/cpuinfo (read once).
  * The model name, "" when it has none. */
 const char *sch_host_cpu_model(void);
@@ -281,6 +380,10 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
+/* Does the written schedule W (or NULL) name stage S, as a statement's
+ * stage or result or as compute_at's target?  Such a stage is the file's
+ * to schedule: the default and the tuner's space leave it alone. */
+bool sch_mentioned(const Schedule *w, const SStage *s);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
  * rounds float sums and products differently, may turn max(+0, -0) into
