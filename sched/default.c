@@ -179,7 +179,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             continue;
         int lanes = lanes_of(s->tensor->dtype);
         IterVar *inner = s->svars[s->nsvars - 1];
-        if (s->is_reduce && s->nsvars >= 2 && inner->extent >= lanes) {
+        if (sch_form_of(st, s, lanes) == SCH_FORM_MATMUL) {
             schedule_matmul_like(&b, s, lanes);
             continue;
         }

@@ -236,7 +236,7 @@ void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written)
         sch_stage_loops(st->arena, s, &b.loops);
         for (int k = 0; k < s->loops.len; k++)
             vec_push(st->arena, &b.names, (void *)((Loop *)s->loops.items[k])->name);
-        if (s->is_reduce && s->nsvars >= 2)
+        if (sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE)
             schedule_tiled(&b);
         else
             schedule_flat(&b);

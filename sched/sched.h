@@ -331,6 +331,25 @@ typedef struct SchCudaFlat {
     int64_t threads;    /* a block's */
     int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
 } SchCudaFlat;
+/* The form a root stage takes (the default's rule; the tuner's plans
+ * follow it), LANES the vector's on cpu. */
+typedef enum SchForm {
+    SCH_FORM_MATMUL,    /* cpu: a reduction over >= 2 spatial axes, the
+                           innermost a vector or more: the micro-kernel
+                           (the default's) or a loop nest */
+    SCH_FORM_ELEMWISE,  /* cpu: a stage with no reduction */
+    SCH_FORM_REDUCE,    /* cpu: any other reduction */
+    SCH_FORM_CUDA_TILE, /* cuda: a reduction over >= 2 spatial axes */
+    SCH_FORM_CUDA_FLAT, /* cuda: any other root stage */
+} SchForm;
+SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
+/* L's names for the tuner's points of FORM on S (a stage no statement has
+ * changed): svar and rvar S's loops, rsplit its longest reduction axis,
+ * and the loops and stages FORM's statements may create, each fresh
+ * among S's loops and stages (BASE SUFFIX, else BASE_SUFFIX1, ...); for a
+ * cuda tile also the operands it may stage (sch_cuda_staged_operands).
+ * Allocated in A.  (The default names its loops by rules of its own.) */
+void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l);
 SchedArg sch_name_arg(const char *name);
 SchedArg sch_int_arg(int64_t v);
 SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);

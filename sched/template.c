@@ -16,6 +16,8 @@
  * The CPU forms are documented in tuner/space.c's top comment (their
  * parameters are the tuner's), the CUDA ones in sched/default_cuda.c's.
  */
+#include <string.h>
+
 #include "sched/sched.h"
 
 SchedArg sch_name_arg(const char *name)
@@ -385,4 +387,155 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
         sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
         sch_emit_loop(e, "unroll", l->ki);
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* Which form a stage takes, and the names the tuner's points give.    */
+
+SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
+{
+    bool tiles = s->is_reduce && s->nsvars >= 2;
+    if (strcmp(st->target, "cpu") != 0)
+        return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
+    if (tiles && s->svars[s->nsvars - 1]->extent >= lanes)
+        return SCH_FORM_MATMUL;
+    return s->is_reduce ? SCH_FORM_REDUCE : SCH_FORM_ELEMWISE;
+}
+
+/* A loop name for S made from BASE and SUFFIX that no loop of S has and
+ * none of the names already taken (TAKEN, N): BASE SUFFIX, else
+ * BASE_SUFFIX1, BASE_SUFFIX2, ... */
+static const char *fresh_loop(Arena *a, SStage *s, const char *base, const char *suffix,
+                              const char **taken, int n)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s_%s%d", base, suffix, attempt);
+        bool clash = sch_find_loop(s, name) != NULL;
+        for (int i = 0; i < n && !clash; i++)
+            clash = strcmp(taken[i], name) == 0;
+        if (!clash)
+            return name;
+    }
+}
+
+/* The loop names a form creates, each fresh among S's loops and the ones
+ * named before it. */
+typedef struct Names {
+    Arena *a;
+    SStage *s;
+    const char *taken[TE_MAX_RANK + 24];
+    int n;
+} Names;
+
+static const char *take(Names *nm, const char *base, const char *suffix)
+{
+    const char *name = fresh_loop(nm->a, nm->s, base, suffix, nm->taken, nm->n);
+    nm->taken[nm->n++] = name;
+    return name;
+}
+
+/* The names of COUNT loops fused one after another (the first fuses the
+ * two outermost axes, each next one adds an axis); the last, the whole,
+ * is called LAST. */
+static const char **fused_names(Names *nm, int count, const char *last)
+{
+    const char **out = arena_alloc(nm->a, sizeof *out * (size_t)(count + 1));
+    for (int i = 0; i < count; i++)
+        out[i] = take(nm, i + 1 == count ? last : "f", "");
+    return out;
+}
+
+/* A stage name made from BASE and SUFFIX that no stage has. */
+static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const char *suffix)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s%s%d", base, suffix, attempt);
+        if (!sch_find_stage(st, name))
+            return name;
+    }
+}
+
+/* A stage or input name nobody uses (nor TAKEN, NTAKEN), for a cache
+ * stage: BASE_shared, else BASE_shared2, ... */
+static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
+                                     const char **taken, int ntaken)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s_shared", base)
+                                        : arena_printf(a, "%s_shared%d", base, attempt + 1);
+        bool used = sch_find_stage(st, name) != NULL;
+        for (int i = 0; i < st->g->ninputs && !used; i++)
+            used = strcmp(st->g->inputs[i]->name, name) == 0;
+        for (int i = 0; i < ntaken && !used; i++)
+            used = strcmp(taken[i], name) == 0;
+        if (!used)
+            return name;
+    }
+}
+
+void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l)
+{
+    l->nsvars = s->nsvars;
+    l->nrvars = s->nrvars;
+    l->svar = arena_alloc(a, sizeof *l->svar * (size_t)(s->nsvars + 1));
+    l->rvar = arena_alloc(a, sizeof *l->rvar * (size_t)(s->nrvars + 1));
+    /* the loops of an unscheduled stage: one per variable, in order */
+    for (int i = 0; i < s->nsvars; i++)
+        l->svar[i] = ((Loop *)s->loops.items[i])->name;
+    int64_t longest = 0;
+    for (int i = 0; i < s->nrvars; i++) {
+        l->rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;
+        if (s->rvars[i]->extent > longest) {
+            l->rsplit = i;
+            longest = s->rvars[i]->extent;
+        }
+    }
+    Names nm = { a, s, { 0 }, 0 };
+    int n = s->nsvars;
+    const char *k = s->nrvars > 0 ? l->rvar[l->rsplit] : NULL;
+    if (form == SCH_FORM_CUDA_TILE) {
+        const char *i = l->svar[n - 2], *j = l->svar[n - 1];
+        /* two or more batch axes are fused into one loop for block.z; a
+           single one is that loop itself */
+        l->bz = n > 3 ? fused_names(&nm, n - 3, "bz") : NULL;
+        l->io = take(&nm, i, "o"), l->ib = take(&nm, i, "b"), l->ir = take(&nm, i, "r");
+        l->it = take(&nm, i, "t");
+        l->jo = take(&nm, j, "o"), l->jb = take(&nm, j, "b"), l->jr = take(&nm, j, "r");
+        l->jt = take(&nm, j, "t");
+        l->ko = take(&nm, k, "o"), l->ki = take(&nm, k, "i");
+        const Tensor *staged[TE_MAX_RANK];
+        l->nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(st, s, staged) : 0;
+        for (int t = 0; t < l->nstaged; t++) {
+            l->staged[t] = staged[t]->name;
+            l->staged_as[t] = fresh_cache_stage(a, st, staged[t]->name, l->staged_as, t);
+        }
+        return;
+    }
+    if (form == SCH_FORM_CUDA_FLAT) {
+        l->bz = n > 1 ? fused_names(&nm, n - 1, "f") : NULL;
+        l->bx = take(&nm, "b", "x");
+        l->tx = take(&nm, "t", "x");
+        if (k) {
+            l->ko = take(&nm, k, "o");
+            l->ki = take(&nm, k, "i");
+        }
+        return;
+    }
+    if (n >= 1) {
+        l->jo = take(&nm, l->svar[n - 1], "o");
+        l->ji = take(&nm, l->svar[n - 1], "i");
+    }
+    if (n >= 2) {
+        l->io = take(&nm, l->svar[n - 2], "o");
+        l->ii = take(&nm, l->svar[n - 2], "i");
+    }
+    if (k) {
+        l->ko = take(&nm, k, "o");
+        l->ki = take(&nm, k, "i");
+    }
+    l->fused = take(&nm, "f", "");
+    if (form == SCH_FORM_MATMUL)
+        l->acc = fresh_stage(a, st, s->name, "_acc");
 }

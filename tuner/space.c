@@ -79,7 +79,10 @@
  *          the intermediates), exactly as a build of the tuned schedule
  *          will.  The statements of every form are sched/template.c's
  *          (sch_template_*, the templates the default schedule also
- *          uses at its own point): this file holds the parameters, their
+ *          uses at its own point), and so are the rule that gives a
+ *          stage its form (sch_form_of, the default's) and the fresh
+ *          names a point gives new loops and stages
+ *          (sch_template_names): this file holds the parameters, their
  *          legality, the configurations and the search, and fills a
  *          template's numbers from a point (emit_plan).
  *
@@ -120,13 +123,6 @@
 
 #define AUTO_SPACE_VERSION "auto-v3"
 
-typedef enum PlanKind {
-    PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
-    PLAN_ELEMWISE, /* an elementwise stage */
-    PLAN_REDUCE,   /* any other reduction */
-    PLAN_CUDA_TILED, /* cuda: a reduction over >= 2 spatial axes */
-    PLAN_CUDA_FLAT,  /* cuda: any other root stage */
-} PlanKind;
 
 /* Param offsets within a plan, by kind. */
 enum { M_TI, M_TJ, M_TK, M_ORDER, M_UI, M_UK, M_VEC, M_PAR, M_FORM, M_COUNT };
@@ -144,7 +140,7 @@ enum { PLAN_PARAMS_MAX = M_COUNT };
 _Static_assert((int)C_COUNT <= (int)PLAN_PARAMS_MAX, "a cuda plan has too many parameters");
 
 struct StagePlan {
-    PlanKind kind;
+    SchForm kind;          /* which of sched/template.c's forms */
     const char *stage;
     int first;             /* its first Param in Space.params */
     int nparams;
@@ -231,22 +227,6 @@ static int sizes(int64_t *out, const int64_t *cand, int n, int64_t extent, int64
     return k;
 }
 
-/* A loop name for STAGE made from BASE and SUFFIX that no loop of S has
- * and none of the names already taken (TAKEN, N). */
-static const char *fresh_name(Arena *a, SStage *s, const char *base, const char *suffix,
-                              const char **taken, int n)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
-                                        : arena_printf(a, "%s_%s%d", base, suffix, attempt);
-        bool clash = sch_find_loop(s, name) != NULL;
-        for (int i = 0; i < n && !clash; i++)
-            clash = strcmp(taken[i], name) == 0;
-        if (!clash)
-            return name;
-    }
-}
-
 static bool plan_legal(const StagePlan *p, const int64_t *v);
 
 /* Enumerates the plan's local points that pass its rules. */
@@ -278,26 +258,15 @@ static void enumerate_plan(Arena *a, StagePlan *p, Param **params)
     p->nlegal = count;
 }
 
-static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
+static StagePlan *new_plan(SpaceBuilder *b, SStage *s, SchForm kind)
 {
     Arena *a = b->a;
     StagePlan *p = arena_alloc(a, sizeof *p);
     p->kind = kind;
     p->stage = s->name;
-    p->loops.nsvars = s->nsvars;
-    p->loops.nrvars = s->nrvars;
-    p->loops.svar = arena_alloc(a, sizeof *p->loops.svar * (size_t)(s->nsvars + 1));
-    p->loops.rvar = arena_alloc(a, sizeof *p->loops.rvar * (size_t)(s->nrvars + 1));
-    /* the loops of an unscheduled stage: one per variable, in order */
-    for (int i = 0; i < s->nsvars; i++)
-        p->loops.svar[i] = ((Loop *)s->loops.items[i])->name;
-    for (int i = 0; i < s->nrvars; i++) {
-        p->loops.rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;
-        if (s->rvars[i]->extent > p->rsplit_extent) {
-            p->loops.rsplit = i;
-            p->rsplit_extent = s->rvars[i]->extent;
-        }
-    }
+    sch_template_names(a, b->st, s, kind, &p->loops);
+    if (s->nrvars > 0)
+        p->rsplit_extent = s->rvars[p->loops.rsplit]->extent;
     int bytes;
     sch_host_vector_unit(&bytes, &p->regs);
     p->lanes = bytes / dtype_bytes(s->tensor->dtype);
@@ -305,31 +274,6 @@ static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
         p->lanes = 16;
     if (p->lanes < 1)
         p->lanes = 1;
-    const char *taken[8];
-    int nt = 0;
-    if (s->nsvars >= 1) {
-        const char *j = p->loops.svar[s->nsvars - 1];
-        p->loops.jo = fresh_name(a, s, j, "o", taken, nt);
-        taken[nt++] = p->loops.jo;
-        p->loops.ji = fresh_name(a, s, j, "i", taken, nt);
-        taken[nt++] = p->loops.ji;
-    }
-    if (s->nsvars >= 2) {
-        const char *i = p->loops.svar[s->nsvars - 2];
-        p->loops.io = fresh_name(a, s, i, "o", taken, nt);
-        taken[nt++] = p->loops.io;
-        p->loops.ii = fresh_name(a, s, i, "i", taken, nt);
-        taken[nt++] = p->loops.ii;
-    }
-    if (s->nrvars >= 1) {
-        const char *k = p->loops.rvar[p->loops.rsplit];
-        p->loops.ko = fresh_name(a, s, k, "o", taken, nt);
-        taken[nt++] = p->loops.ko;
-        p->loops.ki = fresh_name(a, s, k, "i", taken, nt);
-        taken[nt++] = p->loops.ki;
-    }
-    p->loops.fused = fresh_name(a, s, "f", "", taken, nt);
-        taken[nt++] = p->loops.fused;
     p->first = b->params.len;
     return p;
 }
@@ -358,20 +302,9 @@ static int merge_sizes(int64_t *out, int n, const int64_t *set, int nset)
     return n;
 }
 
-/* A stage name made from BASE and SUFFIX that no stage has. */
-static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const char *suffix)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
-                                        : arena_printf(a, "%s%s%d", base, suffix, attempt);
-        if (!sch_find_stage(st, name))
-            return name;
-    }
-}
-
 static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_MATMUL);
+    StagePlan *p = new_plan(b, s, SCH_FORM_MATMUL);
     int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
     int64_t v[2 * SIZES_MAX];
     int n;
@@ -393,8 +326,6 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
         if (i * p->lanes <= jext)
             p->micro_tj[p->nmicro_tj++] = i * p->lanes;
     bool micro = p->nmicro_ti > 0 && p->nmicro_tj > 0;
-    if (micro)
-        p->loops.acc = fresh_stage(a, b->st, st, "_acc");
     n = merge_sizes(v, 0, p->loop_ti, p->nloop_ti);
     n = micro ? merge_sizes(v, n, p->micro_ti, p->nmicro_ti) : n;
     add_param(b, arena_printf(a, "%s.ti", st), v, n, false, plan);
@@ -417,7 +348,7 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 
 static void plan_elementwise(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_ELEMWISE);
+    StagePlan *p = new_plan(b, s, SCH_FORM_ELEMWISE);
     int64_t inner = s->svars[s->nsvars - 1]->extent;
     int64_t v[8];
     int n = 0;
@@ -437,7 +368,7 @@ static void plan_elementwise(SpaceBuilder *b, SStage *s, int plan)
 
 static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_REDUCE);
+    StagePlan *p = new_plan(b, s, SCH_FORM_REDUCE);
     static const int64_t tk[] = { 0, 4, 8 }, par[] = { 0, 1, 2 };
     int64_t v[4];
     int n = sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1);
@@ -479,33 +410,6 @@ static int pow2_sizes(int64_t *out, const int64_t *cand, int n, int64_t extent)
     return k;
 }
 
-/* The CUDA loop names of a plan: BASE + SUFFIX, fresh among S's loops and
- * the ones named before. */
-typedef struct Names {
-    Arena *a;
-    SStage *s;
-    const char *taken[TE_MAX_RANK + 24];
-    int n;
-} Names;
-
-static const char *take(Names *nm, const char *base, const char *suffix)
-{
-    const char *name = fresh_name(nm->a, nm->s, base, suffix, nm->taken, nm->n);
-    nm->taken[nm->n++] = name;
-    return name;
-}
-
-/* The names of COUNT loops fused one after another (the first fuses the
- * two outermost axes, each next one adds an axis); the last, the whole,
- * is called LAST. */
-static const char **fused_names(Names *nm, int count, const char *last)
-{
-    const char **out = arena_alloc(nm->a, sizeof *out * (size_t)(count + 1));
-    for (int i = 0; i < count; i++)
-        out[i] = take(nm, i + 1 == count ? last : "f", "");
-    return out;
-}
-
 /* The role of each index of T's loads in S's value: 'i' or 'j' (the two
  * innermost spatial axes), 'k' (the reduction axis) or 1 (a batch axis,
  * one value per block).  T is one of sch_cuda_staged_operands', read at
@@ -529,23 +433,6 @@ static int load_roles(const Expr *e, const Tensor *t, const SStage *s, char *rol
     return -1;
 }
 
-/* A stage or input name nobody uses, for a cache stage. */
-static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base, const char **taken,
-                                     int ntaken)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s_shared", base)
-                                        : arena_printf(a, "%s_shared%d", base, attempt + 1);
-        bool used = sch_find_stage(st, name) != NULL;
-        for (int i = 0; i < st->g->ninputs && !used; i++)
-            used = strcmp(st->g->inputs[i]->name, name) == 0;
-        for (int i = 0; i < ntaken && !used; i++)
-            used = strcmp(taken[i], name) == 0;
-        if (!used)
-            return name;
-    }
-}
-
 /* A reduction over >= 2 spatial axes, as sched/default_cuda.c tiles it:
  *   bm x bn   the block's tile of outputs (i, j)
  *   tm x tn   each thread's tile: (bm/tm) x (bn/tn) threads, a thread's
@@ -557,19 +444,9 @@ static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
  *   unroll    ki and the thread's tile unrolled */
 static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_limit)
 {
-    StagePlan *p = new_plan(b, s, PLAN_CUDA_TILED);
+    StagePlan *p = new_plan(b, s, SCH_FORM_CUDA_TILE);
     Arena *a = b->a;
     int n = s->nsvars;
-    const char *i = p->loops.svar[n - 2], *j = p->loops.svar[n - 1], *k = p->loops.rvar[p->loops.rsplit];
-    Names nm = { a, s, { 0 }, 0 };
-    /* two or more batch axes are fused into one loop for block.z; a
-       single one is that loop itself */
-    p->loops.bz = n > 3 ? fused_names(&nm, n - 3, "bz") : NULL;
-    p->loops.io = take(&nm, i, "o"), p->loops.ib = take(&nm, i, "b"), p->loops.ir = take(&nm, i, "r");
-    p->loops.it = take(&nm, i, "t");
-    p->loops.jo = take(&nm, j, "o"), p->loops.jb = take(&nm, j, "b"), p->loops.jr = take(&nm, j, "r");
-    p->loops.jt = take(&nm, j, "t");
-    p->loops.ko = take(&nm, k, "o"), p->loops.ki = take(&nm, k, "i");
     p->iext = s->svars[n - 2]->extent;
     p->jext = s->svars[n - 1]->extent;
     p->batch = 1;
@@ -579,11 +456,11 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
     /* a warp at least, unless the whole tile has fewer outputs */
     int64_t most = pow2_at_least(p->iext) * pow2_at_least(p->jext);
     p->min_threads = most < 32 ? (int)most : 32;
+    /* the shape of each tile the form stages (loops.staged, the same
+       operands in the same order), for staged_smem */
     const Tensor *staged[TE_MAX_RANK];
-    p->loops.nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(b->st, s, staged) : 0;
+    sch_cuda_staged_operands(b->st, s, staged);
     for (int t = 0; t < p->loops.nstaged; t++) {
-        p->loops.staged[t] = staged[t]->name;
-        p->loops.staged_as[t] = fresh_cache_stage(a, b->st, staged[t]->name, p->loops.staged_as, t);
         p->staged_rank[t] = load_roles(s->value, staged[t], s, p->staged_role[t]);
         p->staged_bytes[t] = dtype_bytes(staged[t]->dtype);
     }
@@ -611,16 +488,8 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
  * may split its longest axis by TK and unroll the inner part. */
 static void plan_cuda_flat(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_CUDA_FLAT);
+    StagePlan *p = new_plan(b, s, SCH_FORM_CUDA_FLAT);
     Arena *a = b->a;
-    Names nm = { a, s, { 0 }, 0 };
-    p->loops.bz = s->nsvars > 1 ? fused_names(&nm, s->nsvars - 1, "f") : NULL;
-    p->loops.bx = take(&nm, "b", "x");
-    p->loops.tx = take(&nm, "t", "x");
-    if (s->nrvars > 0) {
-        p->loops.ko = take(&nm, p->loops.rvar[p->loops.rsplit], "o");
-        p->loops.ki = take(&nm, p->loops.rvar[p->loops.rsplit], "i");
-    }
     p->total = 1;
     for (int d = 0; d < s->nsvars; d++)
         p->total *= s->svars[d]->extent;
@@ -731,6 +600,16 @@ static void cuda_smem_limit(Space *sp, bool ask)
     }
 }
 
+/* Does S get a plan?  The root stages the default schedule gives loops of
+ * their own (outputs and reductions, neither inlined nor computed at
+ * another), unless the file's schedule WRITTEN names them, with one loop
+ * a variable (a plan's names are those of an unscheduled stage). */
+static bool planned(const SStage *s, const Schedule *written)
+{
+    return !s->inlined && !s->attach && s->nsvars > 0 && !sch_mentioned(written, s) &&
+           (s->tensor->is_output || s->is_reduce) && s->loops.len == s->nsvars + s->nrvars;
+}
+
 Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target)
 {
     Space *sp = arena_alloc(a, sizeof *sp);
@@ -762,9 +641,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
         if (strcmp(target, "cpu") == 0) {
             for (int i = 0; i < st->stages.len; i++) {
                 SStage *s = st->stages.items[i];
-                if (s->inlined || s->attach || s->nsvars == 0 || sch_mentioned(written, s) ||
-                    (!s->tensor->is_output && !s->is_reduce) ||
-                    s->loops.len != s->nsvars + s->nrvars)
+                if (!planned(s, written))
                     continue;
                 int bytes, regs;
                 sch_host_vector_unit(&bytes, &regs);
@@ -772,9 +649,10 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
                 if (lanes > 16)
                     lanes = 16;
                 int plan = b.plans.len;
-                if (s->is_reduce && s->nsvars >= 2 && s->svars[s->nsvars - 1]->extent >= lanes)
+                SchForm form = sch_form_of(st, s, lanes);
+                if (form == SCH_FORM_MATMUL)
                     plan_matmul(&b, s, plan);
-                else if (!s->is_reduce)
+                else if (form == SCH_FORM_ELEMWISE)
                     plan_elementwise(&b, s, plan);
                 else
                     plan_reduce(&b, s, plan);
@@ -785,11 +663,9 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
             for (int pass = 0; pass < 2; pass++) {
                 for (int i = 0; i < st->stages.len; i++) {
                     SStage *s = st->stages.items[i];
-                    if (s->inlined || s->attach || s->nsvars == 0 || sch_mentioned(written, s) ||
-                        (!s->tensor->is_output && !s->is_reduce) ||
-                        s->loops.len != s->nsvars + s->nrvars)
+                    if (!planned(s, written))
                         continue;
-                    bool is_tiled = s->is_reduce && s->nsvars >= 2;
+                    bool is_tiled = sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE;
                     if (pass == 0) {
                         tiled = tiled || is_tiled;
                         continue;
@@ -846,7 +722,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
 static bool plan_legal(const StagePlan *p, const int64_t *v)
 {
     switch (p->kind) {
-    case PLAN_MATMUL: {
+    case SCH_FORM_MATMUL: {
         int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
         if (ti * ((tj + p->lanes - 1) / p->lanes) > p->regs)
             return false; /* more accumulators than vector registers */
@@ -868,7 +744,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false; /* would fuse io with the reduction */
         return true;
     }
-    case PLAN_ELEMWISE: {
+    case SCH_FORM_ELEMWISE: {
         if (v[E_VS] == 0 && v[E_PAR] == 2)
             return false; /* no statement: the default schedule's point */
         int loops = p->loops.nsvars + (v[E_VS] > 1);
@@ -879,7 +755,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false;
         return true;
     }
-    case PLAN_REDUCE:
+    case SCH_FORM_REDUCE:
         if (v[R_TK] == 0 && v[R_PAR] == 2 && v[R_VEC] == 0)
             return false; /* no statement: the default schedule's point
                              (which tk 0, par 0 and, where offered, vec 1
@@ -889,7 +765,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         if (v[R_PAR] == 1 && p->loops.nsvars < 2)
             return false;
         return true;
-    case PLAN_CUDA_TILED: {
+    case SCH_FORM_CUDA_TILE: {
         int64_t bm = v[C_BM], bn = v[C_BN], tm = v[C_TM], tn = v[C_TN], bk = v[C_BK];
         if (tm > bm || tn > bn)
             return false;
@@ -913,7 +789,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false;
         return true;
     }
-    case PLAN_CUDA_FLAT:
+    case SCH_FORM_CUDA_FLAT:
         return true;
     }
     return false;
@@ -965,7 +841,7 @@ static void emit_plan(SchEmit *e, const StagePlan *p, const int64_t *v)
 {
     const SchLoops *l = &p->loops;
     switch (p->kind) {
-    case PLAN_MATMUL:
+    case SCH_FORM_MATMUL:
         if (v[M_FORM] == FORM_MICRO)
             sch_template_micro(e, l, &(SchMicro){ .ti = v[M_TI], .tj = v[M_TJ],
                                                   .order = (int)v[M_ORDER], .par = (int)v[M_PAR],
@@ -976,21 +852,21 @@ static void emit_plan(SchEmit *e, const StagePlan *p, const int64_t *v)
                                                          .unroll_i = v[M_UI], .unroll_k = v[M_UK],
                                                          .vec = v[M_VEC], .par = (int)v[M_PAR] });
         break;
-    case PLAN_ELEMWISE:
+    case SCH_FORM_ELEMWISE:
         sch_template_elementwise(e, l, &(SchElementwise){ .vs = v[E_VS], .par = (int)v[E_PAR] });
         break;
-    case PLAN_REDUCE:
+    case SCH_FORM_REDUCE:
         sch_template_reduce(e, l, &(SchReduce){ .tk = v[R_TK], .par = (int)v[R_PAR],
                                                 .vec = v[R_VEC] });
         break;
-    case PLAN_CUDA_TILED:
+    case SCH_FORM_CUDA_TILE:
         sch_template_cuda_tile(e, l, &(SchCudaTile){ .bm = v[C_BM], .bn = v[C_BN], .tm = v[C_TM],
                                                      .tn = v[C_TN], .bk = v[C_BK],
                                                      .stage = v[C_STAGE], .pipe = v[C_PIPE],
                                                      .unroll = v[C_UNROLL], .iext = p->iext,
                                                      .batch = p->batch });
         break;
-    case PLAN_CUDA_FLAT:
+    case SCH_FORM_CUDA_FLAT:
         sch_template_cuda_flat(e, l, &(SchCudaFlat){ .threads = v[F_THREADS], .tk = v[F_TK] });
         break;
     }
@@ -1144,7 +1020,7 @@ void tune_space_print(FILE *out, const Space *sp)
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
     bool tiled = false;
     for (int i = 0; i < sp->nplans; i++)
-        tiled = tiled || sp->plans[i]->kind == PLAN_CUDA_TILED;
+        tiled = tiled || sp->plans[i]->kind == SCH_FORM_CUDA_TILE;
     if (tiled)
         fprintf(out, "texc:   legal: 32 to 1024 threads a block (fewer only for tiles of fewer "
                      "outputs), at most 64 sums and ~255 registers a thread and 65536 a block, "
@@ -1164,7 +1040,7 @@ void tune_space_print(FILE *out, const Space *sp)
         const StagePlan *p = sp->plans[i];
         fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
                 p->nlegal == 1 ? "" : "s");
-        if (p->kind == PLAN_CUDA_TILED) {
+        if (p->kind == SCH_FORM_CUDA_TILE) {
             fprintf(out, ": blocks of bm x bn outputs (%s, %s to block.y, block.x), threads "
                          "of tm x tn (%s, %s to thread.y, thread.x), %s split by bk (0: not), ",
                     p->loops.io, p->loops.jo, p->loops.it, p->loops.jt, p->loops.rvar[p->loops.rsplit]);
@@ -1178,13 +1054,13 @@ void tune_space_print(FILE *out, const Space *sp)
             fputs("; unroll 1: ki and the thread's tile unrolled\n", out);
             continue;
         }
-        if (p->kind == PLAN_CUDA_FLAT) {
+        if (p->kind == SCH_FORM_CUDA_FLAT) {
             fprintf(out, ": the spatial loops fused, split by threads into %s (block.x) and %s "
                          "(thread.x)%s\n",
                     p->loops.bx, p->loops.tx, p->loops.nrvars ? "; the reduction split by tk, unrolled (0: not)" : "");
             continue;
         }
-        if (p->kind != PLAN_MATMUL) {
+        if (p->kind != SCH_FORM_MATMUL) {
             fputc('\n', out);
             continue;
         }
@@ -1218,7 +1094,7 @@ bool tune_space_random(const Space *sp, uint64_t *rng, int *point)
             /* a matmul's forms are drawn equally often: the micro-kernels
                are few beside the loop nests, yet often the fastest */
             int pick = (int)(tune_rand(rng) % (uint64_t)p->nlegal);
-            if (p->kind == PLAN_MATMUL && tune_rand(rng) % 2) {
+            if (p->kind == SCH_FORM_MATMUL && tune_rand(rng) % 2) {
                 int micro = 0;
                 for (int k = 0; k < p->nlegal; k++)
                     micro += p->legal[k * p->nparams + M_FORM] == FORM_MICRO;
