@@ -331,6 +331,24 @@ typedef struct SchCudaFlat {
     int64_t threads;    /* a block's */
     int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
 } SchCudaFlat;
+/* The statements the templates (and sch_default's own) are made of. */
+SchedArg sch_name_arg(const char *name);
+SchedArg sch_int_arg(int64_t v);
+SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
+void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LOOP) */
+void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
+                    const char *inner);
+void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
+void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
+/* L's svar and rvar: S's variables, the loops of a stage no statement has
+ * changed yet. */
+void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
+void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
+void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
+void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
+void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);
+void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m);
+void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m);
 /* The form a root stage takes (the default's rule; the tuner's plans
  * follow it), LANES the vector's on cpu. */
 typedef enum SchForm {
@@ -350,23 +368,6 @@ SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
  * cuda tile also the operands it may stage (sch_cuda_staged_operands).
  * Allocated in A.  (The default names its loops by rules of its own.) */
 void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l);
-SchedArg sch_name_arg(const char *name);
-SchedArg sch_int_arg(int64_t v);
-SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
-void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LOOP) */
-void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
-                    const char *inner);
-void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
-void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
-/* L's svar and rvar: S's variables, the loops of a stage no statement has
- * changed yet. */
-void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
-void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
-void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
-void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
-void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);
-void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m);
-void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m);
 
 /* host.c: the CPU the kernels will run on, from /proc/cpuinfo (read once).
  * The model name, "" when it has none. */

@@ -15,6 +15,13 @@
  * sch_apply accepts (a split's factor at least 1, a ko for staging, ...).
  * The CPU forms are documented in tuner/space.c's top comment (their
  * parameters are the tuner's), the CUDA ones in sched/default_cuda.c's.
+ *
+ * Also here, since both callers need them and only the forms give them
+ * meaning: which form a root stage takes (sch_form_of), and the names
+ * the tuner's points give the loops and stages a form creates
+ * (sch_template_names: fresh among the stage's, so that any point of the
+ * space applies; the default's are shorter and its own, printed as they
+ * always were into every generated file).
  */
 #include <string.h>
 
