@@ -293,6 +293,23 @@ void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m)
         sch_emit_loop(e, "vectorize", l->rvar[l->nrvars - 1]);
 }
 
+/* One axis of the CUDA tile: AXIS split by BLOCK into OUTER (the block)
+ * and, with a register tile of REG > 1, its rest split into REGS x
+ * THREAD, so that a thread's REG outputs lie BLOCK/REG apart (else the
+ * rest is THREAD).  The register loop, or NULL. */
+static const char *split_axis(SchEmit *e, const char *axis, int64_t block, int64_t reg,
+                              const char *outer, const char *rest, const char *regs,
+                              const char *thread)
+{
+    if (reg <= 1) {
+        sch_emit_split(e, axis, block, outer, thread);
+        return NULL;
+    }
+    sch_emit_split(e, axis, block, outer, rest);
+    sch_emit_split(e, rest, block / reg, regs, thread);
+    return regs;
+}
+
 /* The CUDA tile:
  *   S.fuse(batch axes) -> bz;                      (two or more)
  *   S.split(i, bm) -> io, ib; S.split(ib, bm/tm) -> ir, it;   (tm > 1;
@@ -315,21 +332,9 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
         bz = emit_fuse_axes(e, l->svar, n - 2, l->bz);
         loops[nl++] = bz;
     }
-    const char *ir = NULL, *jr = NULL, *ko = NULL, *ki = NULL;
-    if (m->tm > 1) {
-        sch_emit_split(e, i, m->bm, l->io, l->ib);
-        sch_emit_split(e, l->ib, m->bm / m->tm, l->ir, l->it);
-        ir = l->ir;
-    } else {
-        sch_emit_split(e, i, m->bm, l->io, l->it);
-    }
-    if (m->tn > 1) {
-        sch_emit_split(e, j, m->bn, l->jo, l->jb);
-        sch_emit_split(e, l->jb, m->bn / m->tn, l->jr, l->jt);
-        jr = l->jr;
-    } else {
-        sch_emit_split(e, j, m->bn, l->jo, l->jt);
-    }
+    const char *ir = split_axis(e, i, m->bm, m->tm, l->io, l->ib, l->ir, l->it);
+    const char *jr = split_axis(e, j, m->bn, m->tn, l->jo, l->jb, l->jr, l->jt);
+    const char *ko = NULL, *ki = NULL;
     if (m->bk > 0) {
         sch_emit_split(e, l->rvar[l->rsplit], m->bk, l->ko, l->ki);
         ko = l->ko;
