@@ -16,54 +16,30 @@
  *     spatial, or a reduction axis of at least one vector (partial results
  *     in lanes, folded at the end: not under -fstrict-fp);
  *   - the outermost spatial loop runs in parallel.
+ * The micro-kernel is sched/template.c's (sch_template_micro, the form
+ * the tuner varies); this file picks its tile and names.  The one-line
+ * annotations of the other stages are the default's own: the tuner's
+ * elementwise and reduction forms write theirs in another order.
  */
 #include <string.h>
 
 #include "sched/sched.h"
 
-typedef struct Builder {
-    SchedState *st;
-    Schedule *sched;
-    Span span; /* the stage's definition: where errors would point */
-} Builder;
-
-static SchedStmt *emit(Builder *b, const char *stage, const char *prim, int nargs)
+/* A statement for STAGE, appended to the default schedule B builds. */
+static SchedStmt *emit(SchEmit *b, const char *stage, const char *prim, int nargs)
 {
-    Arena *a = b->st->arena;
-    SchedStmt *s = arena_alloc(a, sizeof *s);
-    s->span = s->stage_span = s->prim_span = b->span;
-    s->stage = stage;
-    s->prim = prim;
-    s->args = arena_alloc(a, sizeof *s->args * (size_t)(nargs + 1));
-    s->nargs = nargs;
-    s->outs = arena_alloc(a, sizeof *s->outs * 4);
-    s->out_spans = arena_alloc(a, sizeof *s->out_spans * 4);
-    PtrVec v = { (void **)b->sched->stmts, b->sched->nstmts, b->sched->nstmts };
-    vec_push(a, &v, s);
-    b->sched->stmts = (SchedStmt **)v.items;
-    b->sched->nstmts = v.len;
-    return s;
+    b->stage = stage;
+    return sch_emit(b, prim, nargs);
 }
 
-static SchedArg name_arg(const char *name)
+static void annotate(SchEmit *b, const char *stage, const char *prim, const char *loop)
 {
-    return (SchedArg){ .kind = SA_NAME, .name = name };
+    emit(b, stage, prim, 1)->args[0] = sch_name_arg(loop);
 }
 
-static SchedArg int_arg(int64_t v)
+static const char *suffixed(SchEmit *b, const char *name, const char *suffix)
 {
-    return (SchedArg){ .kind = SA_INT, .ival = v };
-}
-
-static void annotate(Builder *b, const char *stage, const char *prim, const char *loop)
-{
-    SchedStmt *s = emit(b, stage, prim, 1);
-    s->args[0] = name_arg(loop);
-}
-
-static const char *suffixed(Builder *b, const char *name, const char *suffix)
-{
-    return arena_printf(b->st->arena, "%s%s", name, suffix);
+    return arena_printf(b->arena, "%s%s", name, suffix);
 }
 
 /* A register-blocked micro-kernel: the reduction accumulates a TI x TJ
@@ -109,51 +85,24 @@ static int lanes_of(DType t)
     return lanes > 16 ? 16 : lanes;
 }
 
-static void schedule_matmul_like(Builder *b, SStage *s, int lanes)
+/* The micro-kernel (sch_template_micro) with column panels outside and
+ * the tile default_tile picks. */
+static void schedule_matmul_like(SchEmit *b, SStage *s, int lanes)
 {
-    const char *stage = s->name;
     const char *j = s->svars[s->nsvars - 1]->name;
     const char *i = s->svars[s->nsvars - 2]->name;
-    int64_t jext = s->svars[s->nsvars - 1]->extent;
-    int64_t iext = s->svars[s->nsvars - 2]->extent;
     int64_t ti, tj;
-    default_tile(iext, jext, lanes, &ti, &tj);
-    const char *acc = suffixed(b, stage, "_acc");
-    const char *jo = suffixed(b, j, "o"), *ji = suffixed(b, j, "i");
-    const char *io = suffixed(b, i, "o"), *ii = suffixed(b, i, "i");
-    SchedStmt *cw = emit(b, stage, "cache_write", 1);
-    cw->args[0] = name_arg("local");
-    cw->result = acc;
-    SchedStmt *t = emit(b, stage, "tile", 4);
-    t->args[0] = name_arg(i);
-    t->args[1] = name_arg(j);
-    t->args[2] = int_arg(ti);
-    t->args[3] = int_arg(tj);
-    t->outs[0] = io;
-    t->outs[1] = jo;
-    t->outs[2] = ii;
-    t->outs[3] = ji;
-    t->nouts = 4;
-    SchedStmt *r = emit(b, stage, "reorder", 2);
-    r->args[0] = name_arg(jo);
-    r->args[1] = name_arg(io);
-    SchedStmt *at = emit(b, acc, "compute_at", 2);
-    at->args[0] = name_arg(stage);
-    at->args[1] = name_arg(io);
-    SchedStmt *ar = emit(b, acc, "reorder", 2 + s->nrvars);
-    int k = 0;
-    for (int a = 0; a < s->nrvars; a++)
-        ar->args[k++] = name_arg(s->rvars[a]->name);
-    ar->args[k++] = name_arg(i);
-    ar->args[k++] = name_arg(j);
-    annotate(b, acc, "unroll", i);
-    annotate(b, acc, "vectorize", j);
-    annotate(b, stage, "vectorize", ji);
-    annotate(b, stage, "parallel", s->nsvars > 2 ? s->svars[0]->name : jo);
+    default_tile(s->svars[s->nsvars - 2]->extent, s->svars[s->nsvars - 1]->extent, lanes, &ti, &tj);
+    SchLoops l = { 0 };
+    sch_stage_loops(b->arena, s, &l);
+    l.acc = suffixed(b, s->name, "_acc");
+    l.jo = suffixed(b, j, "o"), l.ji = suffixed(b, j, "i");
+    l.io = suffixed(b, i, "o"), l.ii = suffixed(b, i, "i");
+    b->stage = s->name;
+    sch_template_micro(b, &l, &(SchMicro){ .ti = ti, .tj = tj, .order = 2, .par = 0 });
 }
 
-/* Does the written schedule W name stage NAME? */
-static bool mentioned(const Schedule *w, const SStage *stage)
+bool sch_mentioned(const Schedule *w, const SStage *stage)
 {
     for (int i = 0; w && i < w->nstmts; i++) {
         const SchedStmt *s = w->stmts[i];
@@ -209,12 +158,12 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
     sched->target = st->target;
-    Builder b = { st, sched, { 0, 0 } };
+    SchEmit b = { st->arena, sched, NULL, { 0, 0 } };
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
-        if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs && !mentioned(written, s) &&
-            !selects_for_reduction(st, s))
+        if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
+            !sch_mentioned(written, s) && !selects_for_reduction(st, s))
             emit(&b, s->name, "compute_inline", 0);
     }
     if (strcmp(st->target, "cpu") != 0) {
@@ -226,19 +175,19 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         b.span = s->tensor->span;
         if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
              !selects_for_reduction(st, s)) ||
-            s->nsvars == 0 || mentioned(written, s) || s->attach)
+            s->nsvars == 0 || sch_mentioned(written, s) || s->attach)
             continue;
         int lanes = lanes_of(s->tensor->dtype);
         IterVar *inner = s->svars[s->nsvars - 1];
-        if (s->is_reduce && s->nsvars >= 2 && inner->extent >= lanes) {
+        if (sch_form_of(st, s, lanes) == SCH_FORM_MATMUL) {
             schedule_matmul_like(&b, s, lanes);
             continue;
         }
         if (s->tensor->packs && s->nsvars >= 3) {
             /* W_packed[p, a.., l] = W[a.., p*P + l]: W's rows in order */
             SchedStmt *r = emit(&b, s->name, "reorder", 2);
-            r->args[0] = name_arg(s->svars[1]->name);
-            r->args[1] = name_arg(s->svars[0]->name);
+            r->args[0] = sch_name_arg(s->svars[1]->name);
+            r->args[1] = sch_name_arg(s->svars[0]->name);
             annotate(&b, s->name, "vectorize", inner->name);
             annotate(&b, s->name, "parallel", s->svars[1]->name);
             continue;

@@ -250,6 +250,134 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt);
 /* Applies the file's schedule for the target, or the default one. */
 bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 
+/* template.c: the schedule templates, each form a stage's loops take
+ * written once; sched/default.c and sched/default_cuda.c call them at
+ * the default's point, tuner/space.c at the points of its search space.
+ * Each appends one stage's statements to E->sched; nothing is checked. */
+typedef struct SchEmit {
+    Arena *arena;
+    Schedule *sched;    /* the statements are appended to it */
+    const char *stage;  /* the stage they schedule */
+    Span span;          /* where their errors point: the stage's definition,
+                           or {0, 0} (the tuner's, which the user never wrote) */
+} SchEmit;
+/* The names a template uses: the stage's loops, and the loops and stages
+ * its statements create (each caller has its rules for fresh names).  A
+ * template reads only the fields its form creates. */
+typedef struct SchLoops {
+    const char **svar;      /* the spatial loops, outermost first */
+    int nsvars;
+    const char **rvar;      /* the reduction loops */
+    int nrvars;
+    int rsplit;             /* the reduction loop a k split splits */
+    const char *io, *ii;    /* i (the second innermost spatial loop) split */
+    const char *jo, *ji;    /* j (the innermost) split */
+    const char *ko, *ki;    /* rvar[rsplit] split */
+    const char *fused;      /* cpu: the two outermost loops fused */
+    const char *acc;        /* the micro-kernel's accumulator stage */
+    const char *it, *ib, *ir; /* cuda tile: i's thread, block and register loops */
+    const char *jt, *jb, *jr; /* ... and j's */
+    const char **bz;        /* cuda: the loops of the fuses, one after another,
+                               of the batch axes (tile) or of every spatial
+                               axis (flat); the last is the whole */
+    const char *bx, *tx;    /* cuda flat: the block and thread loops */
+    const char *staged[TE_MAX_RANK];    /* cuda tile: the operands staged in
+                                           shared memory */
+    const char *staged_as[TE_MAX_RANK]; /* ... and their cache stages */
+    int nstaged;
+} SchLoops;
+/* The CPU register-blocked micro-kernel: a TI x TJ tile accumulated in a
+ * local stage computed at the tile loop. */
+typedef struct SchMicro {
+    int64_t ti, tj;
+    int order;          /* 0: row tiles outside; 2: column panels outside */
+    int par;            /* 0: the outermost loop parallel; 1: the two tile
+                           loops fused, then parallel */
+    bool reorder_all;   /* the reorder names every spatial loop (as the
+                           tuner's points always have, so that their logged
+                           schedules stay the same); false: only the two
+                           tile loops, and only when they swap */
+} SchMicro;
+/* The CPU loop nest of a matmul-like stage: a ti x tj register tile. */
+typedef struct SchLoopNest {
+    int64_t ti, tj, tk; /* tk: the reduction split, 0 none */
+    int order;          /* 0 io jo k.. ki ii ji; 1 io jo k.. ii ki ji;
+                           2 jo io k.. ki ii ji; 3 io k.. jo ki ii ji */
+    bool unroll_i, unroll_k, vec;
+    int par;            /* 0: outermost parallel; 1: the two fused; 2: none */
+} SchLoopNest;
+typedef struct SchElementwise {
+    int64_t vs;         /* 0: not vectorized; 1: the innermost loop; N: split
+                           by N, the inner part */
+    int par;            /* as SchLoopNest's */
+} SchElementwise;
+typedef struct SchReduce {
+    int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
+    int par;            /* as SchLoopNest's */
+    bool vec;           /* the innermost reduction loop vectorized */
+} SchReduce;
+/* The CUDA tile: a block of bm x bn outputs, a thread's tm x tn. */
+typedef struct SchCudaTile {
+    int64_t bm, bn, tm, tn;
+    int64_t bk;         /* the reduction split, 0 none */
+    bool stage;         /* the operands staged in shared memory at ko */
+    int64_t pipe;       /* their tiles fetched pipe - 1 steps ahead */
+    bool unroll;        /* ki and the thread's tile unrolled */
+    int64_t iext, batch; /* the stage's i extent and batch size: a grid
+                            axis of over 65535 blocks stays a loop */
+} SchCudaTile;
+/* The flat CUDA form: the spatial loops fused, split into blocks. */
+typedef struct SchCudaFlat {
+    int64_t threads;    /* a block's */
+    int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
+} SchCudaFlat;
+/* The statements the templates (and sch_default's own) are made of. */
+SchedArg sch_name_arg(const char *name);
+SchedArg sch_int_arg(int64_t v);
+SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
+void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LOOP) */
+void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
+                    const char *inner);
+void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
+void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
+/* L's svar and rvar: S's variables, the loops of a stage no statement has
+ * changed yet. */
+void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
+void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
+void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
+void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
+void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);
+void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m);
+void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m);
+/* The form a root stage takes (the default's rule; the tuner's plans
+ * follow it), LANES the vector's on cpu. */
+typedef enum SchForm {
+    SCH_FORM_MATMUL,    /* cpu: a reduction over >= 2 spatial axes, the
+                           innermost a vector or more: the micro-kernel
+                           (the default's) or a loop nest */
+    SCH_FORM_ELEMWISE,  /* cpu: a stage with no reduction */
+    SCH_FORM_REDUCE,    /* cpu: any other reduction */
+    SCH_FORM_CUDA_TILE, /* cuda: a reduction over >= 2 spatial axes */
+    SCH_FORM_CUDA_FLAT, /* cuda: any other root stage */
+} SchForm;
+SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
+/* L's names for the tuner's points of FORM on S (a stage no statement has
+ * changed): svar and rvar S's loops, rsplit its longest reduction axis,
+ * and the loops and stages FORM's statements may create, each fresh
+ * among S's loops and stages (BASE SUFFIX, else BASE_SUFFIX1, ...); for a
+ * cuda tile also the operands it may stage (sch_cuda_staged_operands).
+ * Allocated in A.  (The default names its loops by rules of its own.) */
+void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l);
+
+/* host.c: the CPU the kernels will run on, from /proc/cpuinfo (read once).
+ * The model name, "" when it has none. */
+const char *sch_host_cpu_model(void);
+/* Is FLAG one of the CPU's feature flags (the "flags" or "Features" line)? */
+bool sch_host_cpu_has(const char *flag);
+/* The vector unit: BYTES a vector and REGS vector registers.  AVX-512, AVX,
+ * else 16-byte vectors (32 registers with ARM's asimd, else 16). */
+void sch_host_vector_unit(int *bytes, int *regs);
+
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 /* What the layout pass (lang/pass_layout.c) asks: the tile size along
@@ -272,6 +400,10 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
 Schedule *sch_default(SchedState *st, const Schedule *written);
+/* Does the written schedule W (or NULL) name stage S, as a statement's
+ * stage or result or as compute_at's target?  Such a stage is the file's
+ * to schedule: the default and the tuner's space leave it alone. */
+bool sch_mentioned(const Schedule *w, const SStage *s);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
  * rounds float sums and products differently, may turn max(+0, -0) into

@@ -49,43 +49,17 @@ static const char *const isa_flags[] = {
     "avx512_bf16", "avx512_fp16", "amx_tile", "amx_bf16", "asimd", "sve", "sve2",
 };
 
+/* The CPU's model and the extensions of isa_flags it has, as
+ * sched/host.c reads them (the space's vector widths come from there too). */
 static void read_cpuinfo(Machine *m)
 {
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    char *line = NULL;
-    size_t cap = 0;
-    bool have_flags = false;
-    while (f && getline(&line, &cap, f) > 0) {
-        char *colon = strchr(line, ':');
-        if (!colon)
+    snprintf(m->cpu, sizeof m->cpu, "%s", sch_host_cpu_model());
+    for (size_t i = 0; i < sizeof isa_flags / sizeof isa_flags[0]; i++) {
+        if (!sch_host_cpu_has(isa_flags[i]))
             continue;
-        char *value = colon + 1;
-        value += strspn(value, " \t");
-        value[strcspn(value, "\n")] = '\0';
-        if (!m->cpu[0] && (strncmp(line, "model name", 10) == 0 || strncmp(line, "Model", 5) == 0 ||
-                           strncmp(line, "cpu model", 9) == 0))
-            snprintf(m->cpu, sizeof m->cpu, "%s", value);
-        if (!have_flags && (strncmp(line, "flags", 5) == 0 || strncmp(line, "Features", 8) == 0)) {
-            have_flags = true;
-            for (size_t i = 0; i < sizeof isa_flags / sizeof isa_flags[0]; i++) {
-                char *p = value;
-                size_t n = strlen(isa_flags[i]);
-                bool found = false;
-                while (!found && (p = strstr(p, isa_flags[i]))) {
-                    found = (p == value || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0');
-                    p += n;
-                }
-                if (found) {
-                    size_t len = strlen(m->isa);
-                    snprintf(m->isa + len, sizeof m->isa - len, "%s%s", len ? " " : "",
-                             isa_flags[i]);
-                }
-            }
-        }
+        size_t len = strlen(m->isa);
+        snprintf(m->isa + len, sizeof m->isa - len, "%s%s", len ? " " : "", isa_flags[i]);
     }
-    free(line);
-    if (f)
-        fclose(f);
     if (!m->cpu[0]) {
         struct utsname u;
         snprintf(m->cpu, sizeof m->cpu, "%s", uname(&u) == 0 ? u.machine : "unknown");

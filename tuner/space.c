@@ -77,7 +77,14 @@
  *          A point becomes the file's statements (if any) followed by the
  *          generated ones; sch_default then schedules the rest (inlining
  *          the intermediates), exactly as a build of the tuned schedule
- *          will.
+ *          will.  The statements of every form are sched/template.c's
+ *          (sch_template_*, the templates the default schedule also
+ *          uses at its own point), and so are the rule that gives a
+ *          stage its form (sch_form_of, the default's) and the fresh
+ *          names a point gives new loops and stages
+ *          (sch_template_names): this file holds the parameters, their
+ *          legality, the configurations and the search, and fills a
+ *          template's numbers from a point (emit_plan).
  *
  * Legality: the rules of each plan prune what cannot apply or cannot pay
  * before anything is built (a variant that needs a split it does not
@@ -116,13 +123,6 @@
 
 #define AUTO_SPACE_VERSION "auto-v3"
 
-typedef enum PlanKind {
-    PLAN_MATMUL,   /* a register-tiled reduction over >= 2 spatial axes */
-    PLAN_ELEMWISE, /* an elementwise stage */
-    PLAN_REDUCE,   /* any other reduction */
-    PLAN_CUDA_TILED, /* cuda: a reduction over >= 2 spatial axes */
-    PLAN_CUDA_FLAT,  /* cuda: any other root stage */
-} PlanKind;
 
 /* Param offsets within a plan, by kind. */
 enum { M_TI, M_TJ, M_TK, M_ORDER, M_UI, M_UK, M_VEC, M_PAR, M_FORM, M_COUNT };
@@ -140,35 +140,24 @@ enum { PLAN_PARAMS_MAX = M_COUNT };
 _Static_assert((int)C_COUNT <= (int)PLAN_PARAMS_MAX, "a cuda plan has too many parameters");
 
 struct StagePlan {
-    PlanKind kind;
+    SchForm kind;          /* which of sched/template.c's forms */
     const char *stage;
     int first;             /* its first Param in Space.params */
     int nparams;
-    const char **svar;     /* the spatial loops' names, outermost first */
-    int nsvars;
-    const char **rvar;     /* the reduction loops' names */
-    int nrvars;
-    int rsplit;            /* the reduction axis tk splits */
-    int64_t rsplit_extent;
+    SchLoops loops;        /* the stage's loops and the names its statements
+                              give new loops and stages */
+    int64_t rsplit_extent; /* the length of the reduction axis tk splits */
     int lanes;             /* vector lanes of the stage's dtype */
     int regs;              /* vector registers */
-    /* names of the loops the statements create */
-    const char *io, *ii, *jo, *ji, *ko, *ki, *fused;
     /* matmul: the tile sizes each form allows (the ti and tj Params hold
-       their union), and the micro-kernel's accumulator stage */
+       their union) */
     int64_t loop_ti[SIZES_MAX], loop_tj[SIZES_MAX], micro_ti[SIZES_MAX], micro_tj[SIZES_MAX];
     int nloop_ti, nloop_tj, nmicro_ti, nmicro_tj;
-    const char *acc;
-    /* cuda: the loops the statements create (io, jo, ko, ki above too) */
-    const char *it, *ib, *ir, *jt, *jb, *jr, *bx, *tx;
-    const char **bz;       /* the batch axes fused: bz[0] = svar0 x svar1, ... */
     int64_t iext, jext, batch, total;
-    /* cuda: the operands staged in shared memory at ko, each tile's
-       extents given by the role of each of its dimensions */
-    const char *staged[TE_MAX_RANK], *staged_as[TE_MAX_RANK];
+    /* cuda: the operands staged in shared memory at ko (loops.staged),
+       each tile's extents given by the role of each of its dimensions */
     char staged_role[TE_MAX_RANK][TE_MAX_RANK]; /* 'i', 'j', 'k' or 1 */
     int staged_rank[TE_MAX_RANK], staged_bytes[TE_MAX_RANK];
-    int nstaged;
     int64_t smem_limit;    /* the device's, or CUDA_DEFAULT_SMEM */
     int min_threads;       /* a warp, or all the tile allows */
     /* the legal local points: nlegal tuples of nparams value indices */
@@ -187,49 +176,6 @@ uint64_t tune_rand(uint64_t *state)
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
-}
-
-/* ------------------------------------------------------------------ */
-/* The machine's vectors.                                              */
-
-static bool cpu_has(const char *flag)
-{
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f)
-        return false;
-    char *line = NULL;
-    size_t cap = 0;
-    bool found = false;
-    while (!found && getline(&line, &cap, f) > 0) {
-        if (strncmp(line, "flags", 5) != 0)
-            continue;
-        for (char *w = strtok(line + 5, " \t\n:"); w && !found; w = strtok(NULL, " \t\n:"))
-            found = strcmp(w, flag) == 0;
-        break;
-    }
-    free(line);
-    fclose(f);
-    return found;
-}
-
-/* Vector bytes and registers: AVX-512, AVX, else 16-byte vectors. */
-static void vector_unit(int *bytes, int *regs)
-{
-    static int cached_bytes, cached_regs;
-    if (!cached_bytes) {
-        if (cpu_has("avx512f")) {
-            cached_bytes = 64;
-            cached_regs = 32;
-        } else if (cpu_has("avx")) {
-            cached_bytes = 32;
-            cached_regs = 16;
-        } else {
-            cached_bytes = 16;
-            cached_regs = cpu_has("asimd") ? 32 : 16;
-        }
-    }
-    *bytes = cached_bytes;
-    *regs = cached_regs;
 }
 
 /* ------------------------------------------------------------------ */
@@ -281,36 +227,6 @@ static int sizes(int64_t *out, const int64_t *cand, int n, int64_t extent, int64
     return k;
 }
 
-/* Does the written schedule W name stage S (as default.c decides)? */
-static bool mentioned(const Schedule *w, const SStage *s)
-{
-    for (int i = 0; w && i < w->nstmts; i++) {
-        const SchedStmt *st = w->stmts[i];
-        if (sch_stage_named(s, st->stage) || (st->result && sch_stage_named(s, st->result)))
-            return true;
-        if (st->nargs > 0 && st->args[0].kind == SA_NAME && strcmp(st->prim, "compute_at") == 0 &&
-            sch_stage_named(s, st->args[0].name))
-            return true;
-    }
-    return false;
-}
-
-/* A loop name for STAGE made from BASE and SUFFIX that no loop of S has
- * and none of the names already taken (TAKEN, N). */
-static const char *fresh_name(Arena *a, SStage *s, const char *base, const char *suffix,
-                              const char **taken, int n)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
-                                        : arena_printf(a, "%s_%s%d", base, suffix, attempt);
-        bool clash = sch_find_loop(s, name) != NULL;
-        for (int i = 0; i < n && !clash; i++)
-            clash = strcmp(taken[i], name) == 0;
-        if (!clash)
-            return name;
-    }
-}
-
 static bool plan_legal(const StagePlan *p, const int64_t *v);
 
 /* Enumerates the plan's local points that pass its rules. */
@@ -342,58 +258,22 @@ static void enumerate_plan(Arena *a, StagePlan *p, Param **params)
     p->nlegal = count;
 }
 
-static StagePlan *new_plan(SpaceBuilder *b, SStage *s, PlanKind kind)
+static StagePlan *new_plan(SpaceBuilder *b, SStage *s, SchForm kind)
 {
     Arena *a = b->a;
     StagePlan *p = arena_alloc(a, sizeof *p);
     p->kind = kind;
     p->stage = s->name;
-    p->nsvars = s->nsvars;
-    p->nrvars = s->nrvars;
-    p->svar = arena_alloc(a, sizeof *p->svar * (size_t)(s->nsvars + 1));
-    p->rvar = arena_alloc(a, sizeof *p->rvar * (size_t)(s->nrvars + 1));
-    /* the loops of an unscheduled stage: one per variable, in order */
-    for (int i = 0; i < s->nsvars; i++)
-        p->svar[i] = ((Loop *)s->loops.items[i])->name;
-    for (int i = 0; i < s->nrvars; i++) {
-        p->rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;
-        if (s->rvars[i]->extent > p->rsplit_extent) {
-            p->rsplit = i;
-            p->rsplit_extent = s->rvars[i]->extent;
-        }
-    }
+    sch_template_names(a, b->st, s, kind, &p->loops);
+    if (s->nrvars > 0)
+        p->rsplit_extent = s->rvars[p->loops.rsplit]->extent;
     int bytes;
-    vector_unit(&bytes, &p->regs);
+    sch_host_vector_unit(&bytes, &p->regs);
     p->lanes = bytes / dtype_bytes(s->tensor->dtype);
     if (p->lanes > 16)
         p->lanes = 16;
     if (p->lanes < 1)
         p->lanes = 1;
-    const char *taken[8];
-    int nt = 0;
-    if (s->nsvars >= 1) {
-        const char *j = p->svar[s->nsvars - 1];
-        p->jo = fresh_name(a, s, j, "o", taken, nt);
-        taken[nt++] = p->jo;
-        p->ji = fresh_name(a, s, j, "i", taken, nt);
-        taken[nt++] = p->ji;
-    }
-    if (s->nsvars >= 2) {
-        const char *i = p->svar[s->nsvars - 2];
-        p->io = fresh_name(a, s, i, "o", taken, nt);
-        taken[nt++] = p->io;
-        p->ii = fresh_name(a, s, i, "i", taken, nt);
-        taken[nt++] = p->ii;
-    }
-    if (s->nrvars >= 1) {
-        const char *k = p->rvar[p->rsplit];
-        p->ko = fresh_name(a, s, k, "o", taken, nt);
-        taken[nt++] = p->ko;
-        p->ki = fresh_name(a, s, k, "i", taken, nt);
-        taken[nt++] = p->ki;
-    }
-    p->fused = fresh_name(a, s, "f", "", taken, nt);
-        taken[nt++] = p->fused;
     p->first = b->params.len;
     return p;
 }
@@ -422,20 +302,9 @@ static int merge_sizes(int64_t *out, int n, const int64_t *set, int nset)
     return n;
 }
 
-/* A stage name made from BASE and SUFFIX that no stage has. */
-static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const char *suffix)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
-                                        : arena_printf(a, "%s%s%d", base, suffix, attempt);
-        if (!sch_find_stage(st, name))
-            return name;
-    }
-}
-
 static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_MATMUL);
+    StagePlan *p = new_plan(b, s, SCH_FORM_MATMUL);
     int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
     int64_t v[2 * SIZES_MAX];
     int n;
@@ -457,8 +326,6 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
         if (i * p->lanes <= jext)
             p->micro_tj[p->nmicro_tj++] = i * p->lanes;
     bool micro = p->nmicro_ti > 0 && p->nmicro_tj > 0;
-    if (micro)
-        p->acc = fresh_stage(a, b->st, st, "_acc");
     n = merge_sizes(v, 0, p->loop_ti, p->nloop_ti);
     n = micro ? merge_sizes(v, n, p->micro_ti, p->nmicro_ti) : n;
     add_param(b, arena_printf(a, "%s.ti", st), v, n, false, plan);
@@ -481,7 +348,7 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 
 static void plan_elementwise(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_ELEMWISE);
+    StagePlan *p = new_plan(b, s, SCH_FORM_ELEMWISE);
     int64_t inner = s->svars[s->nsvars - 1]->extent;
     int64_t v[8];
     int n = 0;
@@ -501,7 +368,7 @@ static void plan_elementwise(SpaceBuilder *b, SStage *s, int plan)
 
 static void plan_reduce(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_REDUCE);
+    StagePlan *p = new_plan(b, s, SCH_FORM_REDUCE);
     static const int64_t tk[] = { 0, 4, 8 }, par[] = { 0, 1, 2 };
     int64_t v[4];
     int n = sizes(v, tk, 3, p->rsplit_extent, p->rsplit_extent - 1);
@@ -543,33 +410,6 @@ static int pow2_sizes(int64_t *out, const int64_t *cand, int n, int64_t extent)
     return k;
 }
 
-/* The CUDA loop names of a plan: BASE + SUFFIX, fresh among S's loops and
- * the ones named before. */
-typedef struct Names {
-    Arena *a;
-    SStage *s;
-    const char *taken[TE_MAX_RANK + 24];
-    int n;
-} Names;
-
-static const char *take(Names *nm, const char *base, const char *suffix)
-{
-    const char *name = fresh_name(nm->a, nm->s, base, suffix, nm->taken, nm->n);
-    nm->taken[nm->n++] = name;
-    return name;
-}
-
-/* The names of COUNT loops fused one after another (the first fuses the
- * two outermost axes, each next one adds an axis); the last, the whole,
- * is called LAST. */
-static const char **fused_names(Names *nm, int count, const char *last)
-{
-    const char **out = arena_alloc(nm->a, sizeof *out * (size_t)(count + 1));
-    for (int i = 0; i < count; i++)
-        out[i] = take(nm, i + 1 == count ? last : "f", "");
-    return out;
-}
-
 /* The role of each index of T's loads in S's value: 'i' or 'j' (the two
  * innermost spatial axes), 'k' (the reduction axis) or 1 (a batch axis,
  * one value per block).  T is one of sch_cuda_staged_operands', read at
@@ -593,23 +433,6 @@ static int load_roles(const Expr *e, const Tensor *t, const SStage *s, char *rol
     return -1;
 }
 
-/* A stage or input name nobody uses, for a cache stage. */
-static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base, const char **taken,
-                                     int ntaken)
-{
-    for (int attempt = 0;; attempt++) {
-        const char *name = attempt == 0 ? arena_printf(a, "%s_shared", base)
-                                        : arena_printf(a, "%s_shared%d", base, attempt + 1);
-        bool used = sch_find_stage(st, name) != NULL;
-        for (int i = 0; i < st->g->ninputs && !used; i++)
-            used = strcmp(st->g->inputs[i]->name, name) == 0;
-        for (int i = 0; i < ntaken && !used; i++)
-            used = strcmp(taken[i], name) == 0;
-        if (!used)
-            return name;
-    }
-}
-
 /* A reduction over >= 2 spatial axes, as sched/default_cuda.c tiles it:
  *   bm x bn   the block's tile of outputs (i, j)
  *   tm x tn   each thread's tile: (bm/tm) x (bn/tn) threads, a thread's
@@ -621,19 +444,9 @@ static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
  *   unroll    ki and the thread's tile unrolled */
 static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_limit)
 {
-    StagePlan *p = new_plan(b, s, PLAN_CUDA_TILED);
+    StagePlan *p = new_plan(b, s, SCH_FORM_CUDA_TILE);
     Arena *a = b->a;
     int n = s->nsvars;
-    const char *i = p->svar[n - 2], *j = p->svar[n - 1], *k = p->rvar[p->rsplit];
-    Names nm = { a, s, { 0 }, 0 };
-    /* two or more batch axes are fused into one loop for block.z; a
-       single one is that loop itself */
-    p->bz = n > 3 ? fused_names(&nm, n - 3, "bz") : NULL;
-    p->io = take(&nm, i, "o"), p->ib = take(&nm, i, "b"), p->ir = take(&nm, i, "r");
-    p->it = take(&nm, i, "t");
-    p->jo = take(&nm, j, "o"), p->jb = take(&nm, j, "b"), p->jr = take(&nm, j, "r");
-    p->jt = take(&nm, j, "t");
-    p->ko = take(&nm, k, "o"), p->ki = take(&nm, k, "i");
     p->iext = s->svars[n - 2]->extent;
     p->jext = s->svars[n - 1]->extent;
     p->batch = 1;
@@ -643,11 +456,11 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
     /* a warp at least, unless the whole tile has fewer outputs */
     int64_t most = pow2_at_least(p->iext) * pow2_at_least(p->jext);
     p->min_threads = most < 32 ? (int)most : 32;
+    /* the shape of each tile the form stages (loops.staged, the same
+       operands in the same order), for staged_smem */
     const Tensor *staged[TE_MAX_RANK];
-    p->nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(b->st, s, staged) : 0;
-    for (int t = 0; t < p->nstaged; t++) {
-        p->staged[t] = staged[t]->name;
-        p->staged_as[t] = fresh_cache_stage(a, b->st, staged[t]->name, p->staged_as, t);
+    sch_cuda_staged_operands(b->st, s, staged);
+    for (int t = 0; t < p->loops.nstaged; t++) {
         p->staged_rank[t] = load_roles(s->value, staged[t], s, p->staged_role[t]);
         p->staged_bytes[t] = dtype_bytes(staged[t]->dtype);
     }
@@ -663,8 +476,8 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
     add_param(b, arena_printf(a, "%s.tn", s->name), threads, 4, false, plan);
     nv = sizes(v, bk, 4, p->rsplit_extent, p->rsplit_extent);
     add_param(b, arena_printf(a, "%s.bk", s->name), v, nv, false, plan);
-    add_param(b, arena_printf(a, "%s.stage", s->name), flag, p->nstaged ? 2 : 1, true, plan);
-    add_param(b, arena_printf(a, "%s.pipe", s->name), pipe, p->nstaged ? 3 : 1, false, plan);
+    add_param(b, arena_printf(a, "%s.stage", s->name), flag, p->loops.nstaged ? 2 : 1, true, plan);
+    add_param(b, arena_printf(a, "%s.pipe", s->name), pipe, p->loops.nstaged ? 3 : 1, false, plan);
     add_param(b, arena_printf(a, "%s.unroll", s->name), flag, 2, false, plan);
     p->nparams = C_COUNT;
     vec_push(a, &b->plans, p);
@@ -675,16 +488,8 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
  * may split its longest axis by TK and unroll the inner part. */
 static void plan_cuda_flat(SpaceBuilder *b, SStage *s, int plan)
 {
-    StagePlan *p = new_plan(b, s, PLAN_CUDA_FLAT);
+    StagePlan *p = new_plan(b, s, SCH_FORM_CUDA_FLAT);
     Arena *a = b->a;
-    Names nm = { a, s, { 0 }, 0 };
-    p->bz = s->nsvars > 1 ? fused_names(&nm, s->nsvars - 1, "f") : NULL;
-    p->bx = take(&nm, "b", "x");
-    p->tx = take(&nm, "t", "x");
-    if (s->nrvars > 0) {
-        p->ko = take(&nm, p->rvar[p->rsplit], "o");
-        p->ki = take(&nm, p->rvar[p->rsplit], "i");
-    }
     p->total = 1;
     for (int d = 0; d < s->nsvars; d++)
         p->total *= s->svars[d]->extent;
@@ -708,7 +513,7 @@ static int64_t staged_smem(const StagePlan *p, const int64_t *v)
     if (!v[C_STAGE])
         return 0;
     int64_t total = 0;
-    for (int t = 0; t < p->nstaged; t++) {
+    for (int t = 0; t < p->loops.nstaged; t++) {
         int64_t elems = 1;
         for (int d = 0; d < p->staged_rank[t]; d++) {
             char r = p->staged_role[t][d];
@@ -795,6 +600,16 @@ static void cuda_smem_limit(Space *sp, bool ask)
     }
 }
 
+/* Does S get a plan?  The root stages the default schedule gives loops of
+ * their own (outputs and reductions, neither inlined nor computed at
+ * another), unless the file's schedule WRITTEN names them, with one loop
+ * a variable (a plan's names are those of an unscheduled stage). */
+static bool planned(const SStage *s, const Schedule *written)
+{
+    return !s->inlined && !s->attach && s->nsvars > 0 && !sch_mentioned(written, s) &&
+           (s->tensor->is_output || s->is_reduce) && s->loops.len == s->nsvars + s->nrvars;
+}
+
 Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target)
 {
     Space *sp = arena_alloc(a, sizeof *sp);
@@ -826,18 +641,18 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
         if (strcmp(target, "cpu") == 0) {
             for (int i = 0; i < st->stages.len; i++) {
                 SStage *s = st->stages.items[i];
-                if (s->inlined || s->attach || s->nsvars == 0 || mentioned(written, s) ||
-                    (!s->tensor->is_output && !s->is_reduce) || s->loops.len != s->nsvars + s->nrvars)
+                if (!planned(s, written))
                     continue;
                 int bytes, regs;
-                vector_unit(&bytes, &regs);
+                sch_host_vector_unit(&bytes, &regs);
                 int lanes = bytes / dtype_bytes(s->tensor->dtype);
                 if (lanes > 16)
                     lanes = 16;
                 int plan = b.plans.len;
-                if (s->is_reduce && s->nsvars >= 2 && s->svars[s->nsvars - 1]->extent >= lanes)
+                SchForm form = sch_form_of(st, s, lanes);
+                if (form == SCH_FORM_MATMUL)
                     plan_matmul(&b, s, plan);
-                else if (!s->is_reduce)
+                else if (form == SCH_FORM_ELEMWISE)
                     plan_elementwise(&b, s, plan);
                 else
                     plan_reduce(&b, s, plan);
@@ -848,11 +663,9 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
             for (int pass = 0; pass < 2; pass++) {
                 for (int i = 0; i < st->stages.len; i++) {
                     SStage *s = st->stages.items[i];
-                    if (s->inlined || s->attach || s->nsvars == 0 || mentioned(written, s) ||
-                        (!s->tensor->is_output && !s->is_reduce) ||
-                        s->loops.len != s->nsvars + s->nrvars)
+                    if (!planned(s, written))
                         continue;
-                    bool is_tiled = s->is_reduce && s->nsvars >= 2;
+                    bool is_tiled = sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE;
                     if (pass == 0) {
                         tiled = tiled || is_tiled;
                         continue;
@@ -874,10 +687,10 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
         for (int i = 0; i < sp->nplans; i++) {
             StagePlan *p = sp->plans[i];
             p->stage = arena_strdup(keep, p->stage);
-            for (int k = 0; k < p->nsvars; k++)
-                p->svar[k] = arena_strdup(keep, p->svar[k]);
-            for (int k = 0; k < p->nrvars; k++)
-                p->rvar[k] = arena_strdup(keep, p->rvar[k]);
+            for (int k = 0; k < p->loops.nsvars; k++)
+                p->loops.svar[k] = arena_strdup(keep, p->loops.svar[k]);
+            for (int k = 0; k < p->loops.nrvars; k++)
+                p->loops.rvar[k] = arena_strdup(keep, p->loops.rvar[k]);
         }
         arena_free(&scratch);
     }
@@ -904,12 +717,12 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
 }
 
 /* ------------------------------------------------------------------ */
-/* Legality and statements.                                            */
+/* Legality, and the statements of a point.                            */
 
 static bool plan_legal(const StagePlan *p, const int64_t *v)
 {
     switch (p->kind) {
-    case PLAN_MATMUL: {
+    case SCH_FORM_MATMUL: {
         int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
         if (ti * ((tj + p->lanes - 1) / p->lanes) > p->regs)
             return false; /* more accumulators than vector registers */
@@ -927,14 +740,14 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false;
         if (v[M_UI] && ti == 1)
             return false; /* the same point as ui = 0 */
-        if (v[M_PAR] == 1 && p->nsvars == 2 && order == 3)
+        if (v[M_PAR] == 1 && p->loops.nsvars == 2 && order == 3)
             return false; /* would fuse io with the reduction */
         return true;
     }
-    case PLAN_ELEMWISE: {
+    case SCH_FORM_ELEMWISE: {
         if (v[E_VS] == 0 && v[E_PAR] == 2)
             return false; /* no statement: the default schedule's point */
-        int loops = p->nsvars + (v[E_VS] > 1);
+        int loops = p->loops.nsvars + (v[E_VS] > 1);
         int outer = v[E_VS] >= 1 ? loops - 1 : loops; /* loops outside the vector */
         if (v[E_PAR] == 0 && outer < 1)
             return false;
@@ -942,17 +755,17 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false;
         return true;
     }
-    case PLAN_REDUCE:
+    case SCH_FORM_REDUCE:
         if (v[R_TK] == 0 && v[R_PAR] == 2 && v[R_VEC] == 0)
             return false; /* no statement: the default schedule's point
                              (which tk 0, par 0 and, where offered, vec 1
                              also writes: the tuner measures it again) */
-        if (v[R_VEC] && v[R_TK] > 0 && p->rsplit == p->nrvars - 1)
+        if (v[R_VEC] && v[R_TK] > 0 && p->loops.rsplit == p->loops.nrvars - 1)
             return false; /* the split's inner part is unrolled */
-        if (v[R_PAR] == 1 && p->nsvars < 2)
+        if (v[R_PAR] == 1 && p->loops.nsvars < 2)
             return false;
         return true;
-    case PLAN_CUDA_TILED: {
+    case SCH_FORM_CUDA_TILE: {
         int64_t bm = v[C_BM], bn = v[C_BN], tm = v[C_TM], tn = v[C_TN], bk = v[C_BK];
         if (tm > bm || tn > bn)
             return false;
@@ -976,7 +789,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false;
         return true;
     }
-    case PLAN_CUDA_FLAT:
+    case SCH_FORM_CUDA_FLAT:
         return true;
     }
     return false;
@@ -993,332 +806,6 @@ bool tune_space_legal(const Space *sp, const int *point)
             return false;
     }
     return true;
-}
-
-typedef struct Emitter {
-    Arena *a;
-    const char *stage;
-    PtrVec stmts;
-} Emitter;
-
-static SchedStmt *emit(Emitter *e, const char *prim, int nargs)
-{
-    SchedStmt *s = arena_alloc(e->a, sizeof *s);
-    s->stage = e->stage;
-    s->prim = prim;
-    s->args = arena_alloc(e->a, sizeof *s->args * (size_t)(nargs + 1));
-    s->nargs = nargs;
-    s->outs = arena_alloc(e->a, sizeof *s->outs * 4);
-    s->out_spans = arena_alloc(e->a, sizeof *s->out_spans * 4);
-    vec_push(e->a, &e->stmts, s);
-    return s;
-}
-
-static void emit_loop(Emitter *e, const char *prim, const char *loop)
-{
-    SchedStmt *s = emit(e, prim, 1);
-    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
-}
-
-static void emit_split(Emitter *e, const char *loop, int64_t f, const char *o, const char *i)
-{
-    SchedStmt *s = emit(e, "split", 2);
-    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
-    s->args[1] = (SchedArg){ .kind = SA_INT, .ival = f };
-    s->outs[0] = o;
-    s->outs[1] = i;
-    s->nouts = 2;
-}
-
-static void emit_fuse(Emitter *e, const char *x, const char *y, const char *f)
-{
-    SchedStmt *s = emit(e, "fuse", 2);
-    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = x };
-    s->args[1] = (SchedArg){ .kind = SA_NAME, .name = y };
-    s->outs[0] = f;
-    s->nouts = 1;
-}
-
-static void emit_parallel(Emitter *e, const StagePlan *p, const char *first, const char *second,
-                          int64_t par)
-{
-    if (par == 0) {
-        emit_loop(e, "parallel", first);
-    } else if (par == 1) {
-        emit_fuse(e, first, second, p->fused);
-        emit_loop(e, "parallel", p->fused);
-    }
-}
-
-/* The micro-kernel (form 1), as sched/default.c writes it:
- *   acc = S.cache_write(local);
- *   S.tile(i, j, ti, tj) -> io, jo, ii, ji;
- *   S.reorder(batch.., io, jo, ii, ji);     order 2: jo before io
- *   S.fuse(io, jo) -> f;                    par 1 (before compute_at,
- *                                           which pins the loop it names)
- *   acc.compute_at(S, jo);                  (the inner tile loop, or f)
- *   acc.reorder(k.., i, j); acc.unroll(i); acc.vectorize(j);
- *   S.vectorize(ji); S.parallel(the outermost loop, or f); */
-static void emit_micro(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    const char *i = p->svar[p->nsvars - 2], *j = p->svar[p->nsvars - 1];
-    SchedStmt *cw = emit(e, "cache_write", 1);
-    cw->args[0] = (SchedArg){ .kind = SA_NAME, .name = "local" };
-    cw->result = p->acc;
-    SchedStmt *t = emit(e, "tile", 4);
-    t->args[0] = (SchedArg){ .kind = SA_NAME, .name = i };
-    t->args[1] = (SchedArg){ .kind = SA_NAME, .name = j };
-    t->args[2] = (SchedArg){ .kind = SA_INT, .ival = v[M_TI] };
-    t->args[3] = (SchedArg){ .kind = SA_INT, .ival = v[M_TJ] };
-    t->outs[0] = p->io;
-    t->outs[1] = p->jo;
-    t->outs[2] = p->ii;
-    t->outs[3] = p->ji;
-    t->nouts = 4;
-    const char *outer = v[M_ORDER] == 2 ? p->jo : p->io;
-    const char *inner = v[M_ORDER] == 2 ? p->io : p->jo;
-    SchedStmt *r = emit(e, "reorder", p->nsvars + 2);
-    int n = 0;
-    for (int b = 0; b < p->nsvars - 2; b++)
-        r->args[n++] = (SchedArg){ .kind = SA_NAME, .name = p->svar[b] };
-    const char *order[] = { outer, inner, p->ii, p->ji };
-    for (int k = 0; k < 4; k++)
-        r->args[n++] = (SchedArg){ .kind = SA_NAME, .name = order[k] };
-    const char *at = inner, *par = p->nsvars > 2 ? p->svar[0] : outer;
-    if (v[M_PAR] == 1) {
-        emit_fuse(e, outer, inner, p->fused);
-        at = par = p->fused;
-    }
-    const char *stage = e->stage;
-    e->stage = p->acc;
-    SchedStmt *ca = emit(e, "compute_at", 2);
-    ca->args[0] = (SchedArg){ .kind = SA_NAME, .name = stage };
-    ca->args[1] = (SchedArg){ .kind = SA_NAME, .name = at };
-    SchedStmt *ar = emit(e, "reorder", p->nrvars + 2);
-    for (int k = 0; k < p->nrvars; k++)
-        ar->args[k] = (SchedArg){ .kind = SA_NAME, .name = p->rvar[k] };
-    ar->args[p->nrvars] = (SchedArg){ .kind = SA_NAME, .name = i };
-    ar->args[p->nrvars + 1] = (SchedArg){ .kind = SA_NAME, .name = j };
-    emit_loop(e, "unroll", i);
-    emit_loop(e, "vectorize", j);
-    e->stage = stage;
-    emit_loop(e, "vectorize", p->ji);
-    emit_loop(e, "parallel", par);
-}
-
-static void emit_matmul(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    if (v[M_FORM] == FORM_MICRO) {
-        emit_micro(e, p, v);
-        return;
-    }
-    const char *i = p->svar[p->nsvars - 2], *j = p->svar[p->nsvars - 1];
-    const char *k = p->rvar[p->rsplit];
-    int64_t ti = v[M_TI], tj = v[M_TJ], tk = v[M_TK], order = v[M_ORDER];
-    emit_split(e, j, tj, p->jo, p->ji);
-    const char *io = i, *ii = NULL, *ko = k, *ki = NULL;
-    if (ti > 1) {
-        emit_split(e, i, ti, p->io, p->ii);
-        io = p->io;
-        ii = p->ii;
-    }
-    if (tk > 0) {
-        emit_split(e, k, tk, p->ko, p->ki);
-        ko = p->ko;
-        ki = p->ki;
-    }
-    /* the new order: batch axes, then the variant's */
-    const char *loops[TE_MAX_RANK * 2 + 8];
-    int n = 0;
-    for (int b = 0; b < p->nsvars - 2; b++)
-        loops[n++] = p->svar[b];
-    int nbatch = n;
-    const char *red[TE_MAX_RANK + 1];
-    for (int r = 0; r < p->nrvars; r++)
-        red[r] = r == p->rsplit ? ko : p->rvar[r];
-#define PUT(x)                \
-    do {                      \
-        if (x)                \
-            loops[n++] = (x); \
-    } while (0)
-#define PUT_RED()                           \
-    for (int r = 0; r < p->nrvars; r++)     \
-    loops[n++] = red[r]
-    switch (order) {
-    case 0: PUT(io); PUT(p->jo); PUT_RED(); PUT(ki); PUT(ii); PUT(p->ji); break;
-    case 1: PUT(io); PUT(p->jo); PUT_RED(); PUT(ii); PUT(ki); PUT(p->ji); break;
-    case 2: PUT(p->jo); PUT(io); PUT_RED(); PUT(ki); PUT(ii); PUT(p->ji); break;
-    default: PUT(io); PUT_RED(); PUT(p->jo); PUT(ki); PUT(ii); PUT(p->ji); break;
-    }
-#undef PUT
-#undef PUT_RED
-    SchedStmt *r = emit(e, "reorder", n);
-    for (int x = 0; x < n; x++)
-        r->args[x] = (SchedArg){ .kind = SA_NAME, .name = loops[x] };
-    if (v[M_UI] && ii)
-        emit_loop(e, "unroll", ii);
-    if (v[M_UK] && ki)
-        emit_loop(e, "unroll", ki);
-    if (v[M_VEC])
-        emit_loop(e, "vectorize", p->ji);
-    (void)nbatch;
-    emit_parallel(e, p, loops[0], loops[1], v[M_PAR]);
-}
-
-static void emit_elementwise(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    const char *loops[TE_MAX_RANK + 2];
-    int n = 0;
-    for (int d = 0; d < p->nsvars; d++)
-        loops[n++] = p->svar[d];
-    const char *vec = NULL;
-    if (v[E_VS] > 1) {
-        emit_split(e, p->svar[p->nsvars - 1], v[E_VS], p->jo, p->ji);
-        loops[n - 1] = p->jo;
-        loops[n++] = p->ji;
-        vec = p->ji;
-    } else if (v[E_VS] == 1) {
-        vec = p->svar[p->nsvars - 1];
-    }
-    emit_parallel(e, p, loops[0], n > 1 ? loops[1] : NULL, v[E_PAR]);
-    if (vec)
-        emit_loop(e, "vectorize", vec);
-}
-
-static void emit_reduce(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    if (v[R_TK] > 0) {
-        emit_split(e, p->rvar[p->rsplit], v[R_TK], p->ko, p->ki);
-        emit_loop(e, "unroll", p->ki);
-    }
-    emit_parallel(e, p, p->svar[0], p->nsvars > 1 ? p->svar[1] : NULL, v[R_PAR]);
-    if (v[R_VEC])
-        emit_loop(e, "vectorize", p->rvar[p->nrvars - 1]);
-}
-
-static void emit_bind(Emitter *e, const char *loop, const char *axis)
-{
-    SchedStmt *s = emit(e, "bind", 2);
-    s->args[0] = (SchedArg){ .kind = SA_NAME, .name = loop };
-    s->args[1] = (SchedArg){ .kind = SA_NAME, .name = axis };
-}
-
-/* The loops AXES (N, adjacent, outermost first) fused into one, the
- * fused loops called NAMES[0..n-2]; the name of the whole. */
-static const char *emit_fuse_axes(Emitter *e, const char *const *axes, int n, const char **names)
-{
-    const char *f = axes[0];
-    for (int d = 1; d < n; d++) {
-        emit_fuse(e, f, axes[d], names[d - 1]);
-        f = names[d - 1];
-    }
-    return f;
-}
-
-/* A tiled CUDA point, the statements sched/default_cuda.c writes for its
- * own tile (with bk 16, stage 1, pipe 2, unroll 1):
- *   S.fuse(batch axes) -> bz;                      (two or more)
- *   S.split(i, bm) -> io, ib; S.split(ib, bm/tm) -> ir, it;   (tm > 1;
- *                                      else S.split(i, bm) -> io, it)
- *   the same for j;  S.split(k, bk) -> ko, ki;     (bk > 0)
- *   S.reorder(bz, io, jo, ko, it, jt, ki or the reduction axes, ir, jr);
- *   S.bind(bz, block.z); S.bind(io, block.y); S.bind(jo, block.x);
- *   S.bind(it, thread.y); S.bind(jt, thread.x);
- *   S.unroll(ki); S.unroll(ir); S.unroll(jr);      (unroll)
- *   X_shared = X.cache_read(shared, S) at ko;      (stage, each operand)
- *   S.pipeline(ko, pipe);                          (pipe > 1) */
-static void emit_cuda_tiled(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    int n = p->nsvars;
-    const char *i = p->svar[n - 2], *j = p->svar[n - 1];
-    int64_t bm = v[C_BM], bn = v[C_BN], tm = v[C_TM], tn = v[C_TN], bk = v[C_BK];
-    const char *loops[TE_MAX_RANK * 2 + 8];
-    int nl = 0;
-    const char *bz = NULL;
-    if (n > 2) {
-        bz = emit_fuse_axes(e, p->svar, n - 2, p->bz);
-        loops[nl++] = bz;
-    }
-    const char *ir = NULL, *jr = NULL, *ko = NULL, *ki = NULL;
-    if (tm > 1) {
-        emit_split(e, i, bm, p->io, p->ib);
-        emit_split(e, p->ib, bm / tm, p->ir, p->it);
-        ir = p->ir;
-    } else {
-        emit_split(e, i, bm, p->io, p->it);
-    }
-    if (tn > 1) {
-        emit_split(e, j, bn, p->jo, p->jb);
-        emit_split(e, p->jb, bn / tn, p->jr, p->jt);
-        jr = p->jr;
-    } else {
-        emit_split(e, j, bn, p->jo, p->jt);
-    }
-    if (bk > 0) {
-        emit_split(e, p->rvar[p->rsplit], bk, p->ko, p->ki);
-        ko = p->ko;
-        ki = p->ki;
-    }
-    loops[nl++] = p->io;
-    loops[nl++] = p->jo;
-    if (ko)
-        loops[nl++] = ko;
-    loops[nl++] = p->it;
-    loops[nl++] = p->jt;
-    for (int r = 0; r < p->nrvars; r++)
-        loops[nl++] = r == p->rsplit && ki ? ki : p->rvar[r];
-    if (ir)
-        loops[nl++] = ir;
-    if (jr)
-        loops[nl++] = jr;
-    SchedStmt *r = emit(e, "reorder", nl);
-    for (int x = 0; x < nl; x++)
-        r->args[x] = (SchedArg){ .kind = SA_NAME, .name = loops[x] };
-    /* gridDim.y and .z are at most 65535: a loop too long stays a loop */
-    if (bz && p->batch <= 65535)
-        emit_bind(e, bz, "block.z");
-    if ((p->iext + bm - 1) / bm <= 65535)
-        emit_bind(e, p->io, "block.y");
-    emit_bind(e, p->jo, "block.x");
-    emit_bind(e, p->it, "thread.y");
-    emit_bind(e, p->jt, "thread.x");
-    if (v[C_UNROLL]) {
-        if (ki)
-            emit_loop(e, "unroll", ki);
-        if (ir)
-            emit_loop(e, "unroll", ir);
-        if (jr)
-            emit_loop(e, "unroll", jr);
-    }
-    for (int t = 0; v[C_STAGE] && t < p->nstaged; t++) {
-        SchedStmt *c = emit(e, "cache_read", 2);
-        c->stage = p->staged[t];
-        c->result = p->staged_as[t];
-        c->args[0] = (SchedArg){ .kind = SA_NAME, .name = "shared" };
-        c->args[1] = (SchedArg){ .kind = SA_NAME, .name = e->stage };
-        c->at = ko;
-    }
-    if (v[C_STAGE] && v[C_PIPE] > 1) {
-        SchedStmt *pl = emit(e, "pipeline", 2);
-        pl->args[0] = (SchedArg){ .kind = SA_NAME, .name = ko };
-        pl->args[1] = (SchedArg){ .kind = SA_INT, .ival = v[C_PIPE] };
-    }
-}
-
-/* A flat CUDA point:
- *   S.fuse(spatial axes) -> f;  S.split(f, threads) -> bx, tx;
- *   S.bind(bx, block.x); S.bind(tx, thread.x);
- *   S.split(k, tk) -> ko, ki; S.unroll(ki);        (tk > 0) */
-static void emit_cuda_flat(Emitter *e, const StagePlan *p, const int64_t *v)
-{
-    const char *f = emit_fuse_axes(e, p->svar, p->nsvars, p->bz);
-    emit_split(e, f, v[F_THREADS], p->bx, p->tx);
-    emit_bind(e, p->bx, "block.x");
-    emit_bind(e, p->tx, "thread.x");
-    if (v[F_TK] > 0) {
-        emit_split(e, p->rvar[p->rsplit], v[F_TK], p->ko, p->ki);
-        emit_loop(e, "unroll", p->ki);
-    }
 }
 
 static Schedule *copy_written(Arena *a, const Space *sp, const int *point, PtrVec *stmts)
@@ -1348,27 +835,58 @@ static Schedule *copy_written(Arena *a, const Space *sp, const int *point, PtrVe
     return s;
 }
 
+/* Plan P's statements at its values V, from its form's template in
+ * sched/template.c. */
+static void emit_plan(SchEmit *e, const StagePlan *p, const int64_t *v)
+{
+    const SchLoops *l = &p->loops;
+    switch (p->kind) {
+    case SCH_FORM_MATMUL:
+        if (v[M_FORM] == FORM_MICRO)
+            sch_template_micro(e, l, &(SchMicro){ .ti = v[M_TI], .tj = v[M_TJ],
+                                                  .order = (int)v[M_ORDER], .par = (int)v[M_PAR],
+                                                  .reorder_all = true });
+        else
+            sch_template_loop_nest(e, l, &(SchLoopNest){ .ti = v[M_TI], .tj = v[M_TJ],
+                                                         .tk = v[M_TK], .order = (int)v[M_ORDER],
+                                                         .unroll_i = v[M_UI], .unroll_k = v[M_UK],
+                                                         .vec = v[M_VEC], .par = (int)v[M_PAR] });
+        break;
+    case SCH_FORM_ELEMWISE:
+        sch_template_elementwise(e, l, &(SchElementwise){ .vs = v[E_VS], .par = (int)v[E_PAR] });
+        break;
+    case SCH_FORM_REDUCE:
+        sch_template_reduce(e, l, &(SchReduce){ .tk = v[R_TK], .par = (int)v[R_PAR],
+                                                .vec = v[R_VEC] });
+        break;
+    case SCH_FORM_CUDA_TILE:
+        sch_template_cuda_tile(e, l, &(SchCudaTile){ .bm = v[C_BM], .bn = v[C_BN], .tm = v[C_TM],
+                                                     .tn = v[C_TN], .bk = v[C_BK],
+                                                     .stage = v[C_STAGE], .pipe = v[C_PIPE],
+                                                     .unroll = v[C_UNROLL], .iext = p->iext,
+                                                     .batch = p->batch });
+        break;
+    case SCH_FORM_CUDA_FLAT:
+        sch_template_cuda_flat(e, l, &(SchCudaFlat){ .threads = v[F_THREADS], .tk = v[F_TK] });
+        break;
+    }
+}
+
 Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
 {
     PtrVec stmts = { 0 };
     Schedule *s = copy_written(a, sp, point, &stmts);
+    s->stmts = (SchedStmt **)stmts.items;
+    s->nstmts = stmts.len;
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
         int64_t v[PLAN_PARAMS_MAX];
         for (int k = 0; k < p->nparams; k++)
             v[k] = sp->params[p->first + k].values[point[p->first + k]];
-        Emitter e = { a, p->stage, stmts };
-        switch (p->kind) {
-        case PLAN_MATMUL: emit_matmul(&e, p, v); break;
-        case PLAN_ELEMWISE: emit_elementwise(&e, p, v); break;
-        case PLAN_REDUCE: emit_reduce(&e, p, v); break;
-        case PLAN_CUDA_TILED: emit_cuda_tiled(&e, p, v); break;
-        case PLAN_CUDA_FLAT: emit_cuda_flat(&e, p, v); break;
-        }
-        stmts = e.stmts;
+        /* no span: the user wrote none of these */
+        SchEmit e = { a, s, p->stage, { 0, 0 } };
+        emit_plan(&e, p, v);
     }
-    s->stmts = (SchedStmt **)stmts.items;
-    s->nstmts = stmts.len;
     return s;
 }
 
@@ -1502,7 +1020,7 @@ void tune_space_print(FILE *out, const Space *sp)
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
     bool tiled = false;
     for (int i = 0; i < sp->nplans; i++)
-        tiled = tiled || sp->plans[i]->kind == PLAN_CUDA_TILED;
+        tiled = tiled || sp->plans[i]->kind == SCH_FORM_CUDA_TILE;
     if (tiled)
         fprintf(out, "texc:   legal: 32 to 1024 threads a block (fewer only for tiles of fewer "
                      "outputs), at most 64 sums and ~255 registers a thread and 65536 a block, "
@@ -1522,27 +1040,27 @@ void tune_space_print(FILE *out, const Space *sp)
         const StagePlan *p = sp->plans[i];
         fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
                 p->nlegal == 1 ? "" : "s");
-        if (p->kind == PLAN_CUDA_TILED) {
+        if (p->kind == SCH_FORM_CUDA_TILE) {
             fprintf(out, ": blocks of bm x bn outputs (%s, %s to block.y, block.x), threads "
                          "of tm x tn (%s, %s to thread.y, thread.x), %s split by bk (0: not), ",
-                    p->io, p->jo, p->it, p->jt, p->rvar[p->rsplit]);
-            if (p->nstaged == 0)
+                    p->loops.io, p->loops.jo, p->loops.it, p->loops.jt, p->loops.rvar[p->loops.rsplit]);
+            if (p->loops.nstaged == 0)
                 fputs("no operand to stage in shared memory", out);
-            for (int t = 0; t < p->nstaged; t++)
-                fprintf(out, "%s%s", t ? " and " : "stage 1: ", p->staged[t]);
-            if (p->nstaged)
+            for (int t = 0; t < p->loops.nstaged; t++)
+                fprintf(out, "%s%s", t ? " and " : "stage 1: ", p->loops.staged[t]);
+            if (p->loops.nstaged)
                 fprintf(out, " staged in shared memory at %s, fetched pipe - 1 steps ahead",
-                        p->ko);
+                        p->loops.ko);
             fputs("; unroll 1: ki and the thread's tile unrolled\n", out);
             continue;
         }
-        if (p->kind == PLAN_CUDA_FLAT) {
+        if (p->kind == SCH_FORM_CUDA_FLAT) {
             fprintf(out, ": the spatial loops fused, split by threads into %s (block.x) and %s "
                          "(thread.x)%s\n",
-                    p->bx, p->tx, p->nrvars ? "; the reduction split by tk, unrolled (0: not)" : "");
+                    p->loops.bx, p->loops.tx, p->loops.nrvars ? "; the reduction split by tk, unrolled (0: not)" : "");
             continue;
         }
-        if (p->kind != PLAN_MATMUL) {
+        if (p->kind != SCH_FORM_MATMUL) {
             fputc('\n', out);
             continue;
         }
@@ -1553,7 +1071,7 @@ void tune_space_print(FILE *out, const Space *sp)
                 p->nlegal - micro, micro);
         if (!micro)
             continue;
-        fprintf(out, "texc:     form 1: %s = %s.cache_write(local), a ti x tj tile: ti in [", p->acc,
+        fprintf(out, "texc:     form 1: %s = %s.cache_write(local), a ti x tj tile: ti in [", p->loops.acc,
                 p->stage);
         for (int k = 0; k < p->nmicro_ti; k++)
             fprintf(out, "%s%lld", k ? ", " : "", (long long)p->micro_ti[k]);
@@ -1562,7 +1080,7 @@ void tune_space_print(FILE *out, const Space *sp)
             fprintf(out, "%s%lld", k ? ", " : "", (long long)p->micro_tj[k]);
         fprintf(out, "]; order 0 (%s outside) or 2 (%s outside); par 0 (outer tile loop) or 1 "
                      "(both, fused)\n",
-                p->io, p->jo);
+                p->loops.io, p->loops.jo);
     }
 }
 
@@ -1576,7 +1094,7 @@ bool tune_space_random(const Space *sp, uint64_t *rng, int *point)
             /* a matmul's forms are drawn equally often: the micro-kernels
                are few beside the loop nests, yet often the fastest */
             int pick = (int)(tune_rand(rng) % (uint64_t)p->nlegal);
-            if (p->kind == PLAN_MATMUL && tune_rand(rng) % 2) {
+            if (p->kind == SCH_FORM_MATMUL && tune_rand(rng) % 2) {
                 int micro = 0;
                 for (int k = 0; k < p->nlegal; k++)
                     micro += p->legal[k * p->nparams + M_FORM] == FORM_MICRO;

@@ -1,0 +1,553 @@
+/* template.c — the schedule templates: every form texc gives a stage's
+ * loops, each written once as a function of a few numbers.
+ *
+ * A template appends ordinary statements for one stage to a Schedule (so
+ * they print, replay and mutate like written ones).  Its numbers (an
+ * SchMicro, an SchCudaTile, ...) pick the point of the form; its names (an
+ * SchLoops) are the stage's loops and the loops and stages the statements
+ * create, chosen by the caller, since the two callers name them by their
+ * own rules:
+ *   - sched/default.c and sched/default_cuda.c, the default schedule: the
+ *     micro-kernel and the two CUDA forms at the default's point;
+ *   - tuner/space.c, the automatic search space: every form at every
+ *     point its legality rules let through.
+ * A template checks nothing: the callers keep its numbers to what
+ * sch_apply accepts (a split's factor at least 1, a ko for staging, ...).
+ * The CPU forms are documented in tuner/space.c's top comment (their
+ * parameters are the tuner's), the CUDA ones in sched/default_cuda.c's.
+ *
+ * Also here, since both callers need them and only the forms give them
+ * meaning: which form a root stage takes (sch_form_of), and the names
+ * the tuner's points give the loops and stages a form creates
+ * (sch_template_names: fresh among the stage's, so that any point of the
+ * space applies; the default's are shorter and its own, printed as they
+ * always were into every generated file).
+ */
+#include <string.h>
+
+#include "sched/sched.h"
+
+SchedArg sch_name_arg(const char *name)
+{
+    return (SchedArg){ .kind = SA_NAME, .name = name };
+}
+
+SchedArg sch_int_arg(int64_t v)
+{
+    return (SchedArg){ .kind = SA_INT, .ival = v };
+}
+
+SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs)
+{
+    Arena *a = e->arena;
+    SchedStmt *s = arena_alloc(a, sizeof *s);
+    s->span = s->stage_span = s->prim_span = e->span;
+    s->stage = e->stage;
+    s->prim = prim;
+    s->args = arena_alloc(a, sizeof *s->args * (size_t)(nargs + 1));
+    s->nargs = nargs;
+    s->outs = arena_alloc(a, sizeof *s->outs * 4);
+    s->out_spans = arena_alloc(a, sizeof *s->out_spans * 4);
+    Schedule *sched = e->sched;
+    PtrVec v = { (void **)sched->stmts, sched->nstmts, sched->nstmts };
+    vec_push(a, &v, s);
+    sched->stmts = (SchedStmt **)v.items;
+    sched->nstmts = v.len;
+    return s;
+}
+
+void sch_emit_loop(SchEmit *e, const char *prim, const char *loop)
+{
+    sch_emit(e, prim, 1)->args[0] = sch_name_arg(loop);
+}
+
+void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
+                    const char *inner)
+{
+    SchedStmt *s = sch_emit(e, "split", 2);
+    s->args[0] = sch_name_arg(loop);
+    s->args[1] = sch_int_arg(factor);
+    s->outs[0] = outer;
+    s->outs[1] = inner;
+    s->nouts = 2;
+}
+
+void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused)
+{
+    SchedStmt *s = sch_emit(e, "fuse", 2);
+    s->args[0] = sch_name_arg(x);
+    s->args[1] = sch_name_arg(y);
+    s->outs[0] = fused;
+    s->nouts = 1;
+}
+
+void sch_emit_bind(SchEmit *e, const char *loop, const char *axis)
+{
+    SchedStmt *s = sch_emit(e, "bind", 2);
+    s->args[0] = sch_name_arg(loop);
+    s->args[1] = sch_name_arg(axis);
+}
+
+void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l)
+{
+    l->svar = arena_alloc(a, sizeof *l->svar * (size_t)(s->nsvars + 1));
+    l->rvar = arena_alloc(a, sizeof *l->rvar * (size_t)(s->nrvars + 1));
+    for (int d = 0; d < s->nsvars; d++)
+        l->svar[d] = s->svars[d]->name;
+    for (int d = 0; d < s->nrvars; d++)
+        l->rvar[d] = s->rvars[d]->name;
+    l->nsvars = s->nsvars;
+    l->nrvars = s->nrvars;
+}
+
+/* S.reorder(LOOPS...), N of them. */
+static void emit_reorder(SchEmit *e, const char *const *loops, int n)
+{
+    SchedStmt *r = sch_emit(e, "reorder", n);
+    for (int x = 0; x < n; x++)
+        r->args[x] = sch_name_arg(loops[x]);
+}
+
+/* PAR 0: FIRST parallel; 1: FIRST and SECOND fused into L->fused, that
+ * parallel; 2: nothing (serial). */
+static void emit_parallel(SchEmit *e, const SchLoops *l, const char *first, const char *second,
+                          int par)
+{
+    if (par == 0) {
+        sch_emit_loop(e, "parallel", first);
+    } else if (par == 1) {
+        sch_emit_fuse(e, first, second, l->fused);
+        sch_emit_loop(e, "parallel", l->fused);
+    }
+}
+
+/* The loops AXES (N, adjacent, outermost first) fused into one, the
+ * fused loops called NAMES[0..n-2]; the name of the whole. */
+static const char *emit_fuse_axes(SchEmit *e, const char *const *axes, int n,
+                                  const char *const *names)
+{
+    const char *f = axes[0];
+    for (int d = 1; d < n; d++) {
+        sch_emit_fuse(e, f, axes[d], names[d - 1]);
+        f = names[d - 1];
+    }
+    return f;
+}
+
+/* The micro-kernel:
+ *   acc = S.cache_write(local);
+ *   S.tile(i, j, ti, tj) -> io, jo, ii, ji;
+ *   S.reorder(batch.., io, jo, ii, ji);     order 2: jo before io
+ *   S.fuse(io, jo) -> f;                    par 1 (before compute_at,
+ *                                           which pins the loop it names)
+ *   acc.compute_at(S, jo);                  (the inner tile loop, or f)
+ *   acc.reorder(k.., i, j); acc.unroll(i); acc.vectorize(j);
+ *   S.vectorize(ji); S.parallel(the outermost loop, or f); */
+void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
+{
+    const char *i = l->svar[l->nsvars - 2], *j = l->svar[l->nsvars - 1];
+    SchedStmt *cw = sch_emit(e, "cache_write", 1);
+    cw->args[0] = sch_name_arg("local");
+    cw->result = l->acc;
+    SchedStmt *t = sch_emit(e, "tile", 4);
+    t->args[0] = sch_name_arg(i);
+    t->args[1] = sch_name_arg(j);
+    t->args[2] = sch_int_arg(m->ti);
+    t->args[3] = sch_int_arg(m->tj);
+    t->outs[0] = l->io;
+    t->outs[1] = l->jo;
+    t->outs[2] = l->ii;
+    t->outs[3] = l->ji;
+    t->nouts = 4;
+    const char *outer = m->order == 2 ? l->jo : l->io;
+    const char *inner = m->order == 2 ? l->io : l->jo;
+    if (m->reorder_all) {
+        const char *loops[TE_MAX_RANK + 4];
+        int n = 0;
+        for (int b = 0; b < l->nsvars - 2; b++)
+            loops[n++] = l->svar[b];
+        loops[n++] = outer;
+        loops[n++] = inner;
+        loops[n++] = l->ii;
+        loops[n++] = l->ji;
+        emit_reorder(e, loops, n);
+    } else if (m->order == 2) {
+        emit_reorder(e, (const char *[]){ outer, inner }, 2);
+    }
+    const char *at = inner, *par = l->nsvars > 2 ? l->svar[0] : outer;
+    if (m->par == 1) {
+        sch_emit_fuse(e, outer, inner, l->fused);
+        at = par = l->fused;
+    }
+    const char *stage = e->stage;
+    e->stage = l->acc;
+    SchedStmt *ca = sch_emit(e, "compute_at", 2);
+    ca->args[0] = sch_name_arg(stage);
+    ca->args[1] = sch_name_arg(at);
+    const char *acc_order[TE_MAX_RANK + 2];
+    int n = 0;
+    for (int k = 0; k < l->nrvars; k++)
+        acc_order[n++] = l->rvar[k];
+    acc_order[n++] = i;
+    acc_order[n++] = j;
+    emit_reorder(e, acc_order, n);
+    sch_emit_loop(e, "unroll", i);
+    sch_emit_loop(e, "vectorize", j);
+    e->stage = stage;
+    sch_emit_loop(e, "vectorize", l->ji);
+    sch_emit_loop(e, "parallel", par);
+}
+
+/* The loop nest:
+ *   S.split(j, tj) -> jo, ji; S.split(i, ti) -> io, ii;   (ti > 1)
+ *   S.split(k, tk) -> ko, ki;                            (tk > 0)
+ *   S.reorder(batch.., the order's loops);
+ *   S.unroll(ii); S.unroll(ki); S.vectorize(ji);          (as asked)
+ *   the outermost loop (or the two outermost, fused) parallel */
+void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m)
+{
+    const char *i = l->svar[l->nsvars - 2], *j = l->svar[l->nsvars - 1];
+    const char *k = l->rvar[l->rsplit];
+    sch_emit_split(e, j, m->tj, l->jo, l->ji);
+    const char *io = i, *ii = NULL, *ko = k, *ki = NULL;
+    if (m->ti > 1) {
+        sch_emit_split(e, i, m->ti, l->io, l->ii);
+        io = l->io;
+        ii = l->ii;
+    }
+    if (m->tk > 0) {
+        sch_emit_split(e, k, m->tk, l->ko, l->ki);
+        ko = l->ko;
+        ki = l->ki;
+    }
+    /* the new order: batch axes, then the variant's */
+    const char *loops[TE_MAX_RANK * 2 + 8];
+    int n = 0;
+    for (int b = 0; b < l->nsvars - 2; b++)
+        loops[n++] = l->svar[b];
+    const char *red[TE_MAX_RANK + 1];
+    for (int r = 0; r < l->nrvars; r++)
+        red[r] = r == l->rsplit ? ko : l->rvar[r];
+#define PUT(x)                \
+    do {                      \
+        if (x)                \
+            loops[n++] = (x); \
+    } while (0)
+#define PUT_RED()                           \
+    for (int r = 0; r < l->nrvars; r++)     \
+    loops[n++] = red[r]
+    switch (m->order) {
+    case 0: PUT(io); PUT(l->jo); PUT_RED(); PUT(ki); PUT(ii); PUT(l->ji); break;
+    case 1: PUT(io); PUT(l->jo); PUT_RED(); PUT(ii); PUT(ki); PUT(l->ji); break;
+    case 2: PUT(l->jo); PUT(io); PUT_RED(); PUT(ki); PUT(ii); PUT(l->ji); break;
+    default: PUT(io); PUT_RED(); PUT(l->jo); PUT(ki); PUT(ii); PUT(l->ji); break;
+    }
+#undef PUT
+#undef PUT_RED
+    emit_reorder(e, loops, n);
+    if (m->unroll_i && ii)
+        sch_emit_loop(e, "unroll", ii);
+    if (m->unroll_k && ki)
+        sch_emit_loop(e, "unroll", ki);
+    if (m->vec)
+        sch_emit_loop(e, "vectorize", l->ji);
+    emit_parallel(e, l, loops[0], loops[1], m->par);
+}
+
+/* An elementwise stage:
+ *   S.split(j, vs) -> jo, ji;                 (vs > 1)
+ *   the outermost loop (or two, fused) parallel;
+ *   S.vectorize(ji, or j when vs is 1) */
+void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m)
+{
+    const char *loops[TE_MAX_RANK + 2] = { NULL }; /* (nsvars >= 1, as callers keep it) */
+    int n = 0;
+    for (int d = 0; d < l->nsvars; d++)
+        loops[n++] = l->svar[d];
+    const char *vec = NULL;
+    if (m->vs > 1) {
+        sch_emit_split(e, l->svar[l->nsvars - 1], m->vs, l->jo, l->ji);
+        loops[n - 1] = l->jo;
+        loops[n++] = l->ji;
+        vec = l->ji;
+    } else if (m->vs == 1) {
+        vec = l->svar[l->nsvars - 1];
+    }
+    emit_parallel(e, l, loops[0], n > 1 ? loops[1] : NULL, m->par);
+    if (vec)
+        sch_emit_loop(e, "vectorize", vec);
+}
+
+/* Any other reduction:
+ *   S.split(k, tk) -> ko, ki; S.unroll(ki);   (tk > 0)
+ *   the outermost loop (or two, fused) parallel;
+ *   S.vectorize(the innermost reduction loop) (vec) */
+void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m)
+{
+    if (m->tk > 0) {
+        sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
+        sch_emit_loop(e, "unroll", l->ki);
+    }
+    emit_parallel(e, l, l->svar[0], l->nsvars > 1 ? l->svar[1] : NULL, m->par);
+    if (m->vec)
+        sch_emit_loop(e, "vectorize", l->rvar[l->nrvars - 1]);
+}
+
+/* One axis of the CUDA tile: AXIS split by BLOCK into OUTER (the block)
+ * and, with a register tile of REG > 1, its rest split into REGS x
+ * THREAD, so that a thread's REG outputs lie BLOCK/REG apart (else the
+ * rest is THREAD).  The register loop, or NULL. */
+static const char *split_axis(SchEmit *e, const char *axis, int64_t block, int64_t reg,
+                              const char *outer, const char *rest, const char *regs,
+                              const char *thread)
+{
+    if (reg <= 1) {
+        sch_emit_split(e, axis, block, outer, thread);
+        return NULL;
+    }
+    sch_emit_split(e, axis, block, outer, rest);
+    sch_emit_split(e, rest, block / reg, regs, thread);
+    return regs;
+}
+
+/* The CUDA tile:
+ *   S.fuse(batch axes) -> bz;                      (two or more)
+ *   S.split(i, bm) -> io, ib; S.split(ib, bm/tm) -> ir, it;   (tm > 1;
+ *                                      else S.split(i, bm) -> io, it)
+ *   the same for j;  S.split(k, bk) -> ko, ki;     (bk > 0)
+ *   S.reorder(bz, io, jo, ko, it, jt, ki or the reduction axes, ir, jr);
+ *   S.bind(bz, block.z); S.bind(io, block.y); S.bind(jo, block.x);
+ *   S.bind(it, thread.y); S.bind(jt, thread.x);
+ *   S.unroll(ki); S.unroll(ir); S.unroll(jr);      (unroll)
+ *   X_shared = X.cache_read(shared, S) at ko;      (stage, each operand)
+ *   S.pipeline(ko, pipe);                          (pipe > 1) */
+void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
+{
+    int n = l->nsvars;
+    const char *i = l->svar[n - 2], *j = l->svar[n - 1];
+    const char *loops[TE_MAX_RANK * 2 + 8];
+    int nl = 0;
+    const char *bz = NULL;
+    if (n > 2) {
+        bz = emit_fuse_axes(e, l->svar, n - 2, l->bz);
+        loops[nl++] = bz;
+    }
+    const char *ir = split_axis(e, i, m->bm, m->tm, l->io, l->ib, l->ir, l->it);
+    const char *jr = split_axis(e, j, m->bn, m->tn, l->jo, l->jb, l->jr, l->jt);
+    const char *ko = NULL, *ki = NULL;
+    if (m->bk > 0) {
+        sch_emit_split(e, l->rvar[l->rsplit], m->bk, l->ko, l->ki);
+        ko = l->ko;
+        ki = l->ki;
+    }
+    loops[nl++] = l->io;
+    loops[nl++] = l->jo;
+    if (ko)
+        loops[nl++] = ko;
+    loops[nl++] = l->it;
+    loops[nl++] = l->jt;
+    for (int r = 0; r < l->nrvars; r++)
+        loops[nl++] = r == l->rsplit && ki ? ki : l->rvar[r];
+    if (ir)
+        loops[nl++] = ir;
+    if (jr)
+        loops[nl++] = jr;
+    emit_reorder(e, loops, nl);
+    /* gridDim.y and .z are at most 65535: a loop too long stays a loop */
+    if (bz && m->batch <= 65535)
+        sch_emit_bind(e, bz, "block.z");
+    if ((m->iext + m->bm - 1) / m->bm <= 65535)
+        sch_emit_bind(e, l->io, "block.y");
+    sch_emit_bind(e, l->jo, "block.x");
+    sch_emit_bind(e, l->it, "thread.y");
+    sch_emit_bind(e, l->jt, "thread.x");
+    if (m->unroll) {
+        if (ki)
+            sch_emit_loop(e, "unroll", ki);
+        if (ir)
+            sch_emit_loop(e, "unroll", ir);
+        if (jr)
+            sch_emit_loop(e, "unroll", jr);
+    }
+    for (int t = 0; m->stage && t < l->nstaged; t++) {
+        SchedStmt *c = sch_emit(e, "cache_read", 2);
+        c->stage = l->staged[t];
+        c->result = l->staged_as[t];
+        c->args[0] = sch_name_arg("shared");
+        c->args[1] = sch_name_arg(e->stage);
+        c->at = ko;
+        c->at_span = e->span;
+    }
+    if (m->stage && m->pipe > 1) {
+        SchedStmt *p = sch_emit(e, "pipeline", 2);
+        p->args[0] = sch_name_arg(ko);
+        p->args[1] = sch_int_arg(m->pipe);
+    }
+}
+
+/* The flat CUDA form:
+ *   S.fuse(spatial axes) -> f;  S.split(f, threads) -> bx, tx;
+ *   S.bind(bx, block.x); S.bind(tx, thread.x);
+ *   S.split(k, tk) -> ko, ki; S.unroll(ki);        (tk > 0) */
+void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
+{
+    const char *f = emit_fuse_axes(e, l->svar, l->nsvars, l->bz);
+    sch_emit_split(e, f, m->threads, l->bx, l->tx);
+    sch_emit_bind(e, l->bx, "block.x");
+    sch_emit_bind(e, l->tx, "thread.x");
+    if (m->tk > 0) {
+        sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
+        sch_emit_loop(e, "unroll", l->ki);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Which form a stage takes, and the names the tuner's points give.    */
+
+SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
+{
+    bool tiles = s->is_reduce && s->nsvars >= 2;
+    if (strcmp(st->target, "cpu") != 0)
+        return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
+    if (tiles && s->svars[s->nsvars - 1]->extent >= lanes)
+        return SCH_FORM_MATMUL;
+    return s->is_reduce ? SCH_FORM_REDUCE : SCH_FORM_ELEMWISE;
+}
+
+/* A loop name for S made from BASE and SUFFIX that no loop of S has and
+ * none of the names already taken (TAKEN, N): BASE SUFFIX, else
+ * BASE_SUFFIX1, BASE_SUFFIX2, ... */
+static const char *fresh_loop(Arena *a, SStage *s, const char *base, const char *suffix,
+                              const char **taken, int n)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s_%s%d", base, suffix, attempt);
+        bool clash = sch_find_loop(s, name) != NULL;
+        for (int i = 0; i < n && !clash; i++)
+            clash = strcmp(taken[i], name) == 0;
+        if (!clash)
+            return name;
+    }
+}
+
+/* The loop names a form creates, each fresh among S's loops and the ones
+ * named before it. */
+typedef struct Names {
+    Arena *a;
+    SStage *s;
+    const char *taken[TE_MAX_RANK + 24];
+    int n;
+} Names;
+
+static const char *take(Names *nm, const char *base, const char *suffix)
+{
+    const char *name = fresh_loop(nm->a, nm->s, base, suffix, nm->taken, nm->n);
+    nm->taken[nm->n++] = name;
+    return name;
+}
+
+/* The names of COUNT loops fused one after another (the first fuses the
+ * two outermost axes, each next one adds an axis); the last, the whole,
+ * is called LAST. */
+static const char **fused_names(Names *nm, int count, const char *last)
+{
+    const char **out = arena_alloc(nm->a, sizeof *out * (size_t)(count + 1));
+    for (int i = 0; i < count; i++)
+        out[i] = take(nm, i + 1 == count ? last : "f", "");
+    return out;
+}
+
+/* A stage name made from BASE and SUFFIX that no stage has. */
+static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const char *suffix)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s%s", base, suffix)
+                                        : arena_printf(a, "%s%s%d", base, suffix, attempt);
+        if (!sch_find_stage(st, name))
+            return name;
+    }
+}
+
+/* A stage or input name nobody uses (nor TAKEN, NTAKEN), for a cache
+ * stage: BASE_shared, else BASE_shared2, ... */
+static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
+                                     const char **taken, int ntaken)
+{
+    for (int attempt = 0;; attempt++) {
+        const char *name = attempt == 0 ? arena_printf(a, "%s_shared", base)
+                                        : arena_printf(a, "%s_shared%d", base, attempt + 1);
+        bool used = sch_find_stage(st, name) != NULL;
+        for (int i = 0; i < st->g->ninputs && !used; i++)
+            used = strcmp(st->g->inputs[i]->name, name) == 0;
+        for (int i = 0; i < ntaken && !used; i++)
+            used = strcmp(taken[i], name) == 0;
+        if (!used)
+            return name;
+    }
+}
+
+void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l)
+{
+    l->nsvars = s->nsvars;
+    l->nrvars = s->nrvars;
+    l->svar = arena_alloc(a, sizeof *l->svar * (size_t)(s->nsvars + 1));
+    l->rvar = arena_alloc(a, sizeof *l->rvar * (size_t)(s->nrvars + 1));
+    /* the loops of an unscheduled stage: one per variable, in order */
+    for (int i = 0; i < s->nsvars; i++)
+        l->svar[i] = ((Loop *)s->loops.items[i])->name;
+    int64_t longest = 0;
+    for (int i = 0; i < s->nrvars; i++) {
+        l->rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;
+        if (s->rvars[i]->extent > longest) {
+            l->rsplit = i;
+            longest = s->rvars[i]->extent;
+        }
+    }
+    Names nm = { a, s, { 0 }, 0 };
+    int n = s->nsvars;
+    const char *k = s->nrvars > 0 ? l->rvar[l->rsplit] : NULL;
+    if (form == SCH_FORM_CUDA_TILE) {
+        const char *i = l->svar[n - 2], *j = l->svar[n - 1];
+        /* two or more batch axes are fused into one loop for block.z; a
+           single one is that loop itself */
+        l->bz = n > 3 ? fused_names(&nm, n - 3, "bz") : NULL;
+        l->io = take(&nm, i, "o"), l->ib = take(&nm, i, "b"), l->ir = take(&nm, i, "r");
+        l->it = take(&nm, i, "t");
+        l->jo = take(&nm, j, "o"), l->jb = take(&nm, j, "b"), l->jr = take(&nm, j, "r");
+        l->jt = take(&nm, j, "t");
+        l->ko = take(&nm, k, "o"), l->ki = take(&nm, k, "i");
+        const Tensor *staged[TE_MAX_RANK];
+        l->nstaged = s->nrvars == 1 ? sch_cuda_staged_operands(st, s, staged) : 0;
+        for (int t = 0; t < l->nstaged; t++) {
+            l->staged[t] = staged[t]->name;
+            l->staged_as[t] = fresh_cache_stage(a, st, staged[t]->name, l->staged_as, t);
+        }
+        return;
+    }
+    if (form == SCH_FORM_CUDA_FLAT) {
+        l->bz = n > 1 ? fused_names(&nm, n - 1, "f") : NULL;
+        l->bx = take(&nm, "b", "x");
+        l->tx = take(&nm, "t", "x");
+        if (k) {
+            l->ko = take(&nm, k, "o");
+            l->ki = take(&nm, k, "i");
+        }
+        return;
+    }
+    if (n >= 1) {
+        l->jo = take(&nm, l->svar[n - 1], "o");
+        l->ji = take(&nm, l->svar[n - 1], "i");
+    }
+    if (n >= 2) {
+        l->io = take(&nm, l->svar[n - 2], "o");
+        l->ii = take(&nm, l->svar[n - 2], "i");
+    }
+    if (k) {
+        l->ko = take(&nm, k, "o");
+        l->ki = take(&nm, k, "i");
+    }
+    l->fused = take(&nm, "f", "");
+    if (form == SCH_FORM_MATMUL)
+        l->acc = fresh_stage(a, st, s->name, "_acc");
+}
