@@ -13,7 +13,8 @@
  * candidate's schedule and the default for the rest, lowers, writes
  * KERNEL.c, KERNEL.h, harness.c (codegen/harness.c) and, for a planted
  * candidate, plant.c, and then execs the C compiler with an argument
- * vector (no shell):  cc -std=gnu11 -O3 -march=native -fopenmp -o run
+ * vector (no shell), the one texc -c uses (codegen/kernel_cc.c) with the
+ * candidate's files:  cc -std=gnu11 -O3 -march=native -fopenmp -o run
  * KERNEL.c harness.c [plant.c] -lm.  At most JOBS children run at once;
  * one that exceeds the compile time limit is killed with its whole
  * process group.  Doing the schedule work in the child as well means a
@@ -185,8 +186,6 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     b->source = o->source_path;
     b->verbose = o->verbose;
     b->warm = o->warm;
-    b->cc = TEXC_KERNEL_CC;
-    b->openmp = TEXC_KERNEL_OPENMP;
     b->compile_limit = 120;
     b->min_time = 0.2;
     b->max_repeats = 1000000;
@@ -396,27 +395,23 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
         ok = fclose(fp) == 0 && ok;
     if (!ok)
         _exit(TUNE_EXIT_WRITE);
-    char *argv[16];
+    /* the compiler and flags of texc -c (codegen/kernel_cc.c), then the
+       candidate's files */
+    const char *words[8];
     int n = 0;
-    argv[n++] = (char *)b->cc;
-    argv[n++] = "-std=gnu11";
-    argv[n++] = "-O3";
-    argv[n++] = "-march=native";
-    if (b->openmp[0])
-        argv[n++] = (char *)b->openmp;
     if (harness_only) {
-        argv[n++] = "-c";
-        argv[n++] = "harness.c";
+        words[n++] = "-c";
+        words[n++] = "harness.c";
     } else {
-        argv[n++] = "-o";
-        argv[n++] = "run";
-        argv[n++] = (char *)c_path;
-        argv[n++] = own_harness ? "harness.c" : b->harness_obj;
+        words[n++] = "-o";
+        words[n++] = "run";
+        words[n++] = c_path;
+        words[n++] = own_harness ? "harness.c" : b->harness_obj;
         if (plant)
-            argv[n++] = "plant.c";
-        argv[n++] = "-lm";
+            words[n++] = "plant.c";
+        words[n++] = "-lm";
     }
-    argv[n] = NULL;
+    char **argv = cg_kernel_cc_argv(&a, words, n);
     execvp(argv[0], argv);
     fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(TUNE_EXIT_EXEC);

@@ -30,7 +30,7 @@
  *      the file, its speed-up over the default schedule, the log's path,
  *      and --plot's picture.
  *
- * The build that follows (frontend/main.c) calls tune_best, which finds
+ * The build that follows (driver/main.c) calls tune_best, which finds
  * the winner in the log like any later build would.
  *
  * --target cuda runs the same loop.  The differences live in the spaces

@@ -2,7 +2,7 @@
  * an isolated process against the reference evaluator, logs everything,
  * and hands later builds the winner.  See tuner/tune.c's top comment.
  *
- * The first part is the interface frontend/main.c uses; the rest is
+ * The first part is the interface driver/main.c uses; the rest is
  * shared by the files of tuner/ only. */
 #ifndef TEXC_TUNER_H
 #define TEXC_TUNER_H
@@ -44,14 +44,6 @@ int tune_log_summary(const char *path);
 
 /* ------------------------------------------------------------------ */
 /* Inside tuner/.                                                      */
-
-/* The compiler for candidates, and its OpenMP flag (from configure). */
-#ifndef TEXC_KERNEL_CC
-#define TEXC_KERNEL_CC "cc"
-#endif
-#ifndef TEXC_KERNEL_OPENMP
-#define TEXC_KERNEL_OPENMP "-fopenmp"
-#endif
 
 /* The default budget: enough for the sample's knob space several times
  * over, and a time budget that keeps `texc samples/matmul_gelu.te --tune`
@@ -179,8 +171,6 @@ typedef struct Bench {
     double *rtol, *atol;  /* per output */
     double min_time;      /* seconds of timed repeats to aim for */
     double compile_limit; /* seconds */
-    const char *cc;       /* the compiler, its flags */
-    const char *openmp;
     char harness_obj[4200]; /* the harness, compiled once; "" if not */
     bool harness_tried;
     bool verbose;

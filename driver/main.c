@@ -1,10 +1,14 @@
 /* main.c — the texc command line.
  *
- * The driver is a straight line: read, lex+parse, check, (dump), then the
- * action the options ask for.  Exit status: 0 success, 1 an error in the
- * user's program (a diagnostic was printed), 2 a usage error.  Output
- * files are written only after everything that can fail on the program
- * has succeeded, and removed again if writing one of them fails.
+ * The driver lives in driver/, above every other directory: it is the one
+ * place that calls the frontend (text -> checked graph), the optimizer
+ * (lang/), the scheduler, the backends and the tuner, so none of them
+ * needs to know about another's options.  It is a straight line: read,
+ * lex+parse, check, (dump), then the action the options ask for.  Exit
+ * status: 0 success, 1 an error in the user's program (a diagnostic was
+ * printed), 2 a usage error.  Output files are written only after
+ * everything that can fail on the program has succeeded, as one set
+ * (codegen/output.c): all of them, or none if writing one fails.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -446,31 +450,6 @@ static bool run_command(char *const *argv, bool verbose)
     return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 }
 
-/* Writes PATH atomically: the text goes to PATH.tmp, renamed by commit. */
-typedef struct OutFile {
-    const char *path, *tmp;
-    FILE *f;
-} OutFile;
-
-static bool out_open(Arena *a, OutFile *o, const char *path)
-{
-    o->path = path;
-    o->tmp = arena_printf(a, "%s.tmp", path);
-    o->f = fopen(o->tmp, "w");
-    if (!o->f)
-        fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
-    return o->f != NULL;
-}
-
-static void out_discard(OutFile *o)
-{
-    if (o->f)
-        fclose(o->f);
-    o->f = NULL;
-    if (o->tmp)
-        remove(o->tmp);
-}
-
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
 static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
@@ -552,43 +531,25 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     if (o->check_only)
         return 0;
 
-    OutFile c = {0}, h = {0}, m = {0};
     const char *c_path = arena_printf(a, "%s.c", prefix);
     const char *h_path = arena_printf(a, "%s.h", prefix);
     const char *m_path = arena_printf(a, "%s_harness.c", prefix);
-    bool ok = out_open(a, &c, c_path) && out_open(a, &h, h_path) &&
-              (!o->harness || out_open(a, &m, m_path)) &&
-              cg_emit_c(st, &fn, &co, c.f, h.f) &&
-              (!o->harness || cg_emit_harness(a, g, co.name, m.f));
-    OutFile *files[3] = { &c, &h, &m };
-    for (int i = 0; i < 3; i++) {
-        if (files[i]->f) {
-            ok = fclose(files[i]->f) == 0 && ok;
-            files[i]->f = NULL;
-        }
-    }
-    for (int i = 0; i < 3 && ok; i++) {
-        if (files[i]->tmp && rename(files[i]->tmp, files[i]->path) != 0) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", files[i]->path, strerror(errno));
-            for (int k = 0; k < i; k++)
-                remove(files[k]->path);
-            ok = false;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        out_discard(files[i]);
-    if (!ok)
+    /* one set (codegen/output.c): all of them in place, or none */
+    OutputSet out = { .arena = a };
+    FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
+    FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
+    bool ok = !out.failed && cg_emit_c(st, &fn, &co, c, h) &&
+              (!o->harness || cg_emit_harness(a, g, co.name, m));
+    if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose)
         fprintf(stderr, "texc: wrote %s and %s\n", h_path, c_path);
     if (o->compile) {
         const char *obj = arena_printf(a, "%s.o", prefix);
-        char *argv[] = { TEXC_CC, "-std=gnu11", "-O3", "-march=native", "-c", (char *)c_path,
-                         "-o", (char *)obj, TEXC_OPENMP_CFLAGS, NULL };
-        if (!argv[8][0])
-            argv[8] = NULL; /* no OpenMP flag: the pragmas are ignored */
+        const char *words[] = { "-c", c_path, "-o", obj };
+        char **argv = cg_kernel_cc_argv(a, words, 4); /* as the tuner compiles */
         if (!run_command(argv, o->verbose)) {
-            fprintf(stderr, "texc: %s failed to compile %s\n", TEXC_CC, c_path);
+            fprintf(stderr, "texc: %s failed to compile %s\n", argv[0], c_path);
             return 1;
         }
     }
