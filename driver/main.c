@@ -464,37 +464,24 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
         return 1;
     /* the tuning log's winner, when one matches this workload and machine */
     written = tune_best(a, g, written, &o->tuning);
-    /* its tiles (or its knobs' values) may want other panels than the
-     * file's schedule did */
-    if (g->layouts) {
-        sch_relayout(a, g, o->target, written, &stats->layout_notes);
-        stats->packed = stats->layout_notes.len;
-    }
-    SchedState *st = sch_state_new(a, g, o->target);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 o->target);
-    FILE *dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL;
-    if (dump_loops) {
-        fputs("# before scheduling\n", dump_loops);
-        sch_print_stages(dump_loops, st);
-    }
-    /* the file's schedule, then the default for the stages it leaves out */
-    if (written && !sch_apply_schedule(st, written, dump_loops))
-        return 1;
-    if (!sch_apply_schedule(st, sch_default(st, written), dump_loops))
-        return 1;
+    /* the build sequence (sched/build.c), the one the tuner's candidates
+       go through: the layouts its tiles want, the schedule, the default
+       for the rest, lowering */
     LoweredFunc fn = {0};
-    if (!sch_lower(st, &fn))
+    SchedState *st = sch_build(&(SchedBuild){ .arena = a,
+                                              .g = g,
+                                              .target = o->target,
+                                              .sched = written,
+                                              .layout_notes = &stats->layout_notes,
+                                              .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL },
+                               &fn);
+    if (!st)
         return 1;
-    if (dump_loops) {
-        if (fn.prepack) {
-            fputs("# lowered: prepack\n", dump_loops);
-            sch_print_stmt(dump_loops, fn.prepack, 0);
-        }
-        fputs("# lowered\n", dump_loops);
-        sch_print_stmt(dump_loops, fn.body, 0);
-    }
+    if (g->layouts)
+        stats->packed = stats->layout_notes.len;
     if (o->dump & DUMP_SCHEDULE)
         sch_print_trace(stdout, st);
     WorkspacePlan plan;

@@ -250,9 +250,7 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt);
 /* Applies the file's schedule for the target, or the default one. */
 bool sch_apply_schedule(SchedState *st, const Schedule *s, FILE *dump_loops);
 
-/* default.c: the default schedule of the stages that WRITTEN (a schedule
- * from the file, or NULL) does not mention, as statements. */
-/* What the layout pass (lang/pass_layout.c) asks: the tile size along
+/* default.c: what layout assignment (layout.c) asks: the tile size along
  * STAGE's dimension DIM in the kernel for TARGET, under SCHED when
  * SCHED_GIVEN (the tuner's candidate; NULL is the default schedule), else
  * under the file's schedule for TARGET, else under the default one (its
@@ -271,6 +269,8 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
  * emptied and gets the new notes for -v. */
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
+/* default.c: the default schedule of the stages that WRITTEN (a schedule
+ * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
@@ -304,6 +304,32 @@ Expr *sch_max(Arena *a, Expr *x, Expr *y);
 
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);
+
+/* build.c — the build sequence (layouts, SchedState, the schedule, the
+ * default for the rest, lowering), the one every build runs: texc's, the
+ * tuner's candidates', the tuner's legality checks'. */
+/* The step's name and what it does, for -fno-layout, --dump=after-layout
+ * and --help (it reads as one of the optimizer's passes there). */
+#define SCH_LAYOUT_STEP "layout"
+#define SCH_LAYOUT_DESCRIPTION "layout assignment and weight prepacking"
+typedef struct SchedBuild {
+    Arena *arena;          /* the SchedState, its loops, the lowered function */
+    Arena *graph_arena;    /* what layouts add to G, which must live as long
+                              as G does; NULL: ARENA */
+    Graph *g;              /* changed in place by the layouts */
+    const char *target;    /* "cpu" or "cuda" */
+    const Schedule *sched; /* applied before the default; NULL: none */
+    PtrVec *layout_notes;  /* char *: what was prepacked, for -v; may be NULL */
+    FILE *dump_layout;     /* --dump=after-layout: the graph after layouts */
+    FILE *dump_kernels;    /* --dump=kernels: the kernels as laid out */
+    FILE *dump_loops;      /* --dump=loops: before, after each step, lowered */
+} SchedBuild;
+/* Builds B->g for B->target under B->sched into *FN: see build.c.
+ * Returns the SchedState, or NULL after a diagnostic. */
+SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn);
+/* Its first step alone (the layouts and their dumps): for --eval=optimized,
+ * which evaluates the graph a build of the file's schedule compiles. */
+void sch_build_layout(const SchedBuild *b);
 
 /* print_loops.c */
 void sch_print_stmt(FILE *out, const Stmt *s, int indent);

@@ -9,8 +9,10 @@
  * of tuners that were killed before they could.
  *
  * Building (tune_build): each candidate gets a directory of its own
- * inside the Bench's.  A forked child (its own process group) applies the
- * candidate's schedule and the default for the rest, lowers, writes
+ * inside the Bench's.  A forked child (its own process group) runs the
+ * build sequence texc's own build runs (sched/build.c: the layouts the
+ * candidate's tiles want, its schedule, the default for the rest,
+ * lowering), writes
  * KERNEL.c, KERNEL.h, harness.c (codegen/harness.c) and, for a planted
  * candidate, plant.c, and then execs the C compiler with an argument
  * vector (no shell), the one texc -c uses (codegen/kernel_cc.c) with the
@@ -355,11 +357,13 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     diag_stream = stderr;
     diag_quiet = true;
     Arena a = { 0 };
-    sch_relayout(&a, b->g, b->target, c->sched, NULL); /* this child's copy of the graph */
-    SchedState *st = sch_state_new(&a, b->g, b->target);
+    /* texc's own build sequence (sched/build.c), on this child's copy of
+       the graph: its layouts are this candidate's */
     LoweredFunc fn = { 0 };
-    if (!sch_apply_schedule(st, c->sched, NULL) ||
-        !sch_apply_schedule(st, sch_default(st, c->sched), NULL) || !sch_lower(st, &fn))
+    SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
+                                              .sched = c->sched },
+                               &fn);
+    if (!st)
         _exit(TUNE_EXIT_SCHEDULE);
     FILE *trace = fopen("schedule.txt", "w");
     if (!trace)
