@@ -76,6 +76,8 @@ typedef struct Options {
     InputFile *inputs;
     int ninputs;
     OptOptions opt; /* -fno-PASS, -fstrict-fp, --dump=after-PASS */
+    bool no_layout;         /* -fno-layout: the build's layout step is off */
+    bool dump_after_layout; /* --dump=after-layout */
     bool tune;          /* --tune */
     TuneOptions tuning; /* --trials, --time-budget, --jobs, --log, --plot */
     const char *log_summary; /* --log-summary FILE */
@@ -103,6 +105,9 @@ static void usage(FILE *out)
     for (int p = 0; p < PASS_COUNT; p++)
         fprintf(out, "                        %-10s %s\n", te_pass_name((PassId)p),
                 te_pass_description((PassId)p));
+    /* the build's first step (sched/build.c), turned off and dumped as if
+       it were the optimizer's last pass */
+    fprintf(out, "                        %-10s %s\n", SCH_LAYOUT_STEP, SCH_LAYOUT_DESCRIPTION);
     fprintf(out, "  -fstrict-fp         only rewrites that are exact in the dtype (no reassociation)\n");
     fprintf(out,
             "      --check         check the program (and print dumps); write nothing\n"
@@ -169,11 +174,16 @@ static char *split_assign(char *arg, const char *opt)
     return eq + 1;
 }
 
-static unsigned parse_dumps(char *list, OptOptions *opt)
+static unsigned parse_dumps(char *list, Options *o)
 {
+    OptOptions *opt = &o->opt;
     unsigned bits = 0;
     for (char *w = strtok(list, ","); w; w = strtok(NULL, ",")) {
         size_t i;
+        if (strncmp(w, "after-", 6) == 0 && strcmp(w + 6, SCH_LAYOUT_STEP) == 0) {
+            o->dump_after_layout = true; /* the build's layout step */
+            continue;
+        }
         if (strncmp(w, "after-", 6) == 0) {
             PassId p = te_pass_lookup(w + 6);
             if (p == PASS_COUNT)
@@ -244,6 +254,8 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         case 'f':
             if (strcmp(optarg, "strict-fp") == 0) {
                 o->opt.strict_fp = true;
+            } else if (strncmp(optarg, "no-", 3) == 0 && strcmp(optarg + 3, SCH_LAYOUT_STEP) == 0) {
+                o->no_layout = true;
             } else if (strncmp(optarg, "no-", 3) == 0 && te_pass_lookup(optarg + 3) != PASS_COUNT) {
                 o->opt.disabled |= 1u << te_pass_lookup(optarg + 3);
             } else {
@@ -259,7 +271,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->arch = optarg;
             break;
         case OPT_DUMP:
-            o->dump |= parse_dumps(optarg, &o->opt);
+            o->dump |= parse_dumps(optarg, o);
             break;
         case OPT_EVAL:
             o->eval = true;
@@ -452,12 +464,44 @@ static bool run_command(char *const *argv, bool verbose)
 
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
-static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
+/* The file's schedule for TARGET (the last one), or NULL. */
+static const Schedule *file_schedule(const Graph *g, const char *target)
 {
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
-        if (strcmp(g->schedules[i]->target, o->target) == 0)
+        if (strcmp(g->schedules[i]->target, target) == 0)
             written = g->schedules[i];
+    return written;
+}
+
+/* The build sequence's description (sched/build.c) for SCHED: the
+ * layouts' notes go to STATS for -v's summary; the dumps asked for. */
+static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule *sched,
+                           OptStats *stats)
+{
+    return (SchedBuild){ .arena = a,
+                         .g = g,
+                         .target = o->target,
+                         .sched = sched,
+                         .layout_notes = &stats->layout_notes,
+                         .dump_layout = o->dump_after_layout ? stdout : NULL,
+                         .dump_kernels = (o->dump & DUMP_KERNELS) ? stdout : NULL,
+                         .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL };
+}
+
+/* --eval=optimized: the build sequence's first step alone, the layouts. */
+static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sched,
+                        OptStats *stats)
+{
+    SchedBuild b = build_of(a, o, g, sched, stats);
+    sch_build_layout(&b);
+    if (g->layouts)
+        stats->packed = stats->layout_notes.len;
+}
+
+static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
+{
+    const Schedule *written = file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
     if (o->tune && tune_run(a, g, &o->tuning) != 0)
@@ -471,13 +515,8 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
        go through: the layouts its tiles want, the schedule, the default
        for the rest, lowering */
     LoweredFunc fn = {0};
-    SchedState *st = sch_build(&(SchedBuild){ .arena = a,
-                                              .g = g,
-                                              .target = o->target,
-                                              .sched = written,
-                                              .layout_notes = &stats->layout_notes,
-                                              .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL },
-                               &fn);
+    SchedBuild b = build_of(a, o, g, written, stats);
+    SchedState *st = sch_build(&b, &fn);
     if (!st)
         return 1;
     if (g->layouts)
@@ -594,16 +633,18 @@ int main(int argc, char **argv)
     OptStats stats = {0};
     if (!o.eval || o.eval_optimized) {
         o.opt.dump = stdout;
-        PanelQuery panels = { .target = o.target };
-        o.opt.panel_width = sch_panel_width;
-        o.opt.panel_ctx = &panels;
         if (!te_optimize(&arena, g, &o.opt, &stats))
             goto out;
-        /* build prints it once it knows the workspace */
-        if (o.verbose && o.eval)
+        /* layouts depend on the schedule: each build assigns them for its
+           own (sched/build.c), unless -fno-layout */
+        g->layouts = !o.no_layout;
+    }
+    if (o.eval_optimized) {
+        /* the graph a build under the file's schedule compiles */
+        layout_step(&arena, &o, g, file_schedule(g, o.target), &stats);
+        /* (a build prints it once it knows the workspace) */
+        if (o.verbose)
             te_print_opt_summary(stderr, &stats);
-        if (o.dump & DUMP_KERNELS)
-            te_print_kernels(stdout, g);
     }
     /* schedules are checked against the kernels they will apply to */
     if (!sch_check(g))

@@ -36,12 +36,17 @@ void sch_build_layout(const SchedBuild *b)
     Graph *g = b->g;
     sch_relayout(b->graph_arena ? b->graph_arena : b->arena, g, b->target, b->sched,
                  b->layout_notes);
+    /* flushed: the messages of the steps after them come after them too,
+       when both streams go to one file */
     if (b->dump_layout) {
         fprintf(b->dump_layout, "# after %s%s\n", SCH_LAYOUT_STEP, g->layouts ? "" : " (disabled)");
         te_print_graph(b->dump_layout, g);
+        fflush(b->dump_layout);
     }
-    if (b->dump_kernels)
+    if (b->dump_kernels) {
         te_print_kernels(b->dump_kernels, g);
+        fflush(b->dump_kernels);
+    }
 }
 
 SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)

@@ -231,7 +231,7 @@ struct Stmt {
 typedef struct LoweredFunc {
     Stmt *body;
     PtrVec temps;  /* Tensor *: intermediates held in global scope */
-    Stmt *prepack; /* the prepack stages' nests (pass_layout.c), or NULL */
+    Stmt *prepack; /* the prepack stages' nests (layout.c), or NULL */
     PtrVec packed; /* Tensor *: what they compute; BODY reads them */
 } LoweredFunc;
 
@@ -263,10 +263,10 @@ typedef struct PanelQuery {
     bool sched_given;
 } PanelQuery;
 int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
-/* Assigns layouts again for SCHED (NULL: the default schedule), unless
- * the layout pass did not run: the tuner's candidates tile differently,
- * and each gets the panels its own tiles want.  NOTES (may be NULL) is
- * emptied and gets the new notes for -v. */
+/* Assigns layouts for SCHED (NULL: the default schedule), unless
+ * -fno-layout cleared g->layouts: each build (build.c) gets the panels its
+ * own schedule's tiles want, the tuner's candidates theirs.  NOTES (may
+ * be NULL) is emptied and gets the new notes for -v. */
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
@@ -304,6 +304,22 @@ Expr *sch_max(Arena *a, Expr *x, Expr *y);
 
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);
+
+/* layout.c — layout assignment and weight prepacking, for the tiles of
+ * the schedule a build uses.  (Re)assigns layouts as PANEL_WIDTH asks
+ * (see sch_panel_width; CTX is its PanelQuery): earlier prepack stages
+ * are undone first, so every build can assign them again for its own
+ * schedule.  Notes for -v go to NOTES (may be NULL).  Builds reach it
+ * through sch_build (build.c) and sch_relayout (default.c). */
+bool te_layout_assign(Arena *a, Graph *g,
+                      int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim),
+                      void *ctx, PtrVec *notes);
+/* Is NAME a prepack stage of G: one in G now, or the name layout
+ * assignment gives the panels of one of G's const inputs (W_packed,
+ * W_packed2, ...) while G holds no tensor of that name?  (Schedules
+ * applied to a laid-out graph name such stages; the graph they are
+ * shown for may have none.) */
+bool sch_prepack_named(const Graph *g, const char *name);
 
 /* build.c — the build sequence (layouts, SchedState, the schedule, the
  * default for the rest, lowering), the one every build runs: texc's, the
