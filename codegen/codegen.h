@@ -203,6 +203,35 @@ void cg_line(CgPrinter *p, const char *fmt, ...) __attribute__((format(printf, 2
 /* cfamily.c: "FN(args of X)". */
 void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x);
 
+/* output.c: a build's output files, written as one set.  Each member is
+ * written to PATH.tmp; commit renames them all into place or, after any
+ * failure, removes them all (and any already renamed): never a partial
+ * set. */
+enum { CG_MAX_OUTPUTS = 4 };
+typedef struct OutputFile {
+    const char *path, *tmp; /* PATH and PATH.tmp */
+    FILE *f;                /* open on TMP until the commit */
+} OutputFile;
+typedef struct OutputSet {
+    Arena *arena;           /* for the names; set by the caller */
+    OutputFile files[CG_MAX_OUTPUTS];
+    int n;
+    bool failed;            /* an open failed (its message is printed) */
+} OutputSet;
+/* Opens PATH.tmp as the next file of SET ("wb" when BINARY).  NULL after
+ * a message, and for every later open once one failed. */
+FILE *cg_output_open(OutputSet *set, const char *path, bool binary);
+/* Closes every file of SET; if OK (what the caller wrote went well) and
+ * every open and close did, renames each PATH.tmp to PATH in order.
+ * Otherwise removes them all.  Returns whether the set is in place. */
+bool cg_output_commit(OutputSet *set, bool ok);
+
+/* kernel_cc.c: the argument vector that compiles generated C, for texc
+ * -c and for the tuner's candidates alike: the configured compiler, its
+ * flags (-std=gnu11 -O3 -march=native, the OpenMP flag), then WORDS[0..N)
+ * (the files, -c or -o ...).  NULL-terminated, from A. */
+char **cg_kernel_cc_argv(Arena *a, const char *const *words, int nwords);
+
 /* A C identifier made from NAME (the base name of a path): letters,
  * digits and '_' kept, anything else '_', a leading digit prefixed. */
 char *cg_c_identifier(Arena *a, const char *name);

@@ -22,7 +22,7 @@
  * through less than the cache.  The outputs written are those of the
  * last timed run.
  *
- * Weights the kernel reads prepacked (pass_layout.c) are packed once per
+ * Weights the kernel reads prepacked (sched/layout.c) are packed once per
  * copy, before the warm-up, with NAME_prepack_args; every run calls
  * NAME_packed_args.  So the time is the kernel's on packed weights, as a
  * program with fixed weights runs it, and the harness is the same text

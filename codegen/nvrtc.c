@@ -11,8 +11,9 @@
  *     line each message is about; -v prints each kernel's registers,
  *     shared memory and spills (ptxas's report);
  *   - unless --check, writes PREFIX.cubin (not with --embed), PREFIX.h and,
- *     with --keep, PREFIX.cu: each first as PATH.tmp, all renamed once all
- *     are written, none left behind on an error.
+ *     with --keep, PREFIX.cu as one output set (output.c): each first as
+ *     PATH.tmp, all renamed once all are written, none left behind on an
+ *     error.
  * The header (see write_header) is C and C++: the sizes, the architecture,
  * the texc and NVRTC versions, one texc_cuda_kernel per kernel (name,
  * grid, block, shared memory), one texc_cuda_tensor per input and output,
@@ -20,7 +21,6 @@
  * through libtexrt (texrt.h).
  */
 #include <ctype.h>
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -531,24 +531,6 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     return !ferror(h);
 }
 
-/* ------------------------------------------------------------------ */
-/* Output files: PATH.tmp first, renamed when all are written.         */
-
-typedef struct OutFile {
-    const char *path, *tmp;
-    FILE *f;
-} OutFile;
-
-static bool out_open(Arena *a, OutFile *o, const char *path, const char *mode)
-{
-    o->path = path;
-    o->tmp = arena_printf(a, "%s.tmp", path);
-    o->f = fopen(o->tmp, mode);
-    if (!o->f)
-        fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
-    return o->f != NULL;
-}
-
 int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const CudaOptions *o)
 {
@@ -584,38 +566,21 @@ int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     const char *cubin_path = arena_printf(a, "%s.cubin", o->prefix);
     const char *h_path = arena_printf(a, "%s.h", o->prefix);
     const char *cu_path = arena_printf(a, "%s.cu", o->prefix);
-    OutFile files[3] = { { 0 } };
-    OutFile *cb = &files[0], *hf = &files[1], *cu = &files[2];
-    bool ok = (o->embed || out_open(a, cb, cubin_path, "wb")) && out_open(a, hf, h_path, "w") &&
-              (!o->keep || out_open(a, cu, cu_path, "w"));
+    /* one set (output.c): all three in place, or none */
+    OutputSet out = { .arena = a };
+    FILE *cb = o->embed ? NULL : cg_output_open(&out, cubin_path, true);
+    FILE *hf = cg_output_open(&out, h_path, false);
+    FILE *cu = o->keep ? cg_output_open(&out, cu_path, false) : NULL;
+    bool ok = !out.failed;
     if (ok && !o->embed)
-        ok = fwrite(cubin, 1, cubin_size, cb->f) == cubin_size;
+        ok = fwrite(cubin, 1, cubin_size, cb) == cubin_size;
     if (ok)
-        ok = write_header(a, hf->f, co, o, st->g, &prog, &arch, major, minor, cubin_path, cubin,
+        ok = write_header(a, hf, co, o, st->g, &prog, &arch, major, minor, cubin_path, cubin,
                           cubin_size);
     if (ok && o->keep)
-        ok = fputs(prog.source, cu->f) >= 0;
+        ok = fputs(prog.source, cu) >= 0;
     free(cubin);
-    for (int i = 0; i < 3; i++) {
-        if (files[i].f && fclose(files[i].f) != 0 && ok) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", files[i].tmp, strerror(errno));
-            ok = false;
-        }
-        files[i].f = NULL;
-    }
-    for (int i = 0; i < 3 && ok; i++) {
-        if (files[i].tmp && rename(files[i].tmp, files[i].path) != 0) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", files[i].path, strerror(errno));
-            for (int k = 0; k < i; k++)
-                if (files[k].tmp)
-                    remove(files[k].path);
-            ok = false;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        if (files[i].tmp)
-            remove(files[i].tmp);
-    if (!ok)
+    if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose) {
         fprintf(stderr, "texc: wrote %s", h_path);

@@ -167,7 +167,7 @@ static void print_var(Printer *p, const IterVar *v)
         fputs(v->name ? v->name : "?", p->out);
 }
 
-/* The canonical form leaves prepack stages out (pass_layout.c: a layout
+/* The canonical form leaves prepack stages out (sched/layout.c: a layout
  * is the schedule's business, and the tuner assigns it per candidate), so
  * positions count the other tensors only. */
 static int canonical_id(const Printer *p, const Tensor *t)

@@ -270,7 +270,7 @@ struct Tensor {
     int naliases;
     const char *anchor;   /* the reduction a fused kernel is built around,
                              or NULL: the stage itself */
-    /* a prepack stage (pass_layout.c): const input PACKS in panels of
+    /* a prepack stage (sched/layout.c): const input PACKS in panels of
      * PACK_WIDTH along its last dimension; computed once, ahead of time,
      * by the generated NAME_prepack */
     Tensor *packs;
@@ -299,8 +299,8 @@ typedef struct Graph {
     int nvars; /* IterVar ids are 0 .. nvars-1 */
     struct Schedule **schedules;
     int nschedules;
-    bool layouts; /* the layout pass ran (not -fno-layout): the tuner
-                     assigns layouts again for each candidate schedule */
+    bool layouts; /* builds assign layouts for their schedule's tiles
+                     (sched/layout.c); false under -fno-layout */
     bool strict_fp; /* optimized under -fstrict-fp: schedules may not
                        reassociate float reductions either */
 } Graph;
@@ -374,8 +374,9 @@ int npy_read(const char *path, const Tensor *t, double *data);
     X(cse, "common subexpression elimination")                            \
     X(simplify, "algebraic simplification")                               \
     X(substitute, "operator substitution")                                \
-    X(fuse, "fusion into kernels")                                        \
-    X(layout, "layout assignment and weight prepacking")
+    X(fuse, "fusion into kernels")
+/* (Layout assignment depends on the schedule's tiles: it is the first step
+ * of every build, sched/build.c, no longer a graph pass.) */
 
 typedef enum PassId {
 #define X(n, d) PASS_##n,
@@ -389,11 +390,6 @@ typedef struct OptOptions {
     unsigned dump_after; /* bit PassId: --dump=after-NAME */
     bool strict_fp;      /* -fstrict-fp: only rewrites exact in the dtype */
     FILE *dump;          /* where dumps go */
-    /* layout: the panel width the kernel computing STAGE wants for the
-     * tensors it reads along its spatial dimension DIM (its tile size
-     * there), or 0 for none; NULL: no layout changes */
-    int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim);
-    void *panel_ctx;
 } OptOptions;
 
 /* What the passes did, for -v's summary. */
@@ -405,11 +401,11 @@ typedef struct OptStats {
     int simplified;   /* algebraic rewrites */
     int substituted;  /* operator substitutions */
     int fused;        /* stages merged into another */
-    int packed;       /* const inputs given a packed layout */
     PtrVec notes;     /* char *: one-line notes ("scale folded into y") */
-    PtrVec layout_notes; /* char *: what the layout pass packed; a build
-                            with a tuned schedule assigns layouts again
-                            and replaces them */
+    /* the build's layout step (sched/build.c), after the passes, for the
+     * same summary: */
+    int packed;       /* const inputs given a packed layout */
+    PtrVec layout_notes; /* char *: what it packed */
 } OptStats;
 
 typedef struct OptCtx {
@@ -442,14 +438,6 @@ void te_print_opt_summary(FILE *out, const OptStats *s);
  * g->tensors in dependency order and drops tensors no longer reachable
  * from an output (inputs always stay). */
 void te_graph_compact(Arena *a, Graph *g);
-
-/* pass_layout.c: (re)assigns layouts as PANEL_WIDTH (see OptOptions)
- * asks: earlier prepack stages are undone first, so the tuner can call it
- * again for each candidate schedule.  Notes for -v go to NOTES (may be
- * NULL). */
-bool te_layout_assign(Arena *a, Graph *g,
-                      int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim),
-                      void *ctx, PtrVec *notes);
 
 /* pass_cse.c: are A and B the same computation, up to renaming AVARS[i]
  * to BVARS[i] (i < N) and their reductions' axes (same ranges, same

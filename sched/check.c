@@ -178,7 +178,7 @@ static bool check_int(Checker *c, const SchedArg *a, const char *prim)
 /* Does stage tensor T read the tensor called NAME? */
 static bool reads(const Expr *e, const char *name)
 {
-    /* a prepack stage is its source in another layout (pass_layout.c) */
+    /* a prepack stage is its source in another layout (layout.c) */
     if (e->kind == EX_LOAD && (strcmp(e->tensor->name, name) == 0 ||
                                (e->tensor->packs && strcmp(e->tensor->packs->name, name) == 0)))
         return true;

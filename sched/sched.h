@@ -231,7 +231,7 @@ struct Stmt {
 typedef struct LoweredFunc {
     Stmt *body;
     PtrVec temps;  /* Tensor *: intermediates held in global scope */
-    Stmt *prepack; /* the prepack stages' nests (pass_layout.c), or NULL */
+    Stmt *prepack; /* the prepack stages' nests (layout.c), or NULL */
     PtrVec packed; /* Tensor *: what they compute; BODY reads them */
 } LoweredFunc;
 
@@ -378,9 +378,7 @@ bool sch_host_cpu_has(const char *flag);
  * else 16-byte vectors (32 registers with ARM's asimd, else 16). */
 void sch_host_vector_unit(int *bytes, int *regs);
 
-/* default.c: the default schedule of the stages that WRITTEN (a schedule
- * from the file, or NULL) does not mention, as statements. */
-/* What the layout pass (lang/pass_layout.c) asks: the tile size along
+/* default.c: what layout assignment (layout.c) asks: the tile size along
  * STAGE's dimension DIM in the kernel for TARGET, under SCHED when
  * SCHED_GIVEN (the tuner's candidate; NULL is the default schedule), else
  * under the file's schedule for TARGET, else under the default one (its
@@ -393,12 +391,14 @@ typedef struct PanelQuery {
     bool sched_given;
 } PanelQuery;
 int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
-/* Assigns layouts again for SCHED (NULL: the default schedule), unless
- * the layout pass did not run: the tuner's candidates tile differently,
- * and each gets the panels its own tiles want.  NOTES (may be NULL) is
- * emptied and gets the new notes for -v. */
+/* Assigns layouts for SCHED (NULL: the default schedule), unless
+ * -fno-layout cleared g->layouts: each build (build.c) gets the panels its
+ * own schedule's tiles want, the tuner's candidates theirs.  NOTES (may
+ * be NULL) is emptied and gets the new notes for -v. */
 void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
 
+/* default.c: the default schedule of the stages that WRITTEN (a schedule
+ * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
 /* Does the written schedule W (or NULL) name stage S, as a statement's
  * stage or result or as compute_at's target?  Such a stage is the file's
@@ -436,6 +436,48 @@ Expr *sch_max(Arena *a, Expr *x, Expr *y);
 
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);
+
+/* layout.c — layout assignment and weight prepacking, for the tiles of
+ * the schedule a build uses.  (Re)assigns layouts as PANEL_WIDTH asks
+ * (see sch_panel_width; CTX is its PanelQuery): earlier prepack stages
+ * are undone first, so every build can assign them again for its own
+ * schedule.  Notes for -v go to NOTES (may be NULL).  Builds reach it
+ * through sch_build (build.c) and sch_relayout (default.c). */
+bool te_layout_assign(Arena *a, Graph *g,
+                      int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim),
+                      void *ctx, PtrVec *notes);
+/* Is NAME a prepack stage of G: one in G now, or the name layout
+ * assignment gives the panels of one of G's const inputs (W_packed,
+ * W_packed2, ...) while G holds no tensor of that name?  (Schedules
+ * applied to a laid-out graph name such stages; the graph they are
+ * shown for may have none.) */
+bool sch_prepack_named(const Graph *g, const char *name);
+
+/* build.c — the build sequence (layouts, SchedState, the schedule, the
+ * default for the rest, lowering), the one every build runs: texc's, the
+ * tuner's candidates', the tuner's legality checks'. */
+/* The step's name and what it does, for -fno-layout, --dump=after-layout
+ * and --help (it reads as one of the optimizer's passes there). */
+#define SCH_LAYOUT_STEP "layout"
+#define SCH_LAYOUT_DESCRIPTION "layout assignment and weight prepacking"
+typedef struct SchedBuild {
+    Arena *arena;          /* the SchedState, its loops, the lowered function */
+    Arena *graph_arena;    /* what layouts add to G, which must live as long
+                              as G does; NULL: ARENA */
+    Graph *g;              /* changed in place by the layouts */
+    const char *target;    /* "cpu" or "cuda" */
+    const Schedule *sched; /* applied before the default; NULL: none */
+    PtrVec *layout_notes;  /* char *: what was prepacked, for -v; may be NULL */
+    FILE *dump_layout;     /* --dump=after-layout: the graph after layouts */
+    FILE *dump_kernels;    /* --dump=kernels: the kernels as laid out */
+    FILE *dump_loops;      /* --dump=loops: before, after each step, lowered */
+} SchedBuild;
+/* Builds B->g for B->target under B->sched into *FN: see build.c.
+ * Returns the SchedState, or NULL after a diagnostic. */
+SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn);
+/* Its first step alone (the layouts and their dumps): for --eval=optimized,
+ * which evaluates the graph a build of the file's schedule compiles. */
+void sch_build_layout(const SchedBuild *b);
 
 /* print_loops.c */
 void sch_print_stmt(FILE *out, const Stmt *s, int indent);

@@ -1,4 +1,5 @@
-/* unit_passes.c — unit tests of the optimizer's passes and the memory
+/* unit_passes.c — unit tests of the optimizer's passes, the layout step
+ * that follows them in every build (sched/layout.c), and the memory
  * planner.  Output is TAP ("ok N - what", then the plan "1..N"); the exit
  * status is 0 exactly when every test passed.
  *
@@ -68,17 +69,28 @@ static char *print_graph(const Graph *g)
     return text;
 }
 
-/* The passes a case runs, in TE_PASSES order. */
+/* The passes a case runs, in TE_PASSES order; LAYOUT: then the build's
+ * layout step (sched/build.c) for cpu under the file's cpu schedule, as
+ * texc runs it after the passes. */
 #define P(name) (1u << PASS_##name)
+#define LAYOUT (1u << 31)
 #define ALL_MINE (P(constfold) | P(dce) | P(cse) | P(simplify) | P(substitute))
 
 static void run_passes(Arena *a, Graph *g, unsigned passes, bool strict, OptStats *stats)
 {
-    /* the layout pass asks the cpu scheduler for its tile sizes */
-    static PanelQuery cpu = { .target = "cpu" };
-    OptOptions o = { .disabled = ~passes, .strict_fp = strict, .dump = stdout,
-                     .panel_width = sch_panel_width, .panel_ctx = &cpu };
+    OptOptions o = { .disabled = ~passes, .strict_fp = strict, .dump = stdout };
     TE_ASSERT(te_optimize(a, g, &o, stats));
+    if (passes & LAYOUT) {
+        /* the layouts ask the cpu scheduler for its tile sizes */
+        const Schedule *written = NULL;
+        for (int i = 0; i < g->nschedules; i++)
+            if (strcmp(g->schedules[i]->target, "cpu") == 0)
+                written = g->schedules[i];
+        g->layouts = true;
+        sch_build_layout(&(SchedBuild){ .arena = a, .g = g, .target = "cpu", .sched = written,
+                                        .layout_notes = &stats->layout_notes });
+        stats->packed = stats->layout_notes.len;
+    }
 }
 
 /* Evaluates A and B (the same program, B optimized) on the same random
@@ -443,7 +455,7 @@ static const Case cases[] = {
     /* layout: const B operands of a matmul read in panels of the tile */
 #define CMAT "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input w : const f32[K, N];\n"
     { "layout: a const weight is packed in panels of the default tile (64)",
-      CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", P(layout), false,
+      CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", LAYOUT, false,
       { "stage w_packed : f32[4, 5, 64]  w_packed[p, a0, l] = select(p * 64 + l < 200, "
         "w[a0, min(p * 64 + l, 199)], 0.0)\n",
         "y[i, j] = sum(k in 0..5) x[i, k] * w_packed[j / 64, k, j % 64]\n" },
@@ -451,40 +463,40 @@ static const Case cases[] = {
     { "layout: the panel is the schedule's tile of j, a knob's value",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;"
            " schedule cpu { y.tile(i, j, 2, ?TJ in [32, 16]) -> io, jo, ii, ji; }",
-      P(layout), false, { "w_packed[j / 32, k, j % 32]" }, { 0 }, STAT(packed), 1, EXACT, NULL },
+      LAYOUT, false, { "w_packed[j / 32, k, j % 32]" }, { 0 }, STAT(packed), 1, EXACT, NULL },
     { "layout: a panel that divides the columns needs no select",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;"
            " schedule cpu { y.split(j, 40) -> jo, ji; }",
-      P(layout), false, { "w_packed[p, a0, l] = w[a0, p * 40 + l]\n" }, { "select" },
+      LAYOUT, false, { "w_packed[p, a0, l] = w[a0, p * 40 + l]\n" }, { "select" },
       STAT(packed), 1, EXACT, NULL },
     { "layout: an input that is not const is read as it is (packing would copy every call)",
-      MAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", P(layout), false,
+      MAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", LAYOUT, false,
       { "y[i, j] = sum(k in 0..5) x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT,
       NULL },
     { "layout: a weight two kernels read keeps its layout",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; y2[i, j] = sum(k) x[i, k] * w[k, j] * 2.0;"
-           " output y, y2;", P(layout), false,
+           " output y, y2;", LAYOUT, false,
       { "y[i, j] = sum(k in 0..5) x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT,
       NULL },
     { "layout: a weight read along the reduction (w[j, k]) keeps its layout",
       "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input w : const f32[N, K];"
-      " y[i, j] = sum(k) x[i, k] * w[j, k]; output y;", P(layout), false,
+      " y[i, j] = sum(k) x[i, k] * w[j, k]; output y;", LAYOUT, false,
       { "y[i, j] = sum(k in 0..5) x[i, k] * w[j, k]\n" }, { "packed" }, STAT(packed), 0, EXACT,
       NULL },
     { "layout: no panels when the schedule does not tile j",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y; schedule cpu { y.parallel(i); }",
-      P(layout), false, { "x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT, NULL },
+      LAYOUT, false, { "x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT, NULL },
     { "layout: no panels when the kernel stages w with cache_read",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y;"
            " schedule cpu { y.split(j, 32) -> jo, ji; wl = w.cache_read(local, y) at jo; }",
-      P(layout), false, { "x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT, NULL },
+      LAYOUT, false, { "x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT, NULL },
     { "layout: no panels as wide as the weight",
       "dim M = 3, K = 5, N = 16; input x : f32[M, K]; input w : const f32[K, N];"
-      " y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", P(layout), false,
+      " y[i, j] = sum(k) x[i, k] * w[k, j]; output y;", LAYOUT, false,
       { "x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT, NULL },
     { "layout: the fused matmul_gelu kernel reads w in panels",
       CMAT "input b : f32[N]; y[i, j] = sum(k) x[i, k] * w[k, j];"
-           " z[i, j] = gelu(y[i, j] * 0.125 + b[j]); output z;", P(fuse) | P(layout), false,
+           " z[i, j] = gelu(y[i, j] * 0.125 + b[j]); output z;", P(fuse) | LAYOUT, false,
       { "z[i, j] = gelu((sum(k in 0..5) x[i, k] * w_packed[j / 64, k, j % 64]) * 0.125 + b[j])\n" },
       { 0 }, STAT(packed), 1, EXACT, "w prepacked in panels of 64 for z (w_packed)" },
 

@@ -5,7 +5,7 @@
  * environment variables, each optional; a part whose variable is unset
  * reports "ok N - ... # SKIP":
  *
- *   TEXRT_TEST_FAKE_LIBCUDA   path of runtime/fake_libcuda.c built as a
+ *   TEXRT_TEST_FAKE_LIBCUDA   path of tests/fake_libcuda.c built as a
  *                             shared library: driver, device, arch-check,
  *                             module, launch, memory and timing tests run
  *                             against it.
@@ -24,8 +24,8 @@
  * Build and run by hand from the top of the tree:
  *   cc -std=gnu11 -Wall -Wextra -Wshadow -g -fsanitize=address,undefined -pthread -Iruntime \
  *      runtime/texrt.c tests/unit_texrt.c -ldl -o /tmp/unit_texrt
- *   cc -shared -fPIC runtime/fake_libcuda.c -o /tmp/libfakecuda.so
- *   cc -shared -fPIC -DFAKE_CUDA_OLD_DRIVER runtime/fake_libcuda.c -o /tmp/libfakecuda_old.so
+ *   cc -shared -fPIC tests/fake_libcuda.c -o /tmp/libfakecuda.so
+ *   cc -shared -fPIC -DFAKE_CUDA_OLD_DRIVER tests/fake_libcuda.c -o /tmp/libfakecuda_old.so
  *   TEXRT_TEST_FAKE_LIBCUDA=/tmp/libfakecuda.so TEXRT_TEST_OLD_LIBCUDA=/tmp/libfakecuda_old.so \
  *      /tmp/unit_texrt
  * and, to add real cubins (needs the CUDA toolkit, not a GPU):

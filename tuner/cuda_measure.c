@@ -1,7 +1,9 @@
 /* cuda_measure.c — the CUDA half of the tuner: the devices, and what the
  * child processes that build and measure a CUDA candidate do.  The loop
- * itself is tune.c's and the process machinery measure.c's, the same for
- * both targets; only the bodies of the children differ.
+ * itself is tune.c's, the forking and waiting measure.c's, the same for
+ * both targets; only the bodies of the children differ.  measure.c calls
+ * into this file, never the other way: what the children here need of
+ * the plumbing (tune_die_with_parent, tune_plant_of) is process.c's.
  *
  * Processes, not threads.  A CUDA candidate is built by a forked child of
  * the tuner (measure.c's tune_build, --jobs of them at a time): it applies
@@ -21,7 +23,7 @@
  * GPU.  So the tuner asks about the devices in a child of its own
  * (tune_cuda_devices, once per run), and every measurement is a forked
  * child that loads the driver itself through libtexrt (which honours
- * TEXRT_LIBCUDA, so the tests point it at runtime/fake_libcuda.c).  A
+ * TEXRT_LIBCUDA, so the tests point it at tests/fake_libcuda.c).  A
  * kernel that faults or hangs kills nothing but that child: its context
  * dies with it.
  *

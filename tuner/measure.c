@@ -9,11 +9,14 @@
  * of tuners that were killed before they could.
  *
  * Building (tune_build): each candidate gets a directory of its own
- * inside the Bench's.  A forked child (its own process group) applies the
- * candidate's schedule and the default for the rest, lowers, writes
+ * inside the Bench's.  A forked child (its own process group) runs the
+ * build sequence texc's own build runs (sched/build.c: the layouts the
+ * candidate's tiles want, its schedule, the default for the rest,
+ * lowering), writes
  * KERNEL.c, KERNEL.h, harness.c (codegen/harness.c) and, for a planted
  * candidate, plant.c, and then execs the C compiler with an argument
- * vector (no shell):  cc -std=gnu11 -O3 -march=native -fopenmp -o run
+ * vector (no shell), the one texc -c uses (codegen/kernel_cc.c) with the
+ * candidate's files:  cc -std=gnu11 -O3 -march=native -fopenmp -o run
  * KERNEL.c harness.c [plant.c] -lm.  At most JOBS children run at once;
  * one that exceeds the compile time limit is killed with its whole
  * process group.  Doing the schedule work in the child as well means a
@@ -70,6 +73,11 @@
  * wrong after copying the outputs back, slow before each run.
  * TEXC_TUNE_MIN_TIME
  * sets min_time (seconds), so that tests on tiny kernels stay fast.
+ *
+ * This file forks and waits; what its children have in common with
+ * cuda_measure.c's and space.c's (dying with the tuner, the clock, the
+ * plant hook, removing a directory) is process.c's, so the calls between
+ * the three go one way: measure.c -> cuda_measure.c -> process.c.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -79,17 +87,13 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
-
-volatile int tune_interrupted;
 
 static const char *const status_names[] = {
 #define X(e, n) n,
@@ -108,48 +112,6 @@ TuneStatus tune_status_lookup(const char *name)
         if (strcmp(status_names[s], name) == 0)
             return (TuneStatus)s;
     return TS_COUNT;
-}
-
-void tune_die_with_parent(void)
-{
-    /* a tuner killed with SIGKILL takes its builds and runs with it */
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-}
-
-double tune_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static void sleep_ms(int ms)
-{
-    struct timespec ts = { 0, ms * 1000000L };
-    nanosleep(&ts, NULL);
-}
-
-void tune_remove_tree(const char *path)
-{
-    DIR *d = opendir(path);
-    if (d) {
-        struct dirent *e;
-        while ((e = readdir(d))) {
-            if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-                continue;
-            char *child = NULL;
-            if (asprintf(&child, "%s/%s", path, e->d_name) < 0)
-                continue;
-            struct stat sb;
-            if (lstat(child, &sb) == 0 && S_ISDIR(sb.st_mode))
-                tune_remove_tree(child);
-            else
-                unlink(child);
-            free(child);
-        }
-        closedir(d);
-    }
-    rmdir(path);
 }
 
 /* ------------------------------------------------------------------ */
@@ -181,32 +143,6 @@ static double base_tolerance(DType t)
     case DT_BF16: return 5e-2;
     default: return 0;
     }
-}
-
-static void parse_plant(Bench *b)
-{
-    const char *spec = getenv("TEXC_TUNE_PLANT");
-    if (!spec || !*spec)
-        return;
-    char *copy = strdup(spec);
-    for (char *w = strtok(copy, ","); w && b->nplants < TUNE_MAX_PLANTS; w = strtok(NULL, ",")) {
-        char *colon = strchr(w, ':');
-        int n = colon ? atoi(colon + 1) : 0;
-        if (colon)
-            *colon = '\0';
-        static const char *const kinds[] = { "crash", "hang", "wrong", "slow", "best" };
-        const char *kind = NULL;
-        for (size_t k = 0; k < sizeof kinds / sizeof kinds[0]; k++)
-            if (strcmp(w, kinds[k]) == 0)
-                kind = kinds[k];
-        if (!kind || n <= 0) {
-            fprintf(stderr, "texc: warning: TEXC_TUNE_PLANT: ignoring '%s'\n", w);
-            continue;
-        }
-        b->plant_kind[b->nplants] = kind;
-        b->plant_trial[b->nplants++] = n;
-    }
-    free(copy);
 }
 
 /* Removes the directories of tuners that were killed (SIGKILL leaves no
@@ -252,15 +188,13 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     b->source = o->source_path;
     b->verbose = o->verbose;
     b->warm = o->warm;
-    b->cc = TEXC_KERNEL_CC;
-    b->openmp = TEXC_KERNEL_OPENMP;
     b->compile_limit = 120;
     b->min_time = 0.2;
     b->max_repeats = 1000000;
     const char *mt = getenv("TEXC_TUNE_MIN_TIME");
     if (mt && *mt)
         b->min_time = atof(mt);
-    parse_plant(b);
+    tune_plant_parse(b);
     const char *keep = getenv("TEXC_TUNE_KEEP");
     b->keep = keep && *keep ? keep : NULL;
     if (strcmp(o->target, "cuda") == 0) {
@@ -406,20 +340,6 @@ static bool write_plant(FILE *f, const Bench *b, const char *how)
     return !ferror(f);
 }
 
-const char *tune_plant_of(const Bench *b, int trial)
-{
-    for (int i = 0; i < b->nplants; i++) {
-        const char *kind = b->plant_kind[i];
-        if (strcmp(kind, "best") == 0) {
-            if (trial != b->plant_trial[i])
-                return "slow";
-        } else if (trial == b->plant_trial[i]) {
-            return kind;
-        }
-    }
-    return NULL;
-}
-
 /* The build child: never returns.  With HARNESS_ONLY, C is the default
  * schedule and only the harness is compiled, to harness.o. */
 static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
@@ -437,11 +357,13 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     diag_stream = stderr;
     diag_quiet = true;
     Arena a = { 0 };
-    sch_relayout(&a, b->g, b->target, c->sched, NULL); /* this child's copy of the graph */
-    SchedState *st = sch_state_new(&a, b->g, b->target);
+    /* texc's own build sequence (sched/build.c), on this child's copy of
+       the graph: its layouts are this candidate's */
     LoweredFunc fn = { 0 };
-    if (!sch_apply_schedule(st, c->sched, NULL) ||
-        !sch_apply_schedule(st, sch_default(st, c->sched), NULL) || !sch_lower(st, &fn))
+    SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
+                                              .sched = c->sched },
+                               &fn);
+    if (!st)
         _exit(TUNE_EXIT_SCHEDULE);
     FILE *trace = fopen("schedule.txt", "w");
     if (!trace)
@@ -477,27 +399,23 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
         ok = fclose(fp) == 0 && ok;
     if (!ok)
         _exit(TUNE_EXIT_WRITE);
-    char *argv[16];
+    /* the compiler and flags of texc -c (codegen/kernel_cc.c), then the
+       candidate's files */
+    const char *words[8];
     int n = 0;
-    argv[n++] = (char *)b->cc;
-    argv[n++] = "-std=gnu11";
-    argv[n++] = "-O3";
-    argv[n++] = "-march=native";
-    if (b->openmp[0])
-        argv[n++] = (char *)b->openmp;
     if (harness_only) {
-        argv[n++] = "-c";
-        argv[n++] = "harness.c";
+        words[n++] = "-c";
+        words[n++] = "harness.c";
     } else {
-        argv[n++] = "-o";
-        argv[n++] = "run";
-        argv[n++] = (char *)c_path;
-        argv[n++] = own_harness ? "harness.c" : b->harness_obj;
+        words[n++] = "-o";
+        words[n++] = "run";
+        words[n++] = c_path;
+        words[n++] = own_harness ? "harness.c" : b->harness_obj;
         if (plant)
-            argv[n++] = "plant.c";
-        argv[n++] = "-lm";
+            words[n++] = "plant.c";
+        words[n++] = "-lm";
     }
-    argv[n] = NULL;
+    char **argv = cg_kernel_cc_argv(&a, words, n);
     execvp(argv[0], argv);
     fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(TUNE_EXIT_EXEC);
@@ -536,7 +454,7 @@ static void build_harness(Bench *b)
                 ;
             return;
         }
-        sleep_ms(5);
+        tune_sleep_ms(5);
     }
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0)
         snprintf(b->harness_obj, sizeof b->harness_obj, "%.4000s/harness.o", c.dir);
@@ -670,7 +588,7 @@ void tune_build(Bench *b, Candidate **cands, int n, int jobs)
         }
         if (running == 0)
             break;
-        sleep_ms(5);
+        tune_sleep_ms(5);
         for (int i = 0; i < n; i++) {
             Candidate *c = cands[i];
             if (c->pid <= 0)
@@ -784,7 +702,7 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
             snprintf(c->detail, sizeof c->detail, "killed after %.1f s (-r %d)", limit, repeats);
             return TS_TIMEOUT;
         }
-        sleep_ms(ms);
+        tune_sleep_ms(ms);
         if (ms < 20)
             ms++;
     }
@@ -1080,7 +998,7 @@ void tune_measure_devices(Bench *b, Candidate **cands, int n, double run_limit)
         }
         if (running == 0)
             break;
-        sleep_ms(5);
+        tune_sleep_ms(5);
         for (int s = 0; s < slots; s++) {
             if (!on[s])
                 continue;

@@ -893,15 +893,21 @@ Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
 /* ------------------------------------------------------------------ */
 /* Checking points by applying them, in a child process.               */
 
-/* Applies and lowers one point; true if no diagnostic. */
+/* Builds one point as a candidate's build would (sched/build.c: its
+ * layouts, its schedule, the default, lowering); true if no diagnostic.
+ * The layouts it gives G outlive the point's scratch arena, so they come
+ * from one that lives as long as the process (G keeps them until the
+ * next build assigns its own). */
 static bool point_applies(Graph *g, const Space *sp, const int *point)
 {
+    static Arena layouts;
     Arena a = { 0 };
     Schedule *s = tune_space_schedule(&a, sp, point);
-    SchedState *st = sch_state_new(&a, g, sp->target);
     LoweredFunc fn = { 0 };
-    bool ok = sch_apply_schedule(st, s, NULL) &&
-              sch_apply_schedule(st, sch_default(st, s), NULL) && sch_lower(st, &fn);
+    SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .graph_arena = &layouts, .g = g,
+                                              .target = sp->target, .sched = s },
+                               &fn);
+    bool ok = st != NULL;
     if (ok && sp->sm > 0) {
         /* the backend's own limits: threads, shared memory, grid */
         CudaProgram prog;

@@ -30,7 +30,7 @@
  *      the file, its speed-up over the default schedule, the log's path,
  *      and --plot's picture.
  *
- * The build that follows (frontend/main.c) calls tune_best, which finds
+ * The build that follows (driver/main.c) calls tune_best, which finds
  * the winner in the log like any later build would.
  *
  * --target cuda runs the same loop.  The differences live in the spaces
@@ -723,20 +723,24 @@ static void measure_batch(Tuner *t, Candidate **batch, int n)
     }
 }
 
-/* TEXT (a schedule block) without the statements on prepack stages: the
- * layout pass makes those for whichever tiles the schedule picks, and the
- * user's file has no such stage to name. */
+/* TEXT (a schedule block) without the statements on prepack stages: each
+ * build's layouts (sched/layout.c) make those for whichever tiles the
+ * schedule picks, and the user's file has no such stage to name.  (The
+ * candidate's build laid its copy of the graph out; G, the tuner's, need
+ * not have those stages, so they are known by name.) */
 static void print_pasteable(const Graph *g, const char *text)
 {
     for (const char *line = text; *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line + 1) : strlen(line);
         const char *p = line + strspn(line, " ");
+        size_t n = strcspn(p, ". =\n");
         bool pack = false;
-        for (int i = 0; i < g->ntensors && !pack; i++) {
-            const Tensor *x = g->tensors[i];
-            size_t n = strlen(x->name);
-            pack = x->packs && strncmp(p, x->name, n) == 0 && p[n] == '.';
+        if (p[n] == '.' && n > 0 && n < 256) {
+            char stage[256];
+            memcpy(stage, p, n);
+            stage[n] = '\0';
+            pack = sch_prepack_named(g, stage);
         }
         if (!pack)
             fwrite(line, 1, len, stdout);

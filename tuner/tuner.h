@@ -2,7 +2,7 @@
  * an isolated process against the reference evaluator, logs everything,
  * and hands later builds the winner.  See tuner/tune.c's top comment.
  *
- * The first part is the interface frontend/main.c uses; the rest is
+ * The first part is the interface driver/main.c uses; the rest is
  * shared by the files of tuner/ only. */
 #ifndef TEXC_TUNER_H
 #define TEXC_TUNER_H
@@ -44,14 +44,6 @@ int tune_log_summary(const char *path);
 
 /* ------------------------------------------------------------------ */
 /* Inside tuner/.                                                      */
-
-/* The compiler for candidates, and its OpenMP flag (from configure). */
-#ifndef TEXC_KERNEL_CC
-#define TEXC_KERNEL_CC "cc"
-#endif
-#ifndef TEXC_KERNEL_OPENMP
-#define TEXC_KERNEL_OPENMP "-fopenmp"
-#endif
 
 /* The default budget: enough for the sample's knob space several times
  * over, and a time budget that keeps `texc samples/matmul_gelu.te --tune`
@@ -179,8 +171,6 @@ typedef struct Bench {
     double *rtol, *atol;  /* per output */
     double min_time;      /* seconds of timed repeats to aim for */
     double compile_limit; /* seconds */
-    const char *cc;       /* the compiler, its flags */
-    const char *openmp;
     char harness_obj[4200]; /* the harness, compiled once; "" if not */
     bool harness_tried;
     bool verbose;
@@ -241,13 +231,22 @@ void tune_measure_devices(Bench *b, Candidate **cands, int n, double run_limit);
 /* Removes the candidate's directory (after copying what it built to
  * TEXC_TUNE_KEEP, if set). */
 void tune_discard(Bench *b, Candidate *c);
-/* Recursively removes PATH (no symlinks followed). */
-void tune_remove_tree(const char *path);
-double tune_now(void);
+
+/* process.c — the plumbing every child process of the tuner shares;
+ * it calls no other file of tuner/. */
 /* In a child: be killed when the tuner dies (Linux's PR_SET_PDEATHSIG). */
 void tune_die_with_parent(void);
+/* Seconds on CLOCK_MONOTONIC, and a sleep between polls of children. */
+double tune_now(void);
+void tune_sleep_ms(int ms);
+/* Recursively removes PATH (no symlinks followed). */
+void tune_remove_tree(const char *path);
+/* Reads TEXC_TUNE_PLANT into B's plants (a test hook, see measure.c). */
+void tune_plant_parse(Bench *b);
 /* The TEXC_TUNE_PLANT kind for trial TRIAL, or NULL. */
 const char *tune_plant_of(const Bench *b, int trial);
+/* Has SIGINT or SIGTERM arrived while tuning? */
+extern volatile int tune_interrupted;
 
 /* Exit statuses of the children that build and run candidates: the
  * schedule did not apply (or the backend refused it), a file could not be
@@ -273,8 +272,6 @@ _Noreturn void tune_cuda_build(Bench *b, SchedState *st, const LoweredFunc *fn, 
  * device through libtexrt once, then REPEATS timed times; writes each
  * output as outN.npy and "MEDIAN_SECONDS COPIES" on stdout; exits. */
 _Noreturn void tune_cuda_run(const Bench *b, const Candidate *c, int repeats);
-/* Has SIGINT or SIGTERM arrived while tuning? */
-extern volatile int tune_interrupted;
 
 /* model.c — the cost model: ridge regression on quadratic features of
  * the point, predicting log(seconds).  See model.c for why not XGBoost. */

@@ -160,7 +160,7 @@ fi
 # 2. the tests on the GPU
 say "run.sh: tests/cuda.sh on the GPU, seed $seed"
 TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$seed \
-    TEXRT_TEST_FAKE_LIBCUDA=$top/runtime/.libs/libfakecuda.so \
+    TEXRT_TEST_FAKE_LIBCUDA=$top/tests/.libs/libfakecuda.so \
     sh tests/cuda.sh >"$results/cuda.tap" 2>&1 || status=1
 cat "$results/cuda.tap" >>"$log"
 grep -c '^ok' "$results/cuda.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"

@@ -1,8 +1,17 @@
-/* pass_layout.c — layout assignment and weight prepacking.
+/* layout.c — layout assignment and weight prepacking, for the schedule a
+ * build uses.
  *
- * requires: a fused Graph (pass_fuse.c ran); OptOptions.panel_width, the
- * scheduler's view of which tile size a kernel uses along an axis (NULL:
- * the pass changes nothing).
+ * Which panels a weight wants depends on the tiles of the schedule that
+ * reads it, so this is the scheduler's business and runs once per build:
+ * sch_build's first step (build.c, through sch_relayout) assigns the
+ * layouts for the schedule being built (the file's, the tuning log's
+ * winner, a tuner candidate), after the graph optimizer (lang/) and
+ * before the SchedState is made.  -fno-layout (g->layouts false) turns
+ * it off; --dump=after-layout shows the graph after it.
+ *
+ * requires: a fused Graph (lang/pass_fuse.c ran); PANEL_WIDTH, the
+ * scheduler's view of which tile size a kernel uses along an axis
+ * (sch_panel_width, default.c; NULL: the assignment changes nothing).
  * guarantees: the same values at every output, exactly (a layout moves
  * data, it computes nothing).  A `const` input W that one kernel reads
  * as the B operand of a matmul — its last index a spatial variable j of
@@ -34,7 +43,7 @@
  */
 #include <string.h>
 
-#include "texc.h"
+#include "sched/sched.h"
 
 static const Span no_span = { 0, 0 };
 
@@ -237,7 +246,7 @@ bool te_layout_assign(Arena *a, Graph *g,
                       int64_t (*panel_width)(void *, const Graph *, const Tensor *, int), void *ctx,
                       PtrVec *notes)
 {
-    /* undo an earlier assignment: the tuner asks again for each schedule */
+    /* undo an earlier assignment: each build assigns for its own schedule */
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
         if (t->kind == TK_STAGE && !t->packs)
@@ -258,12 +267,26 @@ bool te_layout_assign(Arena *a, Graph *g,
     return true;
 }
 
-bool te_pass_layout(OptCtx *c, Graph *g)
+bool sch_prepack_named(const Graph *g, const char *name)
 {
-    g->layouts = c->opts->panel_width != NULL;
-    c->stats->layout_notes.len = 0;
-    bool ok = te_layout_assign(c->arena, g, c->opts->panel_width, c->opts->panel_ctx,
-                               &c->stats->layout_notes);
-    c->stats->packed = c->stats->layout_notes.len;
-    return ok;
+    for (int i = 0; i < g->ntensors; i++)
+        if (strcmp(g->tensors[i]->name, name) == 0)
+            return g->tensors[i]->packs != NULL;
+    /* packed_stage's names: W_packed, else W_packed2, W_packed3, ... */
+    for (int i = 0; i < g->ninputs; i++) {
+        const Tensor *w = g->inputs[i];
+        size_t n = strlen(w->name);
+        if (!w->is_const || strncmp(name, w->name, n) != 0 || strncmp(name + n, "_packed", 7) != 0)
+            continue;
+        const char *k = name + n + 7;
+        if (!*k)
+            return true;
+        if (*k < '2' || *k > '9')
+            continue;
+        while (*k >= '0' && *k <= '9')
+            k++;
+        if (!*k)
+            return true;
+    }
+    return false;
 }

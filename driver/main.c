@@ -1,10 +1,14 @@
 /* main.c — the texc command line.
  *
- * The driver is a straight line: read, lex+parse, check, (dump), then the
- * action the options ask for.  Exit status: 0 success, 1 an error in the
- * user's program (a diagnostic was printed), 2 a usage error.  Output
- * files are written only after everything that can fail on the program
- * has succeeded, and removed again if writing one of them fails.
+ * The driver lives in driver/, above every other directory: it is the one
+ * place that calls the frontend (text -> checked graph), the optimizer
+ * (lang/), the scheduler, the backends and the tuner, so none of them
+ * needs to know about another's options.  It is a straight line: read,
+ * lex+parse, check, (dump), then the action the options ask for.  Exit
+ * status: 0 success, 1 an error in the user's program (a diagnostic was
+ * printed), 2 a usage error.  Output files are written only after
+ * everything that can fail on the program has succeeded, as one set
+ * (codegen/output.c): all of them, or none if writing one fails.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -72,6 +76,8 @@ typedef struct Options {
     InputFile *inputs;
     int ninputs;
     OptOptions opt; /* -fno-PASS, -fstrict-fp, --dump=after-PASS */
+    bool no_layout;         /* -fno-layout: the build's layout step is off */
+    bool dump_after_layout; /* --dump=after-layout */
     bool tune;          /* --tune */
     TuneOptions tuning; /* --trials, --time-budget, --jobs, --log, --plot */
     const char *log_summary; /* --log-summary FILE */
@@ -99,6 +105,9 @@ static void usage(FILE *out)
     for (int p = 0; p < PASS_COUNT; p++)
         fprintf(out, "                        %-10s %s\n", te_pass_name((PassId)p),
                 te_pass_description((PassId)p));
+    /* the build's first step (sched/build.c), turned off and dumped as if
+       it were the optimizer's last pass */
+    fprintf(out, "                        %-10s %s\n", SCH_LAYOUT_STEP, SCH_LAYOUT_DESCRIPTION);
     fprintf(out, "  -fstrict-fp         only rewrites that are exact in the dtype (no reassociation)\n");
     fprintf(out,
             "      --check         check the program (and print dumps); write nothing\n"
@@ -165,11 +174,16 @@ static char *split_assign(char *arg, const char *opt)
     return eq + 1;
 }
 
-static unsigned parse_dumps(char *list, OptOptions *opt)
+static unsigned parse_dumps(char *list, Options *o)
 {
+    OptOptions *opt = &o->opt;
     unsigned bits = 0;
     for (char *w = strtok(list, ","); w; w = strtok(NULL, ",")) {
         size_t i;
+        if (strncmp(w, "after-", 6) == 0 && strcmp(w + 6, SCH_LAYOUT_STEP) == 0) {
+            o->dump_after_layout = true; /* the build's layout step */
+            continue;
+        }
         if (strncmp(w, "after-", 6) == 0) {
             PassId p = te_pass_lookup(w + 6);
             if (p == PASS_COUNT)
@@ -240,6 +254,8 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         case 'f':
             if (strcmp(optarg, "strict-fp") == 0) {
                 o->opt.strict_fp = true;
+            } else if (strncmp(optarg, "no-", 3) == 0 && strcmp(optarg + 3, SCH_LAYOUT_STEP) == 0) {
+                o->no_layout = true;
             } else if (strncmp(optarg, "no-", 3) == 0 && te_pass_lookup(optarg + 3) != PASS_COUNT) {
                 o->opt.disabled |= 1u << te_pass_lookup(optarg + 3);
             } else {
@@ -255,7 +271,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->arch = optarg;
             break;
         case OPT_DUMP:
-            o->dump |= parse_dumps(optarg, &o->opt);
+            o->dump |= parse_dumps(optarg, o);
             break;
         case OPT_EVAL:
             o->eval = true;
@@ -446,76 +462,65 @@ static bool run_command(char *const *argv, bool verbose)
     return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 }
 
-/* Writes PATH atomically: the text goes to PATH.tmp, renamed by commit. */
-typedef struct OutFile {
-    const char *path, *tmp;
-    FILE *f;
-} OutFile;
-
-static bool out_open(Arena *a, OutFile *o, const char *path)
-{
-    o->path = path;
-    o->tmp = arena_printf(a, "%s.tmp", path);
-    o->f = fopen(o->tmp, "w");
-    if (!o->f)
-        fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
-    return o->f != NULL;
-}
-
-static void out_discard(OutFile *o)
-{
-    if (o->f)
-        fclose(o->f);
-    o->f = NULL;
-    if (o->tmp)
-        remove(o->tmp);
-}
-
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
-static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
+/* The file's schedule for TARGET (the last one), or NULL. */
+static const Schedule *file_schedule(const Graph *g, const char *target)
 {
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
-        if (strcmp(g->schedules[i]->target, o->target) == 0)
+        if (strcmp(g->schedules[i]->target, target) == 0)
             written = g->schedules[i];
+    return written;
+}
+
+/* The build sequence's description (sched/build.c) for SCHED: the
+ * layouts' notes go to STATS for -v's summary; the dumps asked for. */
+static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule *sched,
+                           OptStats *stats)
+{
+    return (SchedBuild){ .arena = a,
+                         .g = g,
+                         .target = o->target,
+                         .sched = sched,
+                         .layout_notes = &stats->layout_notes,
+                         .dump_layout = o->dump_after_layout ? stdout : NULL,
+                         .dump_kernels = (o->dump & DUMP_KERNELS) ? stdout : NULL,
+                         .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL };
+}
+
+/* --eval=optimized: the build sequence's first step alone, the layouts. */
+static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sched,
+                        OptStats *stats)
+{
+    SchedBuild b = build_of(a, o, g, sched, stats);
+    sch_build_layout(&b);
+    if (g->layouts)
+        stats->packed = stats->layout_notes.len;
+}
+
+static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
+{
+    const Schedule *written = file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
     if (o->tune && tune_run(a, g, &o->tuning) != 0)
         return 1;
     /* the tuning log's winner, when one matches this workload and machine */
     written = tune_best(a, g, written, &o->tuning);
-    /* its tiles (or its knobs' values) may want other panels than the
-     * file's schedule did */
-    if (g->layouts) {
-        sch_relayout(a, g, o->target, written, &stats->layout_notes);
-        stats->packed = stats->layout_notes.len;
-    }
-    SchedState *st = sch_state_new(a, g, o->target);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 o->target);
-    FILE *dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL;
-    if (dump_loops) {
-        fputs("# before scheduling\n", dump_loops);
-        sch_print_stages(dump_loops, st);
-    }
-    /* the file's schedule, then the default for the stages it leaves out */
-    if (written && !sch_apply_schedule(st, written, dump_loops))
-        return 1;
-    if (!sch_apply_schedule(st, sch_default(st, written), dump_loops))
-        return 1;
+    /* the build sequence (sched/build.c), the one the tuner's candidates
+       go through: the layouts its tiles want, the schedule, the default
+       for the rest, lowering */
     LoweredFunc fn = {0};
-    if (!sch_lower(st, &fn))
+    SchedBuild b = build_of(a, o, g, written, stats);
+    SchedState *st = sch_build(&b, &fn);
+    if (!st)
         return 1;
-    if (dump_loops) {
-        if (fn.prepack) {
-            fputs("# lowered: prepack\n", dump_loops);
-            sch_print_stmt(dump_loops, fn.prepack, 0);
-        }
-        fputs("# lowered\n", dump_loops);
-        sch_print_stmt(dump_loops, fn.body, 0);
-    }
+    if (g->layouts)
+        stats->packed = stats->layout_notes.len;
     if (o->dump & DUMP_SCHEDULE)
         sch_print_trace(stdout, st);
     WorkspacePlan plan;
@@ -552,43 +557,25 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     if (o->check_only)
         return 0;
 
-    OutFile c = {0}, h = {0}, m = {0};
     const char *c_path = arena_printf(a, "%s.c", prefix);
     const char *h_path = arena_printf(a, "%s.h", prefix);
     const char *m_path = arena_printf(a, "%s_harness.c", prefix);
-    bool ok = out_open(a, &c, c_path) && out_open(a, &h, h_path) &&
-              (!o->harness || out_open(a, &m, m_path)) &&
-              cg_emit_c(st, &fn, &co, c.f, h.f) &&
-              (!o->harness || cg_emit_harness(a, g, co.name, m.f));
-    OutFile *files[3] = { &c, &h, &m };
-    for (int i = 0; i < 3; i++) {
-        if (files[i]->f) {
-            ok = fclose(files[i]->f) == 0 && ok;
-            files[i]->f = NULL;
-        }
-    }
-    for (int i = 0; i < 3 && ok; i++) {
-        if (files[i]->tmp && rename(files[i]->tmp, files[i]->path) != 0) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", files[i]->path, strerror(errno));
-            for (int k = 0; k < i; k++)
-                remove(files[k]->path);
-            ok = false;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        out_discard(files[i]);
-    if (!ok)
+    /* one set (codegen/output.c): all of them in place, or none */
+    OutputSet out = { .arena = a };
+    FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
+    FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
+    bool ok = !out.failed && cg_emit_c(st, &fn, &co, c, h) &&
+              (!o->harness || cg_emit_harness(a, g, co.name, m));
+    if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose)
         fprintf(stderr, "texc: wrote %s and %s\n", h_path, c_path);
     if (o->compile) {
         const char *obj = arena_printf(a, "%s.o", prefix);
-        char *argv[] = { TEXC_CC, "-std=gnu11", "-O3", "-march=native", "-c", (char *)c_path,
-                         "-o", (char *)obj, TEXC_OPENMP_CFLAGS, NULL };
-        if (!argv[8][0])
-            argv[8] = NULL; /* no OpenMP flag: the pragmas are ignored */
+        const char *words[] = { "-c", c_path, "-o", obj };
+        char **argv = cg_kernel_cc_argv(a, words, 4); /* as the tuner compiles */
         if (!run_command(argv, o->verbose)) {
-            fprintf(stderr, "texc: %s failed to compile %s\n", TEXC_CC, c_path);
+            fprintf(stderr, "texc: %s failed to compile %s\n", argv[0], c_path);
             return 1;
         }
     }
@@ -646,16 +633,18 @@ int main(int argc, char **argv)
     OptStats stats = {0};
     if (!o.eval || o.eval_optimized) {
         o.opt.dump = stdout;
-        PanelQuery panels = { .target = o.target };
-        o.opt.panel_width = sch_panel_width;
-        o.opt.panel_ctx = &panels;
         if (!te_optimize(&arena, g, &o.opt, &stats))
             goto out;
-        /* build prints it once it knows the workspace */
-        if (o.verbose && o.eval)
+        /* layouts depend on the schedule: each build assigns them for its
+           own (sched/build.c), unless -fno-layout */
+        g->layouts = !o.no_layout;
+    }
+    if (o.eval_optimized) {
+        /* the graph a build under the file's schedule compiles */
+        layout_step(&arena, &o, g, file_schedule(g, o.target), &stats);
+        /* (a build prints it once it knows the workspace) */
+        if (o.verbose)
             te_print_opt_summary(stderr, &stats);
-        if (o.dump & DUMP_KERNELS)
-            te_print_kernels(stdout, g);
     }
     /* schedules are checked against the kernels they will apply to */
     if (!sch_check(g))

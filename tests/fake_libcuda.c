@@ -4,8 +4,8 @@
  * tests/unit_texrt builds it as a shared library and points TEXRT_LIBCUDA
  * at it.
  *
- *   cc -shared -fPIC runtime/fake_libcuda.c -o libfakecuda.so
- *   cc -shared -fPIC -DFAKE_CUDA_OLD_DRIVER runtime/fake_libcuda.c -o libfakecuda_old.so
+ *   cc -shared -fPIC tests/fake_libcuda.c -o libfakecuda.so
+ *   cc -shared -fPIC -DFAKE_CUDA_OLD_DRIVER tests/fake_libcuda.c -o libfakecuda_old.so
  *
  * It implements the Driver API functions libtexrt resolves, on the host:
  * "device memory" is malloc'd, copies are memcpy, a launch only records its
