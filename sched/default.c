@@ -102,19 +102,6 @@ static void schedule_matmul_like(SchEmit *b, SStage *s, int lanes)
     sch_template_micro(b, &l, &(SchMicro){ .ti = ti, .tj = tj, .order = 2, .par = 0 });
 }
 
-bool sch_mentioned(const Schedule *w, const SStage *stage)
-{
-    for (int i = 0; w && i < w->nstmts; i++) {
-        const SchedStmt *s = w->stmts[i];
-        if (sch_stage_named(stage, s->stage) || (s->result && sch_stage_named(stage, s->result)))
-            return true;
-        if (s->nargs > 0 && s->args[0].kind == SA_NAME && sch_stage_named(stage, s->args[0].name) &&
-            strcmp(s->prim, "compute_at") == 0)
-            return true;
-    }
-    return false;
-}
-
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
 {
     return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;

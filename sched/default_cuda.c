@@ -113,35 +113,6 @@ static void axis_tile(int64_t extent, int64_t big, int64_t *block, int64_t *reg)
     *reg = *block >= 16 ? *block / 16 : 1;
 }
 
-/* Does every load of T in E index it with plain variables only? */
-static bool plain_loads(const Expr *e, const Tensor *t, bool *seen, const IterVar *k, bool *uses_k)
-{
-    if (e->kind == EX_LOAD && e->tensor == t) {
-        *seen = true;
-        for (int d = 0; d < e->nargs; d++) {
-            if (e->args[d]->kind != EX_VAR)
-                return false;
-            *uses_k = *uses_k || e->args[d]->var == k;
-        }
-    }
-    for (int i = 0; i < e->nargs; i++)
-        if (!plain_loads(e->args[i], t, seen, k, uses_k))
-            return false;
-    return true;
-}
-
-/* Is T stored in memory when S reads it (not substituted into S)? */
-static bool materialized(SchedState *st, const Tensor *t)
-{
-    if (t->kind == TK_INPUT)
-        return true;
-    SStage *p = NULL;
-    for (int i = 0; i < st->stages.len && !p; i++)
-        if (((SStage *)st->stages.items[i])->tensor == t)
-            p = st->stages.items[i];
-    return p && !p->inlined && !p->attach && (p->tensor->is_output || p->is_reduce);
-}
-
 /* A stage or input name no one uses yet, for a cache stage. */
 static const char *fresh_stage(Builder *b, const char *base)
 {
@@ -160,19 +131,6 @@ static const char *fresh_stage(Builder *b, const char *base)
             return name;
         name = arena_printf(st->arena, "%s%d", base, k);
     }
-}
-
-int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out)
-{
-    int n = 0;
-    for (int i = 0; i < st->g->ntensors && n < TE_MAX_RANK; i++) {
-        const Tensor *t = st->g->tensors[i];
-        bool seen = false, uses_k = false;
-        if (t != s->tensor && materialized(st, t) &&
-            plain_loads(s->value, t, &seen, s->rvars[0], &uses_k) && seen && uses_k)
-            out[n++] = t;
-    }
-    return n;
 }
 
 /* A reduction over two or more spatial axes: the tile of the top comment

@@ -368,6 +368,17 @@ SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
  * cuda tile also the operands it may stage (sch_cuda_staged_operands).
  * Allocated in A.  (The default names its loops by rules of its own.) */
 void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l);
+/* template.c: does the written schedule W (or NULL) name stage S, as a
+ * statement's stage or result or as compute_at's target?  Such a stage is
+ * the file's to schedule: the default and the tuner's space leave it
+ * alone. */
+bool sch_mentioned(const Schedule *w, const SStage *s);
+/* template.c: the tensors a matmul-like stage S (one reduction axis)
+ * stages in shared memory at its reduction loop: each stored in memory
+ * and read by S only at plain indices, one of them the reduction axis.  Up
+ * to TE_MAX_RANK of them into OUT, in the graph's order; their number.
+ * The default and the tuner's automatic CUDA space stage these. */
+int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out);
 
 /* host.c: the CPU the kernels will run on, from /proc/cpuinfo (read once).
  * The model name, "" when it has none. */
@@ -400,10 +411,6 @@ void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched,
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
-/* Does the written schedule W (or NULL) name stage S, as a statement's
- * stage or result or as compute_at's target?  Such a stage is the file's
- * to schedule: the default and the tuner's space leave it alone. */
-bool sch_mentioned(const Schedule *w, const SStage *s);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
  * rounds float sums and products differently, may turn max(+0, -0) into
@@ -417,12 +424,6 @@ bool sch_vectorizes_reduction(const SchedState *st, const SStage *s);
 /* default_cuda.c: appends to SCHED (sch_default's, holding its inlining)
  * the default CUDA schedule of the stages WRITTEN does not mention. */
 void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written);
-/* default_cuda.c: the tensors a matmul-like stage S (one reduction axis)
- * stages in shared memory at its reduction loop: each stored in memory
- * and read by S only at plain indices, one of them the reduction axis.  Up
- * to TE_MAX_RANK of them into OUT, in the graph's order; their number.
- * The tuner's automatic CUDA space stages the same ones. */
-int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out);
 
 /* simplify.c */
 Expr *sch_simplify(Arena *a, Expr *e);

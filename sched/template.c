@@ -551,3 +551,61 @@ void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLo
     if (form == SCH_FORM_MATMUL)
         l->acc = fresh_stage(a, st, s->name, "_acc");
 }
+
+/* ------------------------------------------------------------------ */
+/* What the default and the tuner both ask of a stage.                 */
+
+bool sch_mentioned(const Schedule *w, const SStage *stage)
+{
+    for (int i = 0; w && i < w->nstmts; i++) {
+        const SchedStmt *s = w->stmts[i];
+        if (sch_stage_named(stage, s->stage) || (s->result && sch_stage_named(stage, s->result)))
+            return true;
+        if (s->nargs > 0 && s->args[0].kind == SA_NAME && sch_stage_named(stage, s->args[0].name) &&
+            strcmp(s->prim, "compute_at") == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Does every load of T in E index it with plain variables only? */
+static bool plain_loads(const Expr *e, const Tensor *t, bool *seen, const IterVar *k, bool *uses_k)
+{
+    if (e->kind == EX_LOAD && e->tensor == t) {
+        *seen = true;
+        for (int d = 0; d < e->nargs; d++) {
+            if (e->args[d]->kind != EX_VAR)
+                return false;
+            *uses_k = *uses_k || e->args[d]->var == k;
+        }
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!plain_loads(e->args[i], t, seen, k, uses_k))
+            return false;
+    return true;
+}
+
+/* Is T stored in memory when S reads it (not substituted into S)? */
+static bool materialized(SchedState *st, const Tensor *t)
+{
+    if (t->kind == TK_INPUT)
+        return true;
+    SStage *p = NULL;
+    for (int i = 0; i < st->stages.len && !p; i++)
+        if (((SStage *)st->stages.items[i])->tensor == t)
+            p = st->stages.items[i];
+    return p && !p->inlined && !p->attach && (p->tensor->is_output || p->is_reduce);
+}
+
+int sch_cuda_staged_operands(SchedState *st, const SStage *s, const Tensor **out)
+{
+    int n = 0;
+    for (int i = 0; i < st->g->ntensors && n < TE_MAX_RANK; i++) {
+        const Tensor *t = st->g->tensors[i];
+        bool seen = false, uses_k = false;
+        if (t != s->tensor && materialized(st, t) &&
+            plain_loads(s->value, t, &seen, s->rvars[0], &uses_k) && seen && uses_k)
+            out[n++] = t;
+    }
+    return n;
+}
