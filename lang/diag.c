@@ -1,7 +1,5 @@
-/* diag.c — source text and the diagnostics that point into it.
+/* diag.c — the diagnostics that point into a source text (source.c).
  *
- * A Source is the whole file in memory, NUL-terminated; it may contain
- * earlier NULs (the lexer reports them), so its length is kept beside it.
  * Spans are byte offsets; line and column are computed here, only when a
  * diagnostic is printed, by scanning from the start of the text.
  *
@@ -43,62 +41,6 @@ int diag_errors;
 int diag_warnings;
 bool diag_quiet;
 FILE *diag_stream; /* NULL means stderr, which is not a constant */
-
-bool src_load(Arena *a, Source *src, const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(errno));
-        return false;
-    }
-    /* Read in growing chunks rather than trusting the file's size: PATH may
-     * be a pipe or /dev/stdin. */
-    size_t cap = 1 << 16, len = 0;
-    char *buf = malloc(cap);
-    int err = 0;
-    for (;;) {
-        if (!buf) {
-            err = ENOMEM;
-            break;
-        }
-        if (len == cap) {
-            char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (!bigger) {
-                err = ENOMEM;
-                break;
-            }
-            buf = bigger;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f))
-                err = errno ? errno : EIO;
-            break;
-        }
-    }
-    fclose(f);
-    if (err) {
-        free(buf);
-        fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(err));
-        return false;
-    }
-    char *text = arena_alloc(a, len + 1); /* zeroed: NUL-terminated */
-    if (len)
-        memcpy(text, buf, len);
-    free(buf);
-    src_from_string(src, arena_strdup(a, path), text, len);
-    return true;
-}
-
-void src_from_string(Source *src, const char *path, char *text, size_t len)
-{
-    TE_ASSERT(text[len] == '\0');
-    src->path = path;
-    src->text = text;
-    src->len = len;
-}
 
 /* Where a byte offset falls: its 1-based line and column, and the bounds
  * of its line's text (not counting the line break). */

@@ -35,11 +35,6 @@ PassId te_pass_lookup(const char *name)
     return PASS_COUNT;
 }
 
-bool opt_fast_math(const OptCtx *c, DType t)
-{
-    return !c->opts->strict_fp && (t == DT_F16 || t == DT_BF16 || t == DT_F32);
-}
-
 static int count_stages(const Graph *g)
 {
     int n = 0;
@@ -116,59 +111,3 @@ void te_print_opt_summary(FILE *out, const OptStats *s)
     fputc('\n', out);
 }
 
-/* Depth-first from the outputs: reachable stages in dependency order.
- * Graphs hold hundreds of stages at most, so a linear "seen" list will do. */
-static bool seen_before(PtrVec *seen, Tensor *t)
-{
-    for (int i = 0; i < seen->len; i++)
-        if (seen->items[i] == t)
-            return true;
-    return false;
-}
-
-static void visit(Arena *a, Tensor *t, PtrVec *order, PtrVec *seen)
-{
-    if (seen_before(seen, t))
-        return;
-    vec_push(a, seen, t);
-    if (t->kind != TK_STAGE)
-        return;
-    PtrVec stack = {0};
-    vec_push(a, &stack, t->body);
-    while (stack.len) {
-        Expr *e = stack.items[--stack.len];
-        if (e->kind == EX_LOAD)
-            visit(a, e->tensor, order, seen);
-        for (int i = 0; i < e->nargs; i++)
-            vec_push(a, &stack, e->args[i]);
-    }
-    vec_push(a, order, t);
-}
-
-static void count_uses(Expr *e)
-{
-    if (e->kind == EX_LOAD)
-        e->tensor->uses++;
-    for (int i = 0; i < e->nargs; i++)
-        count_uses(e->args[i]);
-}
-
-void te_graph_compact(Arena *a, Graph *g)
-{
-    PtrVec order = {0}, seen = {0};
-    for (int i = 0; i < g->ninputs; i++) {
-        vec_push(a, &seen, g->inputs[i]);
-        vec_push(a, &order, g->inputs[i]);
-    }
-    for (int i = 0; i < g->noutputs; i++)
-        visit(a, g->outputs[i], &order, &seen);
-    g->tensors = (Tensor **)order.items;
-    g->ntensors = order.len;
-    for (int i = 0; i < g->ntensors; i++) {
-        g->tensors[i]->id = i;
-        g->tensors[i]->uses = 0;
-    }
-    for (int i = 0; i < g->ntensors; i++)
-        if (g->tensors[i]->kind == TK_STAGE)
-            count_uses(g->tensors[i]->body);
-}

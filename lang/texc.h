@@ -417,7 +417,10 @@ typedef struct OptCtx {
 /* May a rewrite that changes rounding apply to values of dtype T?  Only for
  * f16, bf16 and f32, and not under -fstrict-fp (the seed's compilers
  * reassociate these by default). */
-bool opt_fast_math(const OptCtx *c, DType t);
+static inline bool opt_fast_math(const OptCtx *c, DType t)
+{
+    return !c->opts->strict_fp && (t == DT_F16 || t == DT_BF16 || t == DT_F32);
+}
 
 #define X(n, d) bool te_pass_##n(OptCtx *c, Graph *g);
 TE_PASSES(X)
@@ -434,7 +437,7 @@ void te_print_kernels(FILE *out, const Graph *g);
 /* "6 stages -> 1 kernel; folded 1 constant; ..." */
 void te_print_opt_summary(FILE *out, const OptStats *s);
 
-/* Recomputes ids and uses after a pass removed or added tensors: keeps
+/* graph.c: recomputes ids and uses after a pass removed or added tensors: keeps
  * g->tensors in dependency order and drops tensors no longer reachable
  * from an output (inputs always stay). */
 void te_graph_compact(Arena *a, Graph *g);
