@@ -218,24 +218,6 @@ static int scan(Parser *p, YYSTYPE *val, const char **tok_start)
     }
 }
 
-/* Prints "LINE:COL NAME 'TEXT'" for --dump=tokens. */
-static void dump_token(Parser *p, int tok, const char *start)
-{
-    int line = 1, col = 1;
-    for (const char *c = p->src->text; c < start; c++) {
-        if (*c == '\n') {
-            line++;
-            col = 1;
-        } else {
-            col++;
-        }
-    }
-    fprintf(p->dump_tokens, "%d:%d %s", line, col, fe_token_name(tok));
-    if (tok != END && tok != YYerror)
-        fprintf(p->dump_tokens, " '%.*s'", (int)(p->cursor - start), start);
-    fputc('\n', p->dump_tokens);
-}
-
 int fe_lex(YYSTYPE *val, Span *loc, Parser *p)
 {
     const char *start;
@@ -244,7 +226,5 @@ int fe_lex(YYSTYPE *val, Span *loc, Parser *p)
     int tok = scan(p, val, &start);
     loc->begin = (uint32_t)(start - p->src->text);
     loc->end = (uint32_t)(p->cursor - p->src->text);
-    if (p->dump_tokens)
-        dump_token(p, tok, start);
     return tok;
 }

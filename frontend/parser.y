@@ -28,7 +28,6 @@
 
 %code provides {
 int fe_lex(YYSTYPE *val, Span *loc, Parser *p);
-const char *fe_token_name(int tok);
 }
 
 %code {
@@ -48,7 +47,8 @@ const char *fe_token_name(int tok);
  * fe_parse (FE_MAX_DEPTH); this bounds the parser's own stack for long
  * chains of unary operators. */
 #define YYMAXDEPTH 20000
-#define yylex fe_lex
+
+static int yylex(YYSTYPE *val, Span *loc, Parser *p);
 
 static void yyerror(Span *loc, Parser *p, const char *msg);
 static Node *mk(Parser *p, NodeKind k, Span sp) { return node_new(p, k, sp); }
@@ -594,8 +594,25 @@ bool fe_parse(Parser *p, Program *prog)
     return true;
 }
 
-/* The quoted name of token TOK, for --dump=tokens. */
-const char *fe_token_name(int tok)
+/* The lexer's next token; with --dump=tokens also printed, as
+ * "LINE:COL NAME 'TEXT'" with Bison's quoted name of the token. */
+static int yylex(YYSTYPE *val, Span *loc, Parser *p)
 {
-    return yysymbol_name(YYTRANSLATE(tok));
+    int tok = fe_lex(val, loc, p);
+    if (!p->dump_tokens)
+        return tok;
+    int line = 1, col = 1;
+    for (const char *c = p->src->text; c < p->src->text + loc->begin; c++) {
+        if (*c == '\n') {
+            line++;
+            col = 1;
+        } else {
+            col++;
+        }
+    }
+    fprintf(p->dump_tokens, "%d:%d %s", line, col, yysymbol_name(YYTRANSLATE(tok)));
+    if (tok != END && tok != YYerror)
+        fprintf(p->dump_tokens, " '%.*s'", (int)(loc->end - loc->begin), p->src->text + loc->begin);
+    fputc('\n', p->dump_tokens);
+    return tok;
 }
