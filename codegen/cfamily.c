@@ -567,3 +567,18 @@ void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefo
         if (chosen[i])
             fputs(texts[i], out);
 }
+
+/* ------------------------------------------------------------------ */
+/* The header comment's schedule.                                      */
+
+void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o)
+{
+    if (o->schedule_from)
+        fprintf(out, " * schedule: %s\n", o->schedule_from);
+    else
+        fputs(" * schedule:\n", out);
+    for (int i = 0; i < st->trace.len; i++) {
+        fputs(" *   ", out);
+        sch_print_trace_stmt(out, st->trace.items[i]);
+    }
+}

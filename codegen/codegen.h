@@ -16,6 +16,10 @@ typedef struct CodegenOptions {
     const char *name;        /* the entry point and the files' base name */
     const char *source_path; /* the .te file, for the header comment */
     const char *target;      /* "cpu" */
+    const char *schedule_from; /* where the schedule came from, for the
+                                  header comments ("the file's schedule
+                                  cpu", a tuning-log record), or NULL (a
+                                  tuner's candidate) */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root
@@ -200,6 +204,9 @@ int cg_prec(Op op);
 void cg_emit_expr(CgPrinter *p, const Expr *x, int prec);
 /* cfamily.c: a statement's text at the indentation (FMT ends the line). */
 void cg_line(CgPrinter *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cfamily.c: the header comment's lines on the schedule: where it came
+ * from (O->schedule_from), then the trace of ST, a statement a line. */
+void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);
 /* cfamily.c: "FN(args of X)". */
 void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x);
 

@@ -507,7 +507,11 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     if (o->tune && tune_run(a, g, &o->tuning) != 0)
         return 1;
     /* the tuning log's winner, when one matches this workload and machine */
-    written = tune_best(a, g, written, &o->tuning);
+    const char *from =
+        written ? arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
+                               o->target)
+                : arena_printf(a, "the default (the file has no `schedule %s`)", o->target);
+    written = tune_best(a, g, written, &o->tuning, &from);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 o->target);
@@ -544,7 +548,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     }
     const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
     const char *base = strrchr(prefix, '/');
-    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target };
+    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target, from };
     if (strcmp(o->target, "cuda") == 0) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;

@@ -34,6 +34,11 @@ expect_status "-K with an unknown knob" 2 "$TEXC" -K NOPE=1 "$samples/matmul_gel
 expect_status "-K with a value not in the knob" 2 "$TEXC" -K TI=7 "$samples/matmul_gelu.te"
 expect_status "-K with a value of the knob" 0 "$TEXC" -K TI=4 --check --dump=schedule "$samples/matmul_gelu.te"
 grep -q 'y.tile(i, j, 4, ' "$tmp/out" && ok "-K sets the knob" || not_ok "-K sets the knob" "$tmp/out"
+expect_status "a build with the file's schedule" 0 "$TEXC" -D M=16 --log=/dev/null "$samples/matmul_gelu.te" -o "$tmp/own"
+grep -qx " \* schedule: the file's \`schedule cpu\`, the default for the stages it leaves out" "$tmp/own.c" &&
+    grep -qx " \* Schedule: the file's \`schedule cpu\`, the default for the stages it leaves out." "$tmp/own.h" &&
+    ok "the generated files say the schedule is the file's" ||
+    not_ok "the generated files say the schedule is the file's" "$tmp/own.c"
 expect_status "missing file" 1 "$TEXC" "$tmp/does-not-exist.te"
 grep -q "cannot read" "$tmp/err" && ok "missing file message" || not_ok "missing file message" "$tmp/err"
 expect_status "-D of an unknown dim" 1 "$TEXC" -D Q=3 "$samples/softmax.te"

@@ -70,6 +70,10 @@ check "exhaustive: no temporary directory left" test "$(leftover)" -eq 0
 "$TEXC" "$small" --log "$log" -o "$tmp/b" --dump=schedule >"$tmp/b.out" 2>"$tmp/b.err"
 check "build: uses the logged winner" grep -q "y.split(j, $best_tj) -> jo, ji;" "$tmp/b.out"
 check "build: says which record it used" grep -q "using the tuned schedule from $log (" "$tmp/b.err"
+workload=$(sed -n 's/.*"workload":"\([0-9a-f]*\)".*/\1/p' "$log" | head -n 1)
+check "build: the generated files name the record (its workload and date)" sh -c "
+    grep -q '^ \* schedule: a tuning-log record (workload $workload, 20[0-9-]* [0-9:]*): the file.s schedule, its knobs set$' '$tmp/b.c' &&
+    grep -q '^ \* Schedule: a tuning-log record (workload $workload, ' '$tmp/b.h'"
 # w is const: the winner's tiles (TJ=16, not the file's first value, 32,
 # where one panel would be all of w) read it in panels of 16
 "$TEXC" "$small" --log "$log" -o "$tmp/b" --dump=loops >"$tmp/bl.out" 2>&1
@@ -182,6 +186,8 @@ check "auto space: random and model-ranked candidates" sh -c "
 check "auto space: the build rebuilds the winner's schedule from the log" \
     cmp -s "$tmp/g.out" "$tmp/g2.out"
 check "auto space: and says so" grep -q "using the tuned schedule" "$tmp/g2.err"
+check "auto space: the generated C says the tuner's schedule came from the log" \
+    grep -q "^ \* schedule: a tuning-log record (workload [0-9a-f]\{32\}, .*): the tuner's schedule$" "$tmp/g2.c"
 
 # --- 6b. the automatic space holds the register-blocked micro-kernel -------
 "$TEXC" "$autospace" --dump=space -o "$tmp/sp" >"$tmp/sp.out" 2>"$tmp/sp.err"

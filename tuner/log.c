@@ -461,7 +461,8 @@ static void record_date(json_t *r, char *out, size_t size)
     snprintf(out, size, "%.10s %.5s", t, strlen(t) > 11 ? t + 11 : "");
 }
 
-const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o)
+const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o,
+                          const char **from)
 {
     const char *path = tune_log_path(a, o);
     if (!path)
@@ -538,23 +539,28 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     const Schedule *result = written;
     if (best) {
         json_t *config = json_object_get(best, "config");
+        const char *what;
         if (json_is_true(json_object_get(config, "default"))) {
             Schedule *empty = arena_alloc(a, sizeof *empty);
             empty->target = o->target;
             result = empty; /* the default schedule won */
+            what = "the default schedule";
         } else {
             tune_space_point_of(sp, config, point);
             if (sp->is_auto) {
                 result = tune_space_schedule(a, sp, point);
+                what = "the tuner's schedule";
             } else {
                 for (int k = 0; k < sp->nparams; k++)
                     sp->knobs[k]->chosen = point[k];
                 result = written;
+                what = "the file's schedule, its knobs set";
             }
         }
+        char date[32];
+        record_date(best, date, sizeof date);
+        *from = arena_printf(a, "a tuning-log record (workload %s, %s): %s", w.hash, date, what);
         if (!o->quiet) {
-            char date[32];
-            record_date(best, date, sizeof date);
             fprintf(stderr, "texc: using the tuned schedule from %s (%.3g GFLOP/s, record of %s)\n",
                     path, num_field(best, "gflops"), date);
         }

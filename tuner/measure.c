@@ -386,7 +386,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     if (plant)
         fprintf(fc, "#define %s_packed_args texc_planted_%s_packed_args /* TEXC_TUNE_PLANT */\n",
                 b->kernel, b->kernel);
-    CodegenOptions co = { b->kernel, b->source, b->target };
+    CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = b->target };
     bool ok = cg_emit_c(st, &fn, &co, fc, fh) &&
               (!own_harness || cg_emit_harness(&a, b->g, b->kernel, fm)) &&
               (!plant || write_plant(fp, b, plant));

@@ -911,7 +911,7 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
     if (ok && sp->sm > 0) {
         /* the backend's own limits: threads, shared memory, grid */
         CudaProgram prog;
-        CodegenOptions co = { "texc_kernel", "", "cuda" };
+        CodegenOptions co = { .name = "texc_kernel", .source_path = "", .target = "cuda" };
         ok = cg_cuda_emit(st, &fn, &co, arena_printf(&a, "sm_%d", sp->sm), sp->sm, &prog);
     }
     arena_free(&a);

@@ -34,9 +34,12 @@ int tune_run(Arena *a, Graph *g, const TuneOptions *o);
 
 /* For a normal build: the fastest valid logged schedule for G's workload
  * on this machine (knobs of the file's schedule set, or a schedule of its
- * own), printing which record it used; or NULL, saying once that no record
- * matches.  WRITTEN is the file's schedule for the target, or NULL. */
-const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o);
+ * own), printing which record it used, and setting *FROM to a phrase that
+ * names the record (its date and workload hash) for the generated files'
+ * header comments; or WRITTEN (the file's schedule for the target, or
+ * NULL), saying once that no record matches, *FROM untouched. */
+const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o,
+                          const char **from);
 
 /* --log-summary FILE: the best record per workload.  Returns an exit
  * status. */
