@@ -582,3 +582,31 @@ void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOpt
         sch_print_trace_stmt(out, st->trace.items[i]);
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* Header macros.                                                      */
+
+char *cg_upper(Arena *a, const char *s)
+{
+    char *u = arena_strdup(a, s);
+    for (char *c = u; *c; c++)
+        *c = (char)toupper((unsigned char)*c);
+    return u;
+}
+
+void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, PtrVec *taken)
+{
+    for (int d = 0; d < g->ndims; d++) {
+        const char *m = cg_upper(a, arena_printf(a, "%s_%s", name, g->dims[d].name));
+        for (int k = 2;; k++) {
+            bool clash = false;
+            for (int i = 0; i < taken->len; i++)
+                clash = clash || strcmp(taken->items[i], m) == 0;
+            if (!clash)
+                break;
+            m = cg_upper(a, arena_printf(a, "%s_%s_%d", name, g->dims[d].name, k));
+        }
+        vec_push(a, taken, (void *)m);
+        fprintf(h, "#define %s %lld\n", m, (long long)g->dims[d].value);
+    }
+}

@@ -204,6 +204,13 @@ int cg_prec(Op op);
 void cg_emit_expr(CgPrinter *p, const Expr *x, int prec);
 /* cfamily.c: a statement's text at the indentation (FMT ends the line). */
 void cg_line(CgPrinter *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* cfamily.c: S in upper case (a macro's name), allocated in A. */
+char *cg_upper(Arena *a, const char *s);
+/* cfamily.c: a generated header's "#define NAME_DIM value" for each dim
+ * of G, NAME_DIM in upper case; one that clashes with a macro of TAKEN
+ * (the header's own) or another dim's gets a suffix, _2, _3, ...; each
+ * is added to TAKEN. */
+void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, PtrVec *taken);
 /* cfamily.c: the header comment's lines on the schedule: where it came
  * from (O->schedule_from), then the trace of ST, a statement a line. */
 void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);
