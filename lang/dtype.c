@@ -35,6 +35,14 @@ static const DTypeInfo dtype_info[DT_COUNT] = {
 #undef X
 };
 
+int te_name_index(const char *const *names, int n, const char *name)
+{
+    int i = 0;
+    while (i < n && strcmp(names[i], name) != 0)
+        i++;
+    return i;
+}
+
 static const DTypeInfo *info(DType t)
 {
     TE_ASSERT(t >= DT_NONE && t < DT_COUNT);
@@ -180,11 +188,7 @@ double dtype_f16_value(uint16_t bits)
 
 /* Operators. */
 
-static const char *const op_texts[OP_COUNT] = {
-#define X(e, t, a, c) [e] = t,
-    TE_OPS(X)
-#undef X
-};
+static const char *const op_texts[OP_COUNT] = { TE_OPS(TE_ENUM_NAME) };
 static const signed char op_arities[OP_COUNT] = {
 #define X(e, t, a, c) [e] = a,
     TE_OPS(X)
@@ -216,16 +220,17 @@ bool op_is_call(Op op)
 
 /* Reducers. */
 
-static const char *const reducer_names[RED_COUNT] = {
-#define X(e, t) [e] = t,
-    TE_REDUCERS(X)
-#undef X
-};
+static const char *const reducer_names[RED_COUNT] = { TE_REDUCERS(TE_ENUM_NAME) };
 
 const char *reducer_name(Reducer r)
 {
     TE_ASSERT(r >= 0 && r < RED_COUNT);
     return reducer_names[r];
+}
+
+Reducer reducer_lookup(const char *name)
+{
+    return (Reducer)te_name_index(reducer_names, RED_COUNT, name);
 }
 
 double reducer_identity(Reducer r)

@@ -9,11 +9,7 @@
 
 #include "sched/sched.h"
 
-static const char *const prim_names[] = {
-#define X(e, n, s, o, r, a) n,
-    SCHED_PRIMS(X)
-#undef X
-};
+static const char *const prim_names[] = { SCHED_PRIMS(TE_ENUM_NAME) };
 
 const char *prim_name(Prim p)
 {
@@ -22,10 +18,7 @@ const char *prim_name(Prim p)
 
 Prim prim_lookup(const char *name)
 {
-    for (int p = 0; p < PR_COUNT; p++)
-        if (strcmp(prim_names[p], name) == 0)
-            return (Prim)p;
-    return PR_COUNT;
+    return (Prim)te_name_index(prim_names, PR_COUNT, name);
 }
 
 static void print_arg(FILE *out, const SchedArg *a)

@@ -6,11 +6,7 @@
  */
 #include "sched/sched.h"
 
-static const char *const kind_names[] = {
-#define X(e, n) n,
-    SCH_LOOP_KINDS(X)
-#undef X
-};
+static const char *const kind_names[] = { SCH_LOOP_KINDS(TE_ENUM_NAME) };
 static const char *const axis_names[] = { "block.x", "block.y", "block.z",
                                           "thread.x", "thread.y", "thread.z" };
 

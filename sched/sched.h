@@ -26,11 +26,7 @@ typedef struct Knob {
     X(SA_KNOB)   /* knob: an integer chosen by the tuner      */ \
     X(SA_STRING) /* name: a quoted string (a layout)          */
 
-typedef enum SchedArgKind {
-#define X(e) e,
-    SCHED_ARG_KINDS(X)
-#undef X
-} SchedArgKind;
+typedef enum SchedArgKind { SCHED_ARG_KINDS(TE_ENUM_ITEM) } SchedArgKind;
 
 typedef struct SchedArg {
     SchedArgKind kind;
@@ -87,12 +83,7 @@ typedef struct Schedule {
     X(PR_CACHE_WRITE, "cache_write", "C", -1, 1, 1)                   \
     X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)
 
-typedef enum Prim {
-#define X(e, n, s, o, r, a) e,
-    SCHED_PRIMS(X)
-#undef X
-    PR_COUNT
-} Prim;
+typedef enum Prim { SCHED_PRIMS(TE_ENUM_ITEM) PR_COUNT } Prim;
 
 /* prims.c */
 const char *prim_name(Prim p);
@@ -122,11 +113,7 @@ bool sch_set_knob(Graph *g, const char *name, int64_t value);
     X(LOOP_UNROLLED, "unrolled")    /* the body written once per value */ \
     X(LOOP_BOUND, "bound")          /* a GPU block or thread index   */
 
-typedef enum LoopKind {
-#define X(e, n) e,
-    SCH_LOOP_KINDS(X)
-#undef X
-} LoopKind;
+typedef enum LoopKind { SCH_LOOP_KINDS(TE_ENUM_ITEM) } LoopKind;
 
 /* A loop of a scheduled stage. */
 typedef struct Loop {
@@ -205,11 +192,7 @@ typedef struct SchedState {
     X(S_IF)    /* if (cond) body                                        */ \
     X(S_ALLOC) /* buf lives in scope while body runs                    */
 
-typedef enum StmtKind {
-#define X(e) e,
-    SCH_STMT_KINDS(X)
-#undef X
-} StmtKind;
+typedef enum StmtKind { SCH_STMT_KINDS(TE_ENUM_ITEM) } StmtKind;
 
 typedef struct Stmt Stmt;
 struct Stmt {

@@ -147,12 +147,7 @@ const CudaDevices *tune_cuda_devices(void);
     X(TS_COMPILE_ERROR, "compile_error") /* the C compiler failed       */ \
     X(TS_COMPILE_TIMEOUT, "compile_timeout") /* the C compiler ran too long */
 
-typedef enum TuneStatus {
-#define X(e, n) e,
-    TUNE_STATUSES(X)
-#undef X
-    TS_COUNT
-} TuneStatus;
+typedef enum TuneStatus { TUNE_STATUSES(TE_ENUM_ITEM) TS_COUNT } TuneStatus;
 const char *tune_status_name(TuneStatus s);
 TuneStatus tune_status_lookup(const char *name); /* TS_COUNT if unknown */
 
