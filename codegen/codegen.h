@@ -15,7 +15,7 @@
 typedef struct CodegenOptions {
     const char *name;        /* the entry point and the files' base name */
     const char *source_path; /* the .te file, for the header comment */
-    const char *target;      /* "cpu" */
+    Target target;           /* TARGET_CPU */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root

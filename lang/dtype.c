@@ -1,5 +1,5 @@
-/* dtype.c — element types, operators and reducers: the tables generated
- * from texc.h's X-macros, and rounding to each dtype.
+/* dtype.c — element types, operators, reducers and targets: the tables
+ * generated from texc.h's X-macros, and rounding to each dtype.
  *
  * dtype_round is the one definition of what storing a value in a dtype
  * means; the evaluator, the constant folder and the .npy writer all go
@@ -248,6 +248,21 @@ double reducer_identity(Reducer r)
         break;
     }
     TE_UNREACHABLE();
+}
+
+/* Targets. */
+
+static const char *const target_names[TARGET_COUNT] = { TE_TARGETS(TE_ENUM_NAME) };
+
+const char *target_name(Target t)
+{
+    TE_ASSERT(t >= 0 && t < TARGET_COUNT);
+    return target_names[t];
+}
+
+Target target_lookup(const char *name)
+{
+    return (Target)te_name_index(target_names, TARGET_COUNT, name);
 }
 
 /* V rounded to the precision an operator of dtype T is computed in: f32

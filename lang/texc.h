@@ -205,6 +205,18 @@ const char *reducer_name(Reducer r);
 Reducer reducer_lookup(const char *name); /* RED_COUNT if unknown */
 double reducer_identity(Reducer r);
 
+/* Targets: what a schedule is written for and what a build compiles to.
+ * The name is how .te files (schedule cpu { ... }), --target and the
+ * tuning log's records spell it; everything else holds the enum. */
+/*     enum          name      what a build writes */
+#define TE_TARGETS(X)                                              \
+    X(TARGET_CPU, "cpu")   /* C11 with OpenMP (codegen/c.c)      */ \
+    X(TARGET_CUDA, "cuda") /* a cubin via NVRTC (codegen/cuda.c) */
+
+typedef enum Target { TE_TARGETS(TE_ENUM_ITEM) TARGET_COUNT } Target;
+const char *target_name(Target t);
+Target target_lookup(const char *name); /* TARGET_COUNT if unknown */
+
 /* ------------------------------------------------------------------ */
 /* ir.c — expressions, tensors, the graph.                             */
 

@@ -235,7 +235,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
                    l->name, s->name,
                    prim == PR_PARALLEL ? " (the threads would race on the sum)"
                    : prim != PR_VECTORIZE ? ""
-                   : strcmp(st->target, "cpu") != 0 ? " (vectorized reductions are for cpu schedules)"
+                   : st->target != TARGET_CPU ? " (vectorized reductions are for cpu schedules)"
                    : " (its lanes would combine in another order, which -fstrict-fp forbids)");
         return false;
     }
@@ -254,7 +254,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         l->kind = LOOP_VECTORIZED;
         break;
     case PR_PARALLEL:
-        if (strcmp(st->target, "cpu") != 0) {
+        if (st->target != TARGET_CPU) {
             diag_error(src, stmt->span, "parallel is for cpu schedules; bind '%s' to a GPU axis instead",
                        l->name);
             return false;

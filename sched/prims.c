@@ -42,7 +42,8 @@ static void print_arg(FILE *out, const SchedArg *a)
 
 void sch_print(FILE *out, const Schedule *s)
 {
-    fprintf(out, "schedule %s {\n", s->target);
+    fprintf(out, "schedule %s {\n",
+            s->target == TARGET_COUNT ? s->unknown_target : target_name(s->target));
     for (int i = 0; i < s->nstmts; i++) {
         const SchedStmt *st = s->stmts[i];
         fputs("  ", out);

@@ -38,7 +38,7 @@ void sch_print_trace_stmt(FILE *out, const SchedStmt *st)
 
 void sch_print_trace(FILE *out, const SchedState *st)
 {
-    fprintf(out, "schedule %s {\n", st->target);
+    fprintf(out, "schedule %s {\n", target_name(st->target));
     for (int i = 0; i < st->trace.len; i++) {
         fputs("  ", out);
         sch_print_trace_stmt(out, st->trace.items[i]);

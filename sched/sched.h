@@ -54,7 +54,10 @@ typedef struct SchedStmt {
 } SchedStmt;
 
 typedef struct Schedule {
-    const char *target; /* "cpu" or "cuda" */
+    Target target;
+    const char *unknown_target; /* target is TARGET_COUNT: the word the file
+                                   wrote instead of a target's name (for
+                                   sch_check's error and --dump=ast) */
     Span target_span;
     SchedStmt **stmts;
     int nstmts;
@@ -179,7 +182,7 @@ struct SStage {
 typedef struct SchedState {
     Arena *arena;
     Graph *g;
-    const char *target; /* "cpu" or "cuda" */
+    Target target;
     PtrVec stages;      /* SStage *, in dependency order */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
@@ -219,7 +222,7 @@ typedef struct LoweredFunc {
 } LoweredFunc;
 
 /* state.c */
-SchedState *sch_state_new(Arena *a, Graph *g, const char *target);
+SchedState *sch_state_new(Arena *a, Graph *g, Target target);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 bool sch_stage_named(const SStage *s, const char *name);
 Loop *sch_find_loop(SStage *s, const char *name);
@@ -380,7 +383,7 @@ void sch_host_vector_unit(int *bytes, int *regs);
  * stages its reads with cache_read, or TARGET is not cpu.  CTX is a
  * PanelQuery. */
 typedef struct PanelQuery {
-    const char *target;
+    Target target;
     const Schedule *sched;
     bool sched_given;
 } PanelQuery;
@@ -389,7 +392,7 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
  * -fno-layout cleared g->layouts: each build (build.c) gets the panels its
  * own schedule's tiles want, the tuner's candidates theirs.  NOTES (may
  * be NULL) is emptied and gets the new notes for -v. */
-void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
+void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes);
 
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
@@ -449,7 +452,7 @@ typedef struct SchedBuild {
     Arena *graph_arena;    /* what layouts add to G, which must live as long
                               as G does; NULL: ARENA */
     Graph *g;              /* changed in place by the layouts */
-    const char *target;    /* "cpu" or "cuda" */
+    Target target;
     const Schedule *sched; /* applied before the default; NULL: none */
     PtrVec *layout_notes;  /* char *: what was prepacked, for -v; may be NULL */
     FILE *dump_layout;     /* --dump=after-layout: the graph after layouts */

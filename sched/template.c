@@ -407,7 +407,7 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
 SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
 {
     bool tiles = s->is_reduce && s->nsvars >= 2;
-    if (strcmp(st->target, "cpu") != 0)
+    if (st->target != TARGET_CPU)
         return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
     if (tiles && s->svars[s->nsvars - 1]->extent >= lanes)
         return SCH_FORM_MATMUL;

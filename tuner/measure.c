@@ -190,7 +190,7 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     tune_plant_parse(b);
     const char *keep = getenv("TEXC_TUNE_KEEP");
     b->keep = keep && *keep ? keep : NULL;
-    if (strcmp(o->target, "cuda") == 0) {
+    if (o->target == TARGET_CUDA) {
         /* the devices were found by tune_run: the same architecture and
            name as device 0, measured on all at once */
         const CudaDevices *d = tune_cuda_devices();
