@@ -32,8 +32,6 @@ typedef struct Checker {
     PtrVec stages; /* StageLoops * */
 } Checker;
 
-static const char *const gpu_axes[] = { "block.x", "block.y", "block.z",
-                                        "thread.x", "thread.y", "thread.z" };
 static const char *const scopes[] = { "global", "shared", "local" };
 
 static bool in_list(const char *name, const char *const *list, int n)
@@ -278,7 +276,7 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                 }
                 break;
             case 'A':
-                if (a->kind != SA_NAME || !in_list(a->name, gpu_axes, 6)) {
+                if (a->kind != SA_NAME || sch_gpu_axis_lookup(a->name) == GPU_AXIS_COUNT) {
                     diag_error(src, a->span,
                                "expected a GPU axis: block.x, block.y, block.z, thread.x, thread.y or thread.z");
                     return false;

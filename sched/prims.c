@@ -1,7 +1,7 @@
 /* prims.c — the primitive table, the schedule printer and knob setting.
  *
- * The table itself is the SCHED_PRIMS X-macro in sched.h; this file turns
- * it into lookups.  The printer writes a schedule back in the syntax it
+ * The tables themselves are the SCHED_PRIMS and SCH_GPU_AXES X-macros in
+ * sched.h; this file turns them into lookups.  The printer writes a schedule back in the syntax it
  * was parsed from, each knob followed by the value it holds now, so a
  * tuned schedule can be pasted into a .te file.
  */
@@ -19,6 +19,18 @@ const char *prim_name(Prim p)
 Prim prim_lookup(const char *name)
 {
     return (Prim)te_name_index(prim_names, PR_COUNT, name);
+}
+
+static const char *const gpu_axis_names[] = { SCH_GPU_AXES(TE_ENUM_NAME) };
+
+const char *sch_gpu_axis_name(GpuAxis a)
+{
+    return gpu_axis_names[a];
+}
+
+GpuAxis sch_gpu_axis_lookup(const char *name)
+{
+    return (GpuAxis)te_name_index(gpu_axis_names, GPU_AXIS_COUNT, name);
 }
 
 static void print_arg(FILE *out, const SchedArg *a)

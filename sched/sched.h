@@ -118,12 +118,35 @@ bool sch_set_knob(Graph *g, const char *name, int64_t value);
 
 typedef enum LoopKind { SCH_LOOP_KINDS(TE_ENUM_ITEM) } LoopKind;
 
+/* The GPU axes a loop may be bound to: the name schedules write (bind's
+ * argument), the CUDA C that reads a thread's index along the axis, and
+ * the most blocks or threads CUDA launches along it.  The grid's axes
+ * come first, then a block's threads'. */
+/*     enum           schedule    CUDA C         limit */
+#define SCH_GPU_AXES(X)                                   \
+    X(GPU_BLOCK_X, "block.x", "blockIdx.x", 2147483647)   \
+    X(GPU_BLOCK_Y, "block.y", "blockIdx.y", 65535)        \
+    X(GPU_BLOCK_Z, "block.z", "blockIdx.z", 65535)        \
+    X(GPU_THREAD_X, "thread.x", "threadIdx.x", 1024)      \
+    X(GPU_THREAD_Y, "thread.y", "threadIdx.y", 1024)      \
+    X(GPU_THREAD_Z, "thread.z", "threadIdx.z", 64)
+
+typedef enum GpuAxis { SCH_GPU_AXES(TE_ENUM_ITEM) GPU_AXIS_COUNT } GpuAxis;
+/* prims.c */
+const char *sch_gpu_axis_name(GpuAxis a);      /* "block.x" */
+GpuAxis sch_gpu_axis_lookup(const char *name); /* GPU_AXIS_COUNT if unknown */
+/* Does A tell a block's threads apart (rather than the grid's blocks)? */
+static inline bool sch_is_thread_axis(GpuAxis a)
+{
+    return a >= GPU_THREAD_X;
+}
+
 /* A loop of a scheduled stage. */
 typedef struct Loop {
     const char *name;
     IterVar *var;     /* its variable; var->extent is the trip count */
     LoopKind kind;
-    int gpu_axis;     /* LOOP_BOUND: 0..5 for block.x .. thread.z */
+    GpuAxis gpu_axis; /* LOOP_BOUND: the axis it is bound to */
     bool reduce;      /* iterates (part of) a reduction axis */
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
     Span pipeline_span; /* that statement, for errors */
@@ -325,7 +348,7 @@ void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LO
 void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
                     const char *inner);
 void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
-void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
+void sch_emit_bind(SchEmit *e, const char *loop, GpuAxis axis);
 /* L's svar and rvar: S's variables, the loops of a stage no statement has
  * changed yet. */
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
