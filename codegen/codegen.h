@@ -15,7 +15,7 @@
 typedef struct CodegenOptions {
     const char *name;        /* the entry point and the files' base name */
     const char *source_path; /* the .te file, for the header comment */
-    const char *target;      /* "cpu" */
+    Target target;           /* TARGET_CPU */
     const char *schedule_from; /* where the schedule came from, for the
                                   header comments ("the file's schedule
                                   cpu", a tuning-log record), or NULL (a

@@ -49,10 +49,19 @@
 
 #include "codegen/codegen.h"
 
-static const char *const axis_names[6] = { "block.x", "block.y", "block.z",
-                                           "thread.x", "thread.y", "thread.z" };
-static const char *const axis_vars[6] = { "blockIdx.x", "blockIdx.y", "blockIdx.z",
-                                          "threadIdx.x", "threadIdx.y", "threadIdx.z" };
+/* What the CUDA C needs of each GPU axis (sched.h's SCH_GPU_AXES): the
+ * index a thread reads along it, and the most blocks or threads CUDA
+ * launches along it. */
+static const char *const axis_vars[GPU_AXIS_COUNT] = {
+#define X(e, name, cuda, limit) cuda,
+    SCH_GPU_AXES(X)
+#undef X
+};
+static const int64_t axis_limits[GPU_AXIS_COUNT] = {
+#define X(e, name, cuda, limit) limit,
+    SCH_GPU_AXES(X)
+#undef X
+};
 
 /* A shared buffer of the kernel being emitted. */
 typedef struct ShBuf {
@@ -104,8 +113,8 @@ typedef struct Emitter {
     /* the kernel being emitted */
     CudaKernel *k;
     const SStage *stage;
-    int64_t dims[6];        /* grid and block extents */
-    const Loop *dim_loop[6];/* the loop giving each */
+    int64_t dims[GPU_AXIS_COUNT];         /* grid and block extents */
+    const Loop *dim_loop[GPU_AXIS_COUNT]; /* the loop giving each */
     int64_t threads;
     PtrVec shared;          /* ShBuf * */
     PtrVec locals;          /* Tensor *: per-thread buffers */
@@ -322,11 +331,11 @@ static bool reads_any(const Stmt *s, const PtrVec *bufs)
 
 static bool is_thread_loop(const Stmt *s)
 {
-    return s->kind == S_FOR && s->loop->kind == LOOP_BOUND && s->loop->gpu_axis >= 3;
+    return s->kind == S_FOR && s->loop->kind == LOOP_BOUND && sch_is_thread_axis(s->loop->gpu_axis);
 }
 
 /* Marks in BOUND the axes the loops of S are bound to. */
-static void axes_bound(const Stmt *s, bool bound[6])
+static void axes_bound(const Stmt *s, bool bound[GPU_AXIS_COUNT])
 {
     if (!s)
         return;
@@ -414,11 +423,11 @@ static void find_dims(Emitter *e, const Stmt *s, const Loop **enclosing)
             find_dims(e, s->body, enclosing);
             return;
         }
-        int ax = l->gpu_axis;
+        GpuAxis ax = l->gpu_axis;
         if (enclosing[ax] && enclosing[ax] != l) {
             kernel_error(e, l->kind_span,
                          "cannot bind '%s' to %s: it runs inside '%s', bound to %s too", l->name,
-                         axis_names[ax], enclosing[ax]->name, axis_names[ax]);
+                         sch_gpu_axis_name(ax), enclosing[ax]->name, sch_gpu_axis_name(ax));
             return;
         }
         if (sch_trip_bound(l) > e->dims[ax]) {
@@ -620,14 +629,14 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
         p++;
     if (p == s->loops.len)
         return NULL;
-    bool covered[3] = { false, false, false };
+    bool covered[GPU_AXIS_COUNT] = { false };
     for (int i = 0; i < s->loops.len; i++) {
         Loop *l = s->loops.items[i];
-        if (l->kind == LOOP_BOUND && l->gpu_axis >= 3)
-            covered[l->gpu_axis - 3] = true;
+        if (l->kind == LOOP_BOUND)
+            covered[l->gpu_axis] = true;
     }
-    for (int ax = 0; ax < 3; ax++)
-        if (e->dims[3 + ax] > 1 && !covered[ax])
+    for (int ax = GPU_THREAD_X; ax < GPU_AXIS_COUNT; ax++)
+        if (e->dims[ax] > 1 && !covered[ax])
             return NULL;
     const Stmt *seq = find_stmt(body, is_update, s->loops.items[p]);
     const Stmt *init = seq ? find_stmt(seq->stmts[0], is_store, s->storage) : NULL;
@@ -826,19 +835,19 @@ static void shared_out(Emitter *e, const Stmt *s)
 static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
 {
     const Loop *l = s->loop;
-    int ax = l->gpu_axis;
-    if (uniform && ax >= 3)
+    GpuAxis ax = l->gpu_axis;
+    if (uniform && sch_is_thread_axis(ax))
         flush(e);
     /* the threads a statement's thread loops do not tell apart would all
      * do its writes: only those of index 0 along the other axes do */
-    bool covered[6] = { false };
+    bool covered[GPU_AXIS_COUNT] = { false };
     axes_bound(s, covered);
     const char *sep = "";
     bool narrowed = false;
     PtrVec inner = {0}, writes = {0};
-    if (uniform && ax >= 3)
+    if (uniform && sch_is_thread_axis(ax))
         shared_writes(e, s, &inner, &writes);
-    for (int a = 3; a < 6 && writes.len > 0; a++) {
+    for (int a = GPU_THREAD_X; a < GPU_AXIS_COUNT && writes.len > 0; a++) {
         if (covered[a] || e->dims[a] == 1)
             continue;
         if (!narrowed)
@@ -862,7 +871,7 @@ static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
         cg_emit_expr(&e->p, s->min, 5);
         fputs(" + ", e->p.out);
     }
-    fprintf(e->p.out, "(%s)%s; /* %s */\n", e->p.int_type, axis_vars[ax], axis_names[ax]);
+    fprintf(e->p.out, "(%s)%s; /* %s */\n", e->p.int_type, axis_vars[ax], sch_gpu_axis_name(ax));
     if (!full) {
         cg_line(&e->p, "if (%s < ", v);
         cg_emit_expr(&e->p, sch_simplify(e->p.a, sch_add(e->p.a, s->min, s->extent)), 5);
@@ -880,7 +889,7 @@ static void emit_bound(Emitter *e, const Stmt *s, bool uniform)
         e->p.indent--;
         cg_line(&e->p, "}\n");
     }
-    if (uniform && ax >= 3)
+    if (uniform && sch_is_thread_axis(ax))
         shared_out(e, s);
 }
 
@@ -1452,31 +1461,32 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->names_mark = e->p.names.len;
     e->tensors_mark = e->p.tensors.len;
 
-    const Loop *enclosing[6] = { NULL };
+    const Loop *enclosing[GPU_AXIS_COUNT] = { NULL };
     find_dims(e, body, enclosing);
-    for (int ax = 0; ax < 6; ax++)
+    for (int ax = 0; ax < GPU_AXIS_COUNT; ax++)
         if (e->dims[ax] == 0)
             e->dims[ax] = 1;
-    static const int64_t limits[6] = { 2147483647, 65535, 65535, 1024, 1024, 64 };
-    for (int ax = 0; ax < 6 && !e->failed; ax++)
-        if (e->dims[ax] > limits[ax])
+    for (int ax = 0; ax < GPU_AXIS_COUNT && !e->failed; ax++)
+        if (e->dims[ax] > axis_limits[ax])
             kernel_error(e, e->dim_loop[ax]->kind_span,
                          "cannot bind '%s' of '%s' to %s: its extent %lld is more than the %lld CUDA allows; split it first",
-                         e->dim_loop[ax]->name, s->name, axis_names[ax], (long long)e->dims[ax],
-                         (long long)limits[ax]);
-    e->threads = e->dims[3] * e->dims[4] * e->dims[5];
+                         e->dim_loop[ax]->name, s->name, sch_gpu_axis_name((GpuAxis)ax),
+                         (long long)e->dims[ax], (long long)axis_limits[ax]);
+    const int64_t *threads = &e->dims[GPU_THREAD_X]; /* x, y, z */
+    const Loop *const *thread_loop = &e->dim_loop[GPU_THREAD_X];
+    e->threads = threads[0] * threads[1] * threads[2];
     if (!e->failed && e->threads > 1024) {
-        const Loop *l = e->dim_loop[3] ? e->dim_loop[3] : e->dim_loop[4] ? e->dim_loop[4] : e->dim_loop[5];
+        const Loop *l = thread_loop[0] ? thread_loop[0] : thread_loop[1] ? thread_loop[1] : thread_loop[2];
         kernel_error(e, l->kind_span,
                      "the blocks of '%s' would have %lld x %lld x %lld = %lld threads; CUDA allows 1024: bind shorter loops to the thread axes",
-                     s->name, (long long)e->dims[3], (long long)e->dims[4], (long long)e->dims[5],
+                     s->name, (long long)threads[0], (long long)threads[1], (long long)threads[2],
                      (long long)e->threads);
     }
     if (e->failed)
         return;
     for (int ax = 0; ax < 3; ax++) {
-        k->grid[ax] = (unsigned)e->dims[ax];
-        k->block[ax] = (unsigned)e->dims[3 + ax];
+        k->grid[ax] = (unsigned)e->dims[GPU_BLOCK_X + ax];
+        k->block[ax] = (unsigned)threads[ax];
     }
     plan_buffers(e, body, true);
     e->acc = plan_acc(e, body);
@@ -1512,11 +1522,11 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
         free(text);
         return;
     }
-    if (strstr(text, "te_tid") && e->dims[4] == 1 && e->dims[5] == 1)
+    if (strstr(text, "te_tid") && e->dims[GPU_THREAD_Y] == 1 && e->dims[GPU_THREAD_Z] == 1)
         cg_line(&e->p, "const int te_tid = (int)threadIdx.x; /* the thread's number in the block */\n");
     else if (strstr(text, "te_tid"))
         cg_line(&e->p, "const int te_tid = (int)(threadIdx.x + %lld * (threadIdx.y + %lld * threadIdx.z));\n",
-                (long long)e->dims[3], (long long)e->dims[4]);
+                (long long)e->dims[GPU_THREAD_X], (long long)e->dims[GPU_THREAD_Y]);
     fputs(text, out);
     fputs("}\n\n", out);
     free(text);

@@ -58,7 +58,7 @@ typedef struct InputFile {
 typedef struct Options {
     const char *file;
     const char *prefix; /* -o */
-    const char *target;
+    Target target;
     const char *arch;
     unsigned dump;
     bool eval;
@@ -232,7 +232,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "version", no_argument, NULL, 'V' },
         { NULL, 0, NULL, 0 },
     };
-    o->target = "cpu";
+    o->target = TARGET_CPU;
     o->seed = 1;
     o->defines = arena_alloc(a, sizeof *o->defines * (size_t)argc);
     o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
@@ -263,9 +263,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             }
             break;
         case OPT_TARGET:
-            if (strcmp(optarg, "cpu") != 0 && strcmp(optarg, "cuda") != 0)
+            o->target = target_lookup(optarg);
+            if (o->target == TARGET_COUNT)
                 usage_error("--target: expected cpu or cuda, got '%s'", optarg);
-            o->target = optarg;
             break;
         case OPT_ARCH:
             o->arch = optarg;
@@ -465,11 +465,11 @@ static bool run_command(char *const *argv, bool verbose)
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
 /* The file's schedule for TARGET (the last one), or NULL. */
-static const Schedule *file_schedule(const Graph *g, const char *target)
+static const Schedule *file_schedule(const Graph *g, Target target)
 {
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
-        if (strcmp(g->schedules[i]->target, target) == 0)
+        if (g->schedules[i]->target == target)
             written = g->schedules[i];
     return written;
 }
@@ -509,12 +509,13 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     /* the tuning log's winner, when one matches this workload and machine */
     const char *from =
         written ? arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
-                               o->target)
-                : arena_printf(a, "the default (the file has no `schedule %s`)", o->target);
+                               target_name(o->target))
+                : arena_printf(a, "the default (the file has no `schedule %s`)",
+                               target_name(o->target));
     written = tune_best(a, g, written, &o->tuning, &from);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
-                o->target);
+                target_name(o->target));
     /* the build sequence (sched/build.c), the one the tuner's candidates
        go through: the layouts its tiles want, the schedule, the default
        for the rest, lowering */
@@ -549,7 +550,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
     const char *base = strrchr(prefix, '/');
     CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target, from };
-    if (strcmp(o->target, "cuda") == 0) {
+    if (o->target == TARGET_CUDA) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;
         cuda.prefix = prefix;
@@ -596,7 +597,7 @@ int main(int argc, char **argv)
         arena_free(&arena);
         return rc;
     }
-    if (o.tuning.warm && strcmp(o.target, "cpu") != 0)
+    if (o.tuning.warm && o.target != TARGET_CPU)
         usage_error("--tune-cache=warm is for the cpu target (CUDA candidates are timed on inputs "
                     "rotated over twice the L2 cache)");
     o.tuning.source_path = o.file;

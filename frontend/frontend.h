@@ -34,11 +34,7 @@
     X(N_OUTPUT)   /* output kids (N_NAME)                                */ \
     X(N_SCHEDULE) /* schedule name { sched->stmts }                      */
 
-typedef enum NodeKind {
-#define X(e) e,
-    FE_NODE_KINDS(X)
-#undef X
-} NodeKind;
+typedef enum NodeKind { FE_NODE_KINDS(TE_ENUM_ITEM) } NodeKind;
 
 typedef struct Node Node;
 struct Node {

@@ -2,7 +2,8 @@
  *
  * A pure Bison parser with locations (byte spans), LAC and custom syntax
  * errors that name what was expected.  It builds the AST of frontend.h and
- * the schedule AST of sched/sched.h; it resolves nothing (sema.c does).
+ * the schedule AST of sched/sched.h; it resolves nothing (sema.c does)
+ * but the word that names a schedule's target, which sch_check checks.
  *
  * Two constructs deserve a word:
  *   - A reduction is written like a call followed by its body:
@@ -180,7 +181,9 @@ item:
 | SCHEDULE IDENT '{' sstmts '}'  {
       $$ = mk_named(p, N_SCHEDULE, @$, $2, @2);
       $$->sched = p->sched;
-      $$->sched->target = $2;
+      /* any word parses; sch_check rejects one that names no target */
+      $$->sched->target = target_lookup($2);
+      $$->sched->unknown_target = $$->sched->target == TARGET_COUNT ? $2 : NULL;
       $$->sched->target_span = @2;
       p->sched = NULL;
   }

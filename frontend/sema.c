@@ -561,17 +561,8 @@ static bool check_arity(Sema *s, const Node *n, int want)
 
 static bool is_reducer(const char *name, Reducer *out)
 {
-    static const char *const names[] = {
-#define X(e, t) t,
-        TE_REDUCERS(X)
-#undef X
-    };
-    for (int r = 0; r < RED_COUNT; r++)
-        if (strcmp(names[r], name) == 0) {
-            *out = (Reducer)r;
-            return true;
-        }
-    return false;
+    *out = reducer_lookup(name);
+    return *out != RED_COUNT;
 }
 
 static Value convert_call(Sema *s, const Node *n, Scope *scope)

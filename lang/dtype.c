@@ -1,5 +1,5 @@
-/* dtype.c — element types, operators and reducers: the tables generated
- * from texc.h's X-macros, and rounding to each dtype.
+/* dtype.c — element types, operators, reducers and targets: the tables
+ * generated from texc.h's X-macros, and rounding to each dtype.
  *
  * dtype_round is the one definition of what storing a value in a dtype
  * means; the evaluator, the constant folder and the .npy writer all go
@@ -34,6 +34,14 @@ static const DTypeInfo dtype_info[DT_COUNT] = {
     TE_DTYPES(X)
 #undef X
 };
+
+int te_name_index(const char *const *names, int n, const char *name)
+{
+    int i = 0;
+    while (i < n && strcmp(names[i], name) != 0)
+        i++;
+    return i;
+}
 
 static const DTypeInfo *info(DType t)
 {
@@ -180,11 +188,7 @@ double dtype_f16_value(uint16_t bits)
 
 /* Operators. */
 
-static const char *const op_texts[OP_COUNT] = {
-#define X(e, t, a, c) [e] = t,
-    TE_OPS(X)
-#undef X
-};
+static const char *const op_texts[OP_COUNT] = { TE_OPS(TE_ENUM_NAME) };
 static const signed char op_arities[OP_COUNT] = {
 #define X(e, t, a, c) [e] = a,
     TE_OPS(X)
@@ -216,16 +220,17 @@ bool op_is_call(Op op)
 
 /* Reducers. */
 
-static const char *const reducer_names[RED_COUNT] = {
-#define X(e, t) [e] = t,
-    TE_REDUCERS(X)
-#undef X
-};
+static const char *const reducer_names[RED_COUNT] = { TE_REDUCERS(TE_ENUM_NAME) };
 
 const char *reducer_name(Reducer r)
 {
     TE_ASSERT(r >= 0 && r < RED_COUNT);
     return reducer_names[r];
+}
+
+Reducer reducer_lookup(const char *name)
+{
+    return (Reducer)te_name_index(reducer_names, RED_COUNT, name);
 }
 
 double reducer_identity(Reducer r)
@@ -243,6 +248,21 @@ double reducer_identity(Reducer r)
         break;
     }
     TE_UNREACHABLE();
+}
+
+/* Targets. */
+
+static const char *const target_names[TARGET_COUNT] = { TE_TARGETS(TE_ENUM_NAME) };
+
+const char *target_name(Target t)
+{
+    TE_ASSERT(t >= 0 && t < TARGET_COUNT);
+    return target_names[t];
+}
+
+Target target_lookup(const char *name)
+{
+    return (Target)te_name_index(target_names, TARGET_COUNT, name);
 }
 
 /* V rounded to the precision an operator of dtype T is computed in: f32

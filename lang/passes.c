@@ -29,10 +29,7 @@ const char *te_pass_description(PassId p) { return descriptions[p]; }
 
 PassId te_pass_lookup(const char *name)
 {
-    for (int p = 0; p < PASS_COUNT; p++)
-        if (strcmp(names[p], name) == 0)
-            return (PassId)p;
-    return PASS_COUNT;
+    return (PassId)te_name_index(names, PASS_COUNT, name);
 }
 
 static int count_stages(const Graph *g)

@@ -99,6 +99,24 @@ _Noreturn void te_internal_error(const char *file, int line, const char *fmt, ..
 #define TE_UNREACHABLE() te_internal_error(__FILE__, __LINE__, "unreachable")
 
 /* ------------------------------------------------------------------ */
+/* X-macro tables.  Each list of kinds in texc is one table, NAME(X), a row
+ * X(ENUM, "name", more columns ...) per kind (a table of kinds without a
+ * name has only ENUM).  Every file reads the column it needs out of the
+ * one table; these are the columns all of them need:
+ *     typedef enum Kind { KINDS(TE_ENUM_ITEM) K_COUNT } Kind;
+ *     static const char *const kind_names[] = { KINDS(TE_ENUM_NAME) };
+ * (Each takes a row of any length; the "" they add meets C11's rule that
+ * a variadic macro is given at least one argument for its "...".) */
+#define TE_ENUM_ITEM(...) TE_ENUM_ITEM_(__VA_ARGS__, "")
+#define TE_ENUM_ITEM_(e, ...) e,
+#define TE_ENUM_NAME(...) TE_ENUM_NAME_(__VA_ARGS__, "")
+#define TE_ENUM_NAME_(e, name, ...) name,
+
+/* dtype.c: the index of NAME in a table's names NAMES[0..N), or N when it
+ * is none of them: each table's lookup by name. */
+int te_name_index(const char *const *names, int n, const char *name);
+
+/* ------------------------------------------------------------------ */
 /* dtype.c — element types.                                            */
 
 /*      enum     name    C type      bytes float npy  */
@@ -112,9 +130,7 @@ _Noreturn void te_internal_error(const char *file, int line, const char *fmt, ..
 
 typedef enum DType {
     DT_NONE = 0, /* not yet inferred; an untyped literal */
-#define X(e, n, c, b, f, npy) e,
-    TE_DTYPES(X)
-#undef X
+    TE_DTYPES(TE_ENUM_ITEM)
     DT_COUNT
 } DType;
 
@@ -171,12 +187,7 @@ double dtype_f16_value(uint16_t bits);
     X(OP_POW, "pow", 2, 1)                 \
     X(OP_SELECT, "select", 3, 1)
 
-typedef enum Op {
-#define X(e, t, a, c) e,
-    TE_OPS(X)
-#undef X
-    OP_COUNT
-} Op;
+typedef enum Op { TE_OPS(TE_ENUM_ITEM) OP_COUNT } Op;
 
 const char *op_text(Op op);
 int op_arity(Op op);
@@ -189,14 +200,22 @@ bool op_is_call(Op op);
     X(RED_MAX, "max")   \
     X(RED_MIN, "min")
 
-typedef enum Reducer {
-#define X(e, t) e,
-    TE_REDUCERS(X)
-#undef X
-    RED_COUNT
-} Reducer;
+typedef enum Reducer { TE_REDUCERS(TE_ENUM_ITEM) RED_COUNT } Reducer;
 const char *reducer_name(Reducer r);
+Reducer reducer_lookup(const char *name); /* RED_COUNT if unknown */
 double reducer_identity(Reducer r);
+
+/* Targets: what a schedule is written for and what a build compiles to.
+ * The name is how .te files (schedule cpu { ... }), --target and the
+ * tuning log's records spell it; everything else holds the enum. */
+/*     enum          name      what a build writes */
+#define TE_TARGETS(X)                                              \
+    X(TARGET_CPU, "cpu")   /* C11 with OpenMP (codegen/c.c)      */ \
+    X(TARGET_CUDA, "cuda") /* a cubin via NVRTC (codegen/cuda.c) */
+
+typedef enum Target { TE_TARGETS(TE_ENUM_ITEM) TARGET_COUNT } Target;
+const char *target_name(Target t);
+Target target_lookup(const char *name); /* TARGET_COUNT if unknown */
 
 /* ------------------------------------------------------------------ */
 /* ir.c — expressions, tensors, the graph.                             */
@@ -226,11 +245,7 @@ typedef struct Expr Expr;
     X(EX_OP)     /* op(args[0..arity)); OP_CAST casts to dtype */ \
     X(EX_REDUCE) /* reducer over axes[0..naxes) of args[0]  */
 
-typedef enum ExprKind {
-#define X(e) e,
-    TE_EXPR_KINDS(X)
-#undef X
-} ExprKind;
+typedef enum ExprKind { TE_EXPR_KINDS(TE_ENUM_ITEM) } ExprKind;
 
 struct Expr {
     ExprKind kind;

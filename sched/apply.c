@@ -211,9 +211,6 @@ static bool do_fuse(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *a, L
     return true;
 }
 
-static const char *const axis_names[] = { "block.x", "block.y", "block.z",
-                                          "thread.x", "thread.y", "thread.z" };
-
 static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim prim, Loop *l)
 {
     const Source *src = src_of(st);
@@ -235,7 +232,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
                    l->name, s->name,
                    prim == PR_PARALLEL ? " (the threads would race on the sum)"
                    : prim != PR_VECTORIZE ? ""
-                   : strcmp(st->target, "cpu") != 0 ? " (vectorized reductions are for cpu schedules)"
+                   : st->target != TARGET_CPU ? " (vectorized reductions are for cpu schedules)"
                    : " (its lanes would combine in another order, which -fstrict-fp forbids)");
         return false;
     }
@@ -254,7 +251,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         l->kind = LOOP_VECTORIZED;
         break;
     case PR_PARALLEL:
-        if (strcmp(st->target, "cpu") != 0) {
+        if (st->target != TARGET_CPU) {
             diag_error(src, stmt->span, "parallel is for cpu schedules; bind '%s' to a GPU axis instead",
                        l->name);
             return false;
@@ -271,15 +268,12 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         l->kind = LOOP_PARALLEL;
         break;
     case PR_BIND: {
-        int axis = -1;
-        for (int i = 0; i < 6; i++)
-            if (strcmp(stmt->args[1].name, axis_names[i]) == 0)
-                axis = i;
+        GpuAxis axis = sch_gpu_axis_lookup(stmt->args[1].name); /* checked */
         for (int i = 0; i < s->loops.len; i++) {
             Loop *o = s->loops.items[i];
             if (o->kind == LOOP_BOUND && o->gpu_axis == axis) {
                 diag_error(src, stmt->span, "cannot bind '%s' of '%s' to %s: '%s' is bound to it",
-                           l->name, s->name, axis_names[axis], o->name);
+                           l->name, s->name, sch_gpu_axis_name(axis), o->name);
                 return false;
             }
         }

@@ -32,8 +32,6 @@ typedef struct Checker {
     PtrVec stages; /* StageLoops * */
 } Checker;
 
-static const char *const gpu_axes[] = { "block.x", "block.y", "block.z",
-                                        "thread.x", "thread.y", "thread.z" };
 static const char *const scopes[] = { "global", "shared", "local" };
 
 static bool in_list(const char *name, const char *const *list, int n)
@@ -272,13 +270,13 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                     diag_error(src, a->span, "expected a memory scope: global, shared or local");
                     return false;
                 }
-                if (strcmp(a->name, "shared") == 0 && strcmp(c->sched->target, "cuda") != 0) {
+                if (strcmp(a->name, "shared") == 0 && c->sched->target != TARGET_CUDA) {
                     diag_error(src, a->span, "shared memory exists only in a cuda schedule");
                     return false;
                 }
                 break;
             case 'A':
-                if (a->kind != SA_NAME || !in_list(a->name, gpu_axes, 6)) {
+                if (a->kind != SA_NAME || sch_gpu_axis_lookup(a->name) == GPU_AXIS_COUNT) {
                     diag_error(src, a->span,
                                "expected a GPU axis: block.x, block.y, block.z, thread.x, thread.y or thread.z");
                     return false;
@@ -326,7 +324,7 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
                    "unknown schedule primitive '%s': expected %s", st->prim, known);
         return false;
     }
-    if (prim == PR_BIND && strcmp(c->sched->target, "cuda") != 0) {
+    if (prim == PR_BIND && c->sched->target != TARGET_CUDA) {
         diag_error(src, st->prim_span, "bind needs a cuda schedule: a cpu has no GPU axes");
         return false;
     }
@@ -524,19 +522,19 @@ bool sch_check(Graph *g)
     for (int i = 0; i < g->nschedules && ok; i++) {
         Schedule *s = g->schedules[i];
         c.sched = s;
-        if (strcmp(s->target, "cpu") != 0 && strcmp(s->target, "cuda") != 0) {
+        if (s->target == TARGET_COUNT) {
             diag_error(g->src, s->target_span,
-                       "unknown schedule target '%s': expected cpu or cuda", s->target);
+                       "unknown schedule target '%s': expected cpu or cuda", s->unknown_target);
             ok = false;
             break;
         }
         for (int k = 0; k < i; k++)
-            if (strcmp(g->schedules[k]->target, s->target) == 0) {
+            if (g->schedules[k]->target == s->target) {
                 diag_error(g->src, s->target_span,
                            "a second schedule for %s: a program has one schedule per target",
-                           s->target);
+                           target_name(s->target));
                 diag_note(g->src, g->schedules[k]->target_span, "the first schedule for %s",
-                          s->target);
+                          target_name(s->target));
                 ok = false;
             }
         if (!ok || !resolve_knobs(&c, s))

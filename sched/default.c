@@ -104,7 +104,7 @@ static void schedule_matmul_like(SchEmit *b, SStage *s, int lanes)
 
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
 {
-    return strcmp(st->target, "cpu") == 0 && s->is_reduce && !st->g->strict_fp;
+    return st->target == TARGET_CPU && s->is_reduce && !st->g->strict_fp;
 }
 
 bool sch_vectorizes_reduction(const SchedState *st, const SStage *s)
@@ -131,7 +131,7 @@ static bool expr_has(const Expr *e, const Tensor *t)
  * once per multiply-add, and keep that loop from vectorizing. */
 static bool selects_for_reduction(const SchedState *st, const SStage *s)
 {
-    if (strcmp(st->target, "cpu") != 0 || !expr_has(s->value, NULL))
+    if (st->target != TARGET_CPU || !expr_has(s->value, NULL))
         return false; /* (cuda kernels keep their inlining) */
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *r = st->stages.items[i];
@@ -153,7 +153,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             !sch_mentioned(written, s) && !selects_for_reduction(st, s))
             emit(&b, s->name, "compute_inline", 0);
     }
-    if (strcmp(st->target, "cpu") != 0) {
+    if (st->target != TARGET_CPU) {
         sch_default_cuda(st, sched, written);
         return sched;
     }
@@ -213,11 +213,11 @@ static bool is_arg(const SchedStmt *s, int i, const char *name)
 int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
 {
     const PanelQuery *q = ctx;
-    if (strcmp(q->target, "cpu") != 0)
+    if (q->target != TARGET_CPU)
         return 0; /* CUDA kernels stage their operands in shared memory */
     const Schedule *sched = q->sched;
     for (int i = 0; !q->sched_given && i < g->nschedules; i++)
-        if (strcmp(g->schedules[i]->target, q->target) == 0)
+        if (g->schedules[i]->target == q->target)
             sched = g->schedules[i];
     const char *axis = stage->vars[dim]->name;
     bool mentioned = false;
@@ -248,7 +248,7 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
     return tj;
 }
 
-void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes)
+void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes)
 {
     if (!g->layouts)
         return;

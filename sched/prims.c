@@ -1,7 +1,7 @@
 /* prims.c — the primitive table, the schedule printer and knob setting.
  *
- * The table itself is the SCHED_PRIMS X-macro in sched.h; this file turns
- * it into lookups.  The printer writes a schedule back in the syntax it
+ * The tables themselves are the SCHED_PRIMS and SCH_GPU_AXES X-macros in
+ * sched.h; this file turns them into lookups.  The printer writes a schedule back in the syntax it
  * was parsed from, each knob followed by the value it holds now, so a
  * tuned schedule can be pasted into a .te file.
  */
@@ -9,11 +9,7 @@
 
 #include "sched/sched.h"
 
-static const char *const prim_names[] = {
-#define X(e, n, s, o, r, a) n,
-    SCHED_PRIMS(X)
-#undef X
-};
+static const char *const prim_names[] = { SCHED_PRIMS(TE_ENUM_NAME) };
 
 const char *prim_name(Prim p)
 {
@@ -22,10 +18,19 @@ const char *prim_name(Prim p)
 
 Prim prim_lookup(const char *name)
 {
-    for (int p = 0; p < PR_COUNT; p++)
-        if (strcmp(prim_names[p], name) == 0)
-            return (Prim)p;
-    return PR_COUNT;
+    return (Prim)te_name_index(prim_names, PR_COUNT, name);
+}
+
+static const char *const gpu_axis_names[] = { SCH_GPU_AXES(TE_ENUM_NAME) };
+
+const char *sch_gpu_axis_name(GpuAxis a)
+{
+    return gpu_axis_names[a];
+}
+
+GpuAxis sch_gpu_axis_lookup(const char *name)
+{
+    return (GpuAxis)te_name_index(gpu_axis_names, GPU_AXIS_COUNT, name);
 }
 
 static void print_arg(FILE *out, const SchedArg *a)
@@ -49,7 +54,8 @@ static void print_arg(FILE *out, const SchedArg *a)
 
 void sch_print(FILE *out, const Schedule *s)
 {
-    fprintf(out, "schedule %s {\n", s->target);
+    fprintf(out, "schedule %s {\n",
+            s->target == TARGET_COUNT ? s->unknown_target : target_name(s->target));
     for (int i = 0; i < s->nstmts; i++) {
         const SchedStmt *st = s->stmts[i];
         fputs("  ", out);

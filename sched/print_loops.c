@@ -6,13 +6,7 @@
  */
 #include "sched/sched.h"
 
-static const char *const kind_names[] = {
-#define X(e, n) n,
-    SCH_LOOP_KINDS(X)
-#undef X
-};
-static const char *const axis_names[] = { "block.x", "block.y", "block.z",
-                                          "thread.x", "thread.y", "thread.z" };
+static const char *const kind_names[] = { SCH_LOOP_KINDS(TE_ENUM_NAME) };
 
 void sch_print_trace_stmt(FILE *out, const SchedStmt *st)
 {
@@ -42,7 +36,7 @@ void sch_print_trace_stmt(FILE *out, const SchedStmt *st)
 
 void sch_print_trace(FILE *out, const SchedState *st)
 {
-    fprintf(out, "schedule %s {\n", st->target);
+    fprintf(out, "schedule %s {\n", target_name(st->target));
     for (int i = 0; i < st->trace.len; i++) {
         fputs("  ", out);
         sch_print_trace_stmt(out, st->trace.items[i]);
@@ -67,7 +61,7 @@ void sch_print_stages(FILE *out, const SchedState *st)
             fprintf(out, "%s %s(%lld)%s", k ? "," : "", l->name, (long long)l->var->extent,
                     l->reduce ? "r" : "");
             if (l->kind == LOOP_BOUND)
-                fprintf(out, " %s", axis_names[l->gpu_axis]);
+                fprintf(out, " %s", sch_gpu_axis_name(l->gpu_axis));
             else if (l->kind != LOOP_SERIAL)
                 fprintf(out, " %s", kind_names[l->kind]);
             if (l->pipeline)
@@ -103,7 +97,7 @@ void sch_print_stmt(FILE *out, const Stmt *s, int indent)
     switch (s->kind) {
     case S_FOR: {
         fprintf(out, "%*s%s %s in ", indent, "",
-                s->loop->kind == LOOP_BOUND ? axis_names[s->loop->gpu_axis]
+                s->loop->kind == LOOP_BOUND ? sch_gpu_axis_name(s->loop->gpu_axis)
                                             : kind_names[s->loop->kind],
                 s->loop->name);
         int64_t m;

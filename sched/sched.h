@@ -26,11 +26,7 @@ typedef struct Knob {
     X(SA_KNOB)   /* knob: an integer chosen by the tuner      */ \
     X(SA_STRING) /* name: a quoted string (a layout)          */
 
-typedef enum SchedArgKind {
-#define X(e) e,
-    SCHED_ARG_KINDS(X)
-#undef X
-} SchedArgKind;
+typedef enum SchedArgKind { SCHED_ARG_KINDS(TE_ENUM_ITEM) } SchedArgKind;
 
 typedef struct SchedArg {
     SchedArgKind kind;
@@ -58,7 +54,10 @@ typedef struct SchedStmt {
 } SchedStmt;
 
 typedef struct Schedule {
-    const char *target; /* "cpu" or "cuda" */
+    Target target;
+    const char *unknown_target; /* target is TARGET_COUNT: the word the file
+                                   wrote instead of a target's name (for
+                                   sch_check's error and --dump=ast) */
     Span target_span;
     SchedStmt **stmts;
     int nstmts;
@@ -87,12 +86,7 @@ typedef struct Schedule {
     X(PR_CACHE_WRITE, "cache_write", "C", -1, 1, 1)                   \
     X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)
 
-typedef enum Prim {
-#define X(e, n, s, o, r, a) e,
-    SCHED_PRIMS(X)
-#undef X
-    PR_COUNT
-} Prim;
+typedef enum Prim { SCHED_PRIMS(TE_ENUM_ITEM) PR_COUNT } Prim;
 
 /* prims.c */
 const char *prim_name(Prim p);
@@ -122,18 +116,37 @@ bool sch_set_knob(Graph *g, const char *name, int64_t value);
     X(LOOP_UNROLLED, "unrolled")    /* the body written once per value */ \
     X(LOOP_BOUND, "bound")          /* a GPU block or thread index   */
 
-typedef enum LoopKind {
-#define X(e, n) e,
-    SCH_LOOP_KINDS(X)
-#undef X
-} LoopKind;
+typedef enum LoopKind { SCH_LOOP_KINDS(TE_ENUM_ITEM) } LoopKind;
+
+/* The GPU axes a loop may be bound to: the name schedules write (bind's
+ * argument), the CUDA C that reads a thread's index along the axis, and
+ * the most blocks or threads CUDA launches along it.  The grid's axes
+ * come first, then a block's threads'. */
+/*     enum           schedule    CUDA C         limit */
+#define SCH_GPU_AXES(X)                                   \
+    X(GPU_BLOCK_X, "block.x", "blockIdx.x", 2147483647)   \
+    X(GPU_BLOCK_Y, "block.y", "blockIdx.y", 65535)        \
+    X(GPU_BLOCK_Z, "block.z", "blockIdx.z", 65535)        \
+    X(GPU_THREAD_X, "thread.x", "threadIdx.x", 1024)      \
+    X(GPU_THREAD_Y, "thread.y", "threadIdx.y", 1024)      \
+    X(GPU_THREAD_Z, "thread.z", "threadIdx.z", 64)
+
+typedef enum GpuAxis { SCH_GPU_AXES(TE_ENUM_ITEM) GPU_AXIS_COUNT } GpuAxis;
+/* prims.c */
+const char *sch_gpu_axis_name(GpuAxis a);      /* "block.x" */
+GpuAxis sch_gpu_axis_lookup(const char *name); /* GPU_AXIS_COUNT if unknown */
+/* Does A tell a block's threads apart (rather than the grid's blocks)? */
+static inline bool sch_is_thread_axis(GpuAxis a)
+{
+    return a >= GPU_THREAD_X;
+}
 
 /* A loop of a scheduled stage. */
 typedef struct Loop {
     const char *name;
     IterVar *var;     /* its variable; var->extent is the trip count */
     LoopKind kind;
-    int gpu_axis;     /* LOOP_BOUND: 0..5 for block.x .. thread.z */
+    GpuAxis gpu_axis; /* LOOP_BOUND: the axis it is bound to */
     bool reduce;      /* iterates (part of) a reduction axis */
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
     Span pipeline_span; /* that statement, for errors */
@@ -192,7 +205,7 @@ struct SStage {
 typedef struct SchedState {
     Arena *arena;
     Graph *g;
-    const char *target; /* "cpu" or "cuda" */
+    Target target;
     PtrVec stages;      /* SStage *, in dependency order */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
@@ -205,11 +218,7 @@ typedef struct SchedState {
     X(S_IF)    /* if (cond) body                                        */ \
     X(S_ALLOC) /* buf lives in scope while body runs                    */
 
-typedef enum StmtKind {
-#define X(e) e,
-    SCH_STMT_KINDS(X)
-#undef X
-} StmtKind;
+typedef enum StmtKind { SCH_STMT_KINDS(TE_ENUM_ITEM) } StmtKind;
 
 typedef struct Stmt Stmt;
 struct Stmt {
@@ -236,7 +245,7 @@ typedef struct LoweredFunc {
 } LoweredFunc;
 
 /* state.c */
-SchedState *sch_state_new(Arena *a, Graph *g, const char *target);
+SchedState *sch_state_new(Arena *a, Graph *g, Target target);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 bool sch_stage_named(const SStage *s, const char *name);
 Loop *sch_find_loop(SStage *s, const char *name);
@@ -339,7 +348,7 @@ void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LO
 void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
                     const char *inner);
 void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
-void sch_emit_bind(SchEmit *e, const char *loop, const char *axis);
+void sch_emit_bind(SchEmit *e, const char *loop, GpuAxis axis);
 /* L's svar and rvar: S's variables, the loops of a stage no statement has
  * changed yet. */
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
@@ -397,7 +406,7 @@ void sch_host_vector_unit(int *bytes, int *regs);
  * stages its reads with cache_read, or TARGET is not cpu.  CTX is a
  * PanelQuery. */
 typedef struct PanelQuery {
-    const char *target;
+    Target target;
     const Schedule *sched;
     bool sched_given;
 } PanelQuery;
@@ -406,7 +415,7 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
  * -fno-layout cleared g->layouts: each build (build.c) gets the panels its
  * own schedule's tiles want, the tuner's candidates theirs.  NOTES (may
  * be NULL) is emptied and gets the new notes for -v. */
-void sch_relayout(Arena *a, Graph *g, const char *target, const Schedule *sched, PtrVec *notes);
+void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes);
 
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
@@ -466,7 +475,7 @@ typedef struct SchedBuild {
     Arena *graph_arena;    /* what layouts add to G, which must live as long
                               as G does; NULL: ARENA */
     Graph *g;              /* changed in place by the layouts */
-    const char *target;    /* "cpu" or "cuda" */
+    Target target;
     const Schedule *sched; /* applied before the default; NULL: none */
     PtrVec *layout_notes;  /* char *: what was prepacked, for -v; may be NULL */
     FILE *dump_layout;     /* --dump=after-layout: the graph after layouts */

@@ -248,7 +248,7 @@ static void add_state_stage(SchedState *st, SStage *s)
     vec_push(st->arena, &st->stages, s);
 }
 
-SchedState *sch_state_new(Arena *a, Graph *g, const char *target)
+SchedState *sch_state_new(Arena *a, Graph *g, Target target)
 {
     SchedState *st = arena_alloc(a, sizeof *st);
     st->arena = a;

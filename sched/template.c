@@ -81,11 +81,11 @@ void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused)
     s->nouts = 1;
 }
 
-void sch_emit_bind(SchEmit *e, const char *loop, const char *axis)
+void sch_emit_bind(SchEmit *e, const char *loop, GpuAxis axis)
 {
     SchedStmt *s = sch_emit(e, "bind", 2);
     s->args[0] = sch_name_arg(loop);
-    s->args[1] = sch_name_arg(axis);
+    s->args[1] = sch_name_arg(sch_gpu_axis_name(axis));
 }
 
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l)
@@ -355,12 +355,12 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
     emit_reorder(e, loops, nl);
     /* gridDim.y and .z are at most 65535: a loop too long stays a loop */
     if (bz && m->batch <= 65535)
-        sch_emit_bind(e, bz, "block.z");
+        sch_emit_bind(e, bz, GPU_BLOCK_Z);
     if ((m->iext + m->bm - 1) / m->bm <= 65535)
-        sch_emit_bind(e, l->io, "block.y");
-    sch_emit_bind(e, l->jo, "block.x");
-    sch_emit_bind(e, l->it, "thread.y");
-    sch_emit_bind(e, l->jt, "thread.x");
+        sch_emit_bind(e, l->io, GPU_BLOCK_Y);
+    sch_emit_bind(e, l->jo, GPU_BLOCK_X);
+    sch_emit_bind(e, l->it, GPU_THREAD_Y);
+    sch_emit_bind(e, l->jt, GPU_THREAD_X);
     if (m->unroll) {
         if (ki)
             sch_emit_loop(e, "unroll", ki);
@@ -393,8 +393,8 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
 {
     const char *f = emit_fuse_axes(e, l->svar, l->nsvars, l->bz);
     sch_emit_split(e, f, m->threads, l->bx, l->tx);
-    sch_emit_bind(e, l->bx, "block.x");
-    sch_emit_bind(e, l->tx, "thread.x");
+    sch_emit_bind(e, l->bx, GPU_BLOCK_X);
+    sch_emit_bind(e, l->tx, GPU_THREAD_X);
     if (m->tk > 0) {
         sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
         sch_emit_loop(e, "unroll", l->ki);
@@ -407,7 +407,7 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
 SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
 {
     bool tiles = s->is_reduce && s->nsvars >= 2;
-    if (strcmp(st->target, "cpu") != 0)
+    if (st->target != TARGET_CPU)
         return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
     if (tiles && s->svars[s->nsvars - 1]->extent >= lanes)
         return SCH_FORM_MATMUL;

@@ -84,10 +84,10 @@ static void run_passes(Arena *a, Graph *g, unsigned passes, bool strict, OptStat
         /* the layouts ask the cpu scheduler for its tile sizes */
         const Schedule *written = NULL;
         for (int i = 0; i < g->nschedules; i++)
-            if (strcmp(g->schedules[i]->target, "cpu") == 0)
+            if (g->schedules[i]->target == TARGET_CPU)
                 written = g->schedules[i];
         g->layouts = true;
-        sch_build_layout(&(SchedBuild){ .arena = a, .g = g, .target = "cpu", .sched = written,
+        sch_build_layout(&(SchedBuild){ .arena = a, .g = g, .target = TARGET_CPU, .sched = written,
                                         .layout_notes = &stats->layout_notes });
         stats->packed = stats->layout_notes.len;
     }

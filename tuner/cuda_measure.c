@@ -237,7 +237,7 @@ static bool write_launch(FILE *f, const Graph *g, const CudaProgram *p)
 _Noreturn void tune_cuda_build(Bench *b, SchedState *st, const LoweredFunc *fn, Arena *a)
 {
     CudaProgram prog;
-    CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = "cuda" };
+    CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = TARGET_CUDA };
     if (!cg_cuda_emit(st, fn, &co, b->arch, b->sm, &prog))
         _exit(TUNE_EXIT_SCHEDULE); /* a limit of the backend: too many threads, ... */
     FILE *cu = fopen("kernel.cu", "w"), *launch = fopen("launch.txt", "w");

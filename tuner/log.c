@@ -114,7 +114,7 @@ static void first_line_of(char *const *argv, char *out, size_t size)
 static void cuda_machine(Machine *m, const char *arch)
 {
     memset(m, 0, sizeof *m);
-    m->target = "cuda";
+    m->target = TARGET_CUDA;
     const CudaDevices *d = tune_cuda_devices();
     int major, minor;
     cg_nvrtc_version(&major, &minor);
@@ -132,16 +132,16 @@ static void cuda_machine(Machine *m, const char *arch)
         snprintf(m->arch, sizeof m->arch, "%s; %s", m->sm, m->device);
 }
 
-void tune_machine(Machine *m, const char *target, const char *arch)
+void tune_machine(Machine *m, Target target, const char *arch)
 {
-    if (strcmp(target, "cuda") == 0) {
+    if (target == TARGET_CUDA) {
         cuda_machine(m, arch);
         return;
     }
     static Machine cached;
     static bool done;
     if (!done) {
-        cached.target = "cpu";
+        cached.target = TARGET_CPU;
         read_cpuinfo(&cached);
         long n = sysconf(_SC_NPROCESSORS_ONLN);
         cached.cores = n > 0 ? (int)n : 1;
@@ -403,7 +403,7 @@ bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const c
     int reason = NREASONS;
     if (strcmp(str_field(r, "workload"), w->hash) != 0)
         reason = NOT_WORKLOAD;
-    else if (strcmp(str_field(r, "target"), w->target) != 0)
+    else if (target_lookup(str_field(r, "target")) != w->target)
         reason = NOT_TARGET;
     else if (strcmp(str_field(r, "arch"), m->arch) != 0)
         reason = NOT_MACHINE;
@@ -428,9 +428,9 @@ json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
     json_t *r = json_object();
     json_object_set_new(r, "workload", json_string(w->hash));
     json_object_set_new(r, "kernel", json_string(w->kernel));
-    json_object_set_new(r, "target", json_string(w->target));
+    json_object_set_new(r, "target", json_string(target_name(w->target)));
     json_object_set_new(r, "arch", json_string(m->arch));
-    if (strcmp(m->target, "cuda") == 0) {
+    if (m->target == TARGET_CUDA) {
         json_object_set_new(r, "sm", json_string(m->sm));
         json_object_set_new(r, "device", json_string(m->device));
         json_object_set_new(r, "devices", json_integer(m->ndevices));
@@ -510,7 +510,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         /* records of the other target are not this build's concern */
         if ((strcmp(str_field(r, "workload"), w.hash) != 0 &&
              strcmp(str_field(r, "kernel"), w.kernel) != 0) ||
-            strcmp(str_field(r, "target"), w.target) != 0)
+            target_lookup(str_field(r, "target")) != w.target)
             continue;
         related++;
         const char *why;

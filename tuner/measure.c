@@ -95,11 +95,7 @@
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
-static const char *const status_names[] = {
-#define X(e, n) n,
-    TUNE_STATUSES(X)
-#undef X
-};
+static const char *const status_names[] = { TUNE_STATUSES(TE_ENUM_NAME) };
 
 const char *tune_status_name(TuneStatus s)
 {
@@ -108,10 +104,7 @@ const char *tune_status_name(TuneStatus s)
 
 TuneStatus tune_status_lookup(const char *name)
 {
-    for (int s = 0; s < TS_COUNT; s++)
-        if (strcmp(status_names[s], name) == 0)
-            return (TuneStatus)s;
-    return TS_COUNT;
+    return (TuneStatus)te_name_index(status_names, TS_COUNT, name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -197,7 +190,7 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     tune_plant_parse(b);
     const char *keep = getenv("TEXC_TUNE_KEEP");
     b->keep = keep && *keep ? keep : NULL;
-    if (strcmp(o->target, "cuda") == 0) {
+    if (o->target == TARGET_CUDA) {
         /* the devices were found by tune_run: the same architecture and
            name as device 0, measured on all at once */
         const CudaDevices *d = tune_cuda_devices();

@@ -556,7 +556,7 @@ static void compute_id(Space *sp)
 {
     XXH3_state_t *h = XXH3_createState();
     XXH3_128bits_reset(h);
-    hash_text(h, sp->target);
+    hash_text(h, target_name(sp->target));
     hash_text(h, sp->is_auto ? AUTO_SPACE_VERSION : "knobs");
     if (sp->written) {
         char *text = NULL;
@@ -610,7 +610,7 @@ static bool planned(const SStage *s, const Schedule *written)
            (s->tensor->is_output || s->is_reduce) && s->loops.len == s->nsvars + s->nrvars;
 }
 
-Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target)
+Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target)
 {
     Space *sp = arena_alloc(a, sizeof *sp);
     sp->target = target;
@@ -638,7 +638,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
         Arena *keep = a;
         b.a = keep;
         b.st = st;
-        if (strcmp(target, "cpu") == 0) {
+        if (target == TARGET_CPU) {
             for (int i = 0; i < st->stages.len; i++) {
                 SStage *s = st->stages.items[i];
                 if (!planned(s, written))
@@ -657,7 +657,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *t
                 else
                     plan_reduce(&b, s, plan);
             }
-        } else if (strcmp(target, "cuda") == 0) {
+        } else if (target == TARGET_CUDA) {
             /* the stages sched/default_cuda.c would schedule */
             bool tiled = false;
             for (int pass = 0; pass < 2; pass++) {
@@ -911,7 +911,7 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
     if (ok && sp->sm > 0) {
         /* the backend's own limits: threads, shared memory, grid */
         CudaProgram prog;
-        CodegenOptions co = { .name = "texc_kernel", .source_path = "", .target = "cuda" };
+        CodegenOptions co = { .name = "texc_kernel", .source_path = "", .target = TARGET_CUDA };
         ok = cg_cuda_emit(st, &fn, &co, arena_printf(&a, "sm_%d", sp->sm), sp->sm, &prog);
     }
     arena_free(&a);
@@ -1022,7 +1022,7 @@ void tune_space_print(FILE *out, const Space *sp)
         fprintf(out, "texc: search space: automatic, %d stage%s", sp->nplans,
                 sp->nplans == 1 ? "" : "s");
     else
-        fprintf(out, "texc: search space: the knobs of the %s schedule", sp->target);
+        fprintf(out, "texc: search space: the knobs of the %s schedule", target_name(sp->target));
     fprintf(out, ", %.0f point%s\n", sp->size, sp->size == 1 ? "" : "s");
     bool tiled = false;
     for (int i = 0; i < sp->nplans; i++)

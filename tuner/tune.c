@@ -629,14 +629,14 @@ static bool cuda_ready(const TuneOptions *o)
 #ifndef TEXC_HAVE_CUDA
     fprintf(stderr, "texc: --tune --target %s: the cuda target was disabled at configure time "
                     "(no NVRTC found)\n",
-            o->target);
+            target_name(o->target));
     return false;
 #else
     const CudaDevices *d = tune_cuda_devices();
     if (d->count == 0) {
         fprintf(stderr, "texc: --tune --target %s needs a CUDA device: none found (%s); "
                         "building without --tune works without one (--arch sm_XX)\n",
-                o->target, d->why);
+                target_name(o->target), d->why);
         return false;
     }
     char sm[16];
@@ -644,7 +644,7 @@ static bool cuda_ready(const TuneOptions *o)
     if (o->arch && strcmp(o->arch, sm) != 0) {
         fprintf(stderr, "texc: --tune --target %s measures on device 0, %s (%s): it cannot tune "
                         "for --arch %s; drop --arch or give --arch %s\n",
-                o->target, d->name, sm, o->arch, sm);
+                target_name(o->target), d->name, sm, o->arch, sm);
         return false;
     }
     if (!o->quiet && o->verbose)
@@ -796,7 +796,7 @@ static void summary(Tuner *t, double model_corr)
 
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
-    bool cuda = strcmp(o->target, "cuda") == 0;
+    bool cuda = o->target == TARGET_CUDA;
     if (cuda && !cuda_ready(o))
         return 1;
     Arena arena = { 0 };
@@ -818,7 +818,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
-        if (strcmp(g->schedules[i]->target, o->target) == 0)
+        if (g->schedules[i]->target == o->target)
             written = g->schedules[i];
     t->sp = tune_space_new(t->a, g, written, o->target);
     if (!t->sp)

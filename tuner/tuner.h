@@ -13,7 +13,7 @@
 
 typedef struct TuneOptions {
     const char *source_path; /* the .te file */
-    const char *target;      /* "cpu" or "cuda" */
+    Target target;
     const char *log_path;    /* --log, or NULL for the default under
                                 $XDG_CACHE_HOME/texc/ */
     int trials;              /* --trials, 0: the default budget */
@@ -72,7 +72,7 @@ typedef struct StagePlan StagePlan; /* space.c: one auto-scheduled stage */
 
 typedef struct Space {
     bool is_auto;            /* derived from the stages, not from knobs */
-    const char *target;
+    Target target;
     const Schedule *written; /* the file's schedule for the target, or NULL */
     Param *params;
     int nparams;
@@ -93,7 +93,7 @@ typedef struct Space {
 
 /* Builds the space of G for TARGET (WRITTEN: the file's schedule, or
  * NULL).  Returns NULL after a message when WRITTEN does not apply. */
-Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, const char *target);
+Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target);
 /* Does POINT pass the space's legality rules (register budget, unroll
  * extents, variants that need a split)?  Knob points are checked by
  * applying them (tune_space_check). */
@@ -150,12 +150,7 @@ const CudaDevices *tune_cuda_devices(void);
     X(TS_COMPILE_ERROR, "compile_error") /* the C compiler failed       */ \
     X(TS_COMPILE_TIMEOUT, "compile_timeout") /* the C compiler ran too long */
 
-typedef enum TuneStatus {
-#define X(e, n) e,
-    TUNE_STATUSES(X)
-#undef X
-    TS_COUNT
-} TuneStatus;
+typedef enum TuneStatus { TUNE_STATUSES(TE_ENUM_ITEM) TS_COUNT } TuneStatus;
 const char *tune_status_name(TuneStatus s);
 TuneStatus tune_status_lookup(const char *name); /* TS_COUNT if unknown */
 
@@ -165,7 +160,7 @@ enum { TUNE_MAX_PLANTS = 8 };
 typedef struct Bench {
     Graph *g;
     Arena *arena;         /* what lives as long as the run */
-    const char *target;
+    Target target;
     const char *kernel;   /* a C identifier: the generated function */
     const char *source;   /* the .te file */
     char workdir[4096];   /* private: inputs and candidate directories */
@@ -286,7 +281,7 @@ double tune_rank_correlation(const double *a, const double *b, int n);
 
 /* log.c — the tuning log: JSON lines, one record per measurement. */
 typedef struct Machine {
-    const char *target;  /* "cpu" or "cuda" */
+    Target target;
     char cpu[256];       /* the CPU model */
     char isa[512];       /* the SIMD extensions, space-separated */
     int cores;
@@ -301,7 +296,7 @@ typedef struct Machine {
 typedef struct Workload {
     char hash[33];       /* te_hash of the optimized graph */
     const char *kernel;  /* the file's base name */
-    const char *target;
+    Target target;
     double flop;         /* floating-point operations per run */
     json_t *shapes;      /* inputs and outputs: name, dtype, shape */
     json_t *dims;        /* the dims and their values */
@@ -311,7 +306,7 @@ typedef struct Workload {
 /* The machine kernels of TARGET run on: the CPU, or (cuda) the GPU
  * device 0 is (ARCH, --arch, when it is not the device's: a build for
  * another GPU, whose records are not this machine's). */
-void tune_machine(Machine *m, const char *target, const char *arch);
+void tune_machine(Machine *m, Target target, const char *arch);
 /* G's workload as O tunes or builds it: the kernel named after O's file,
  * O's target and --tune-cache. */
 void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w);
