@@ -186,8 +186,9 @@ check "auto space: random and model-ranked candidates" sh -c "
 check "auto space: the build rebuilds the winner's schedule from the log" \
     cmp -s "$tmp/g.out" "$tmp/g2.out"
 check "auto space: and says so" grep -q "using the tuned schedule" "$tmp/g2.err"
-check "auto space: the generated C says the tuner's schedule came from the log" \
-    grep -q "^ \* schedule: a tuning-log record (workload [0-9a-f]\{32\}, .*): the tuner's schedule$" "$tmp/g2.c"
+# (the default schedule is one of the candidates, and may win)
+check "auto space: the generated C says the schedule came from the log" \
+    grep -Eq "^ \* schedule: a tuning-log record \(workload [0-9a-f]{32}, .*\): the (tuner's|default) schedule$" "$tmp/g2.c"
 
 # --- 6b. the automatic space holds the register-blocked micro-kernel -------
 "$TEXC" "$autospace" --dump=space -o "$tmp/sp" >"$tmp/sp.out" 2>"$tmp/sp.err"
