@@ -5,7 +5,7 @@
  * guarantees: a Schedule of ordinary statements (so it prints, replays and
  * mutates like a written one) that sch_apply accepts:
  *   - every stage that is neither an output nor a reduction nor a
- *     prepack stage (pass_layout.c) is inlined into its readers
+ *     prepack stage (layout.c) is inlined into its readers
  *     (Halide's default, and the graph optimizer's fusion in miniature),
  *     except a select that a reduction reads (a padded image), computed
  *     once (selects_for_reduction);
@@ -189,55 +189,8 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     return sched;
 }
 
-static bool tensor_named(const Tensor *t, const char *name)
+int64_t sch_default_panel_width(const Tensor *stage, int dim)
 {
-    if (strcmp(t->name, name) == 0)
-        return true;
-    for (int i = 0; i < t->naliases; i++)
-        if (strcmp(t->aliases[i], name) == 0)
-            return true;
-    return false;
-}
-
-static int64_t arg_value(const SchedArg *a)
-{
-    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen]
-           : a->kind == SA_INT ? a->ival : 0;
-}
-
-static bool is_arg(const SchedStmt *s, int i, const char *name)
-{
-    return i < s->nargs && s->args[i].kind == SA_NAME && strcmp(s->args[i].name, name) == 0;
-}
-
-int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
-{
-    const PanelQuery *q = ctx;
-    if (q->target != TARGET_CPU)
-        return 0; /* CUDA kernels stage their operands in shared memory */
-    const Schedule *sched = q->sched;
-    for (int i = 0; !q->sched_given && i < g->nschedules; i++)
-        if (g->schedules[i]->target == q->target)
-            sched = g->schedules[i];
-    const char *axis = stage->vars[dim]->name;
-    bool mentioned = false;
-    int64_t width = 0;
-    for (int i = 0; sched && i < sched->nstmts; i++) {
-        const SchedStmt *s = sched->stmts[i];
-        if (strcmp(s->prim, "cache_read") == 0 && is_arg(s, 1, stage->name))
-            return 0; /* staged reads keep the layout the copy has */
-        if (!tensor_named(stage, s->stage))
-            continue;
-        mentioned = true;
-        if (width)
-            continue;
-        if (strcmp(s->prim, "tile") == 0 && s->nargs == 4 && is_arg(s, 1, axis))
-            width = arg_value(&s->args[3]);
-        else if (strcmp(s->prim, "split") == 0 && s->nargs == 2 && is_arg(s, 0, axis))
-            width = arg_value(&s->args[1]);
-    }
-    if (mentioned)
-        return width;
     /* the default schedule's micro-kernel tiles the innermost axis */
     bool reduces = stage->body->kind == EX_REDUCE || stage->anchor;
     int lanes = lanes_of(stage->dtype);
@@ -246,14 +199,4 @@ int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim)
     int64_t ti, tj;
     default_tile(stage->shape[dim - 1], stage->shape[dim], lanes, &ti, &tj);
     return tj;
-}
-
-void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes)
-{
-    if (!g->layouts)
-        return;
-    PanelQuery q = { target, sched, true };
-    if (notes)
-        notes->len = 0;
-    te_layout_assign(a, g, sch_panel_width, &q, notes);
 }

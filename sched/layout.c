@@ -3,15 +3,15 @@
  *
  * Which panels a weight wants depends on the tiles of the schedule that
  * reads it, so this is the scheduler's business and runs once per build:
- * sch_build's first step (build.c, through sch_relayout) assigns the
+ * sch_build's first step (build.c, calling sch_relayout) assigns the
  * layouts for the schedule being built (the file's, the tuning log's
  * winner, a tuner candidate), after the graph optimizer (lang/) and
  * before the SchedState is made.  -fno-layout (g->layouts false) turns
  * it off; --dump=after-layout shows the graph after it.
  *
- * requires: a fused Graph (lang/pass_fuse.c ran); PANEL_WIDTH, the
- * scheduler's view of which tile size a kernel uses along an axis
- * (sch_panel_width, default.c; NULL: the assignment changes nothing).
+ * requires: a fused Graph (lang/pass_fuse.c ran); the schedule to be
+ * built, whose tiles (panel_width below, or the default's:
+ * sch_default_panel_width) say which panels a kernel wants.
  * guarantees: the same values at every output, exactly (a layout moves
  * data, it computes nothing).  A `const` input W that one kernel reads
  * as the B operand of a matmul — its last index a spatial variable j of
@@ -209,11 +209,61 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
     return wp;
 }
 
+static bool tensor_named(const Tensor *t, const char *name)
+{
+    if (strcmp(t->name, name) == 0)
+        return true;
+    for (int i = 0; i < t->naliases; i++)
+        if (strcmp(t->aliases[i], name) == 0)
+            return true;
+    return false;
+}
+
+static int64_t arg_value(const SchedArg *a)
+{
+    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen]
+           : a->kind == SA_INT ? a->ival : 0;
+}
+
+static bool is_arg(const SchedStmt *s, int i, const char *name)
+{
+    return i < s->nargs && s->args[i].kind == SA_NAME && strcmp(s->args[i].name, name) == 0;
+}
+
+
+/* The tile size along STAGE's dimension DIM in the kernel SCHED (NULL:
+ * the default schedule) gives it on TARGET: SCHED's tile or split of the
+ * axis when it schedules STAGE, else the default's (its micro-kernel's
+ * column tile).  0 when the axis is not tiled, the kernel stages its
+ * reads with cache_read, or TARGET is not cpu. */
+static int64_t panel_width(Target target, const Schedule *sched, const Tensor *stage, int dim)
+{
+    if (target != TARGET_CPU)
+        return 0; /* CUDA kernels stage their operands in shared memory */
+    const char *axis = stage->vars[dim]->name;
+    bool mentioned = false;
+    int64_t width = 0;
+    for (int i = 0; sched && i < sched->nstmts; i++) {
+        const SchedStmt *s = sched->stmts[i];
+        if (strcmp(s->prim, "cache_read") == 0 && is_arg(s, 1, stage->name))
+            return 0; /* staged reads keep the layout the copy has */
+        if (!tensor_named(stage, s->stage))
+            continue;
+        mentioned = true;
+        if (width)
+            continue;
+        if (strcmp(s->prim, "tile") == 0 && s->nargs == 4 && is_arg(s, 1, axis))
+            width = arg_value(&s->args[3]);
+        else if (strcmp(s->prim, "split") == 0 && s->nargs == 2 && is_arg(s, 0, axis))
+            width = arg_value(&s->args[1]);
+    }
+    return mentioned ? width : sch_default_panel_width(stage, dim);
+}
+
+
 /* Packs const input W for its one reader, if the reader's kernel wants
  * panels.  Returns the note for -v, or NULL. */
-static const char *assign(Arena *a, Graph *g, Tensor *w,
-                          int64_t (*panel_width)(void *, const Graph *, const Tensor *, int),
-                          void *ctx)
+static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Schedule *sched)
 {
     if (w->kind != TK_INPUT || !w->is_const || w->rank < 2)
         return NULL;
@@ -233,7 +283,7 @@ static const char *assign(Arena *a, Graph *g, Tensor *w,
     int dim = 0;
     while (reader->vars[dim] != j)
         dim++;
-    int64_t p = panel_width(ctx, g, reader, dim);
+    int64_t p = panel_width(target, sched, reader, dim);
     if (p < 2 || p >= w->shape[w->rank - 1])
         return NULL;
     Tensor *wp = packed_stage(a, g, w, p);
@@ -242,10 +292,12 @@ static const char *assign(Arena *a, Graph *g, Tensor *w,
                         reader->name, wp->name);
 }
 
-bool te_layout_assign(Arena *a, Graph *g,
-                      int64_t (*panel_width)(void *, const Graph *, const Tensor *, int), void *ctx,
-                      PtrVec *notes)
+void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes)
 {
+    if (!g->layouts)
+        return;
+    if (notes)
+        notes->len = 0;
     /* undo an earlier assignment: each build assigns for its own schedule */
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
@@ -253,18 +305,15 @@ bool te_layout_assign(Arena *a, Graph *g,
             t->body = unpack_loads(a, t->body);
     }
     te_graph_compact(a, g);
-    if (!panel_width)
-        return true;
     bool changed = false;
     for (int i = 0; i < g->ninputs; i++) {
-        const char *note = assign(a, g, g->inputs[i], panel_width, ctx);
+        const char *note = assign(a, g, g->inputs[i], target, sched);
         if (note && notes)
             vec_push(a, notes, (void *)note);
         changed = changed || note;
     }
     if (changed)
         te_graph_compact(a, g);
-    return true;
 }
 
 bool sch_prepack_named(const Graph *g, const char *name)

@@ -398,25 +398,11 @@ bool sch_host_cpu_has(const char *flag);
  * else 16-byte vectors (32 registers with ARM's asimd, else 16). */
 void sch_host_vector_unit(int *bytes, int *regs);
 
-/* default.c: what layout assignment (layout.c) asks: the tile size along
- * STAGE's dimension DIM in the kernel for TARGET, under SCHED when
- * SCHED_GIVEN (the tuner's candidate; NULL is the default schedule), else
- * under the file's schedule for TARGET, else under the default one (its
- * micro-kernel's column tile).  0 when the axis is not tiled, the kernel
- * stages its reads with cache_read, or TARGET is not cpu.  CTX is a
- * PanelQuery. */
-typedef struct PanelQuery {
-    Target target;
-    const Schedule *sched;
-    bool sched_given;
-} PanelQuery;
-int64_t sch_panel_width(void *ctx, const Graph *g, const Tensor *stage, int dim);
-/* Assigns layouts for SCHED (NULL: the default schedule), unless
- * -fno-layout cleared g->layouts: each build (build.c) gets the panels its
- * own schedule's tiles want, the tuner's candidates theirs.  NOTES (may
- * be NULL) is emptied and gets the new notes for -v. */
-void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes);
-
+/* default.c: the column tile of the default schedule's micro-kernel for
+ * STAGE along its dimension DIM (a matmul-like stage's innermost axis;
+ * layout.c packs a weight it reads in panels of it), or 0 where the
+ * default does not tile that axis. */
+int64_t sch_default_panel_width(const Tensor *stage, int dim);
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
@@ -448,14 +434,12 @@ Expr *sch_max(Arena *a, Expr *x, Expr *y);
 bool sch_lower(SchedState *st, LoweredFunc *out);
 
 /* layout.c — layout assignment and weight prepacking, for the tiles of
- * the schedule a build uses.  (Re)assigns layouts as PANEL_WIDTH asks
- * (see sch_panel_width; CTX is its PanelQuery): earlier prepack stages
- * are undone first, so every build can assign them again for its own
- * schedule.  Notes for -v go to NOTES (may be NULL).  Builds reach it
- * through sch_build (build.c) and sch_relayout (default.c). */
-bool te_layout_assign(Arena *a, Graph *g,
-                      int64_t (*panel_width)(void *ctx, const Graph *g, const Tensor *stage, int dim),
-                      void *ctx, PtrVec *notes);
+ * the schedule a build uses: assigns layouts for SCHED (NULL: the default
+ * schedule) on TARGET, unless -fno-layout cleared g->layouts.  Earlier
+ * prepack stages are undone first, so each build (sch_build) gets the
+ * panels its own schedule's tiles want, the tuner's candidates theirs.
+ * NOTES (may be NULL) is emptied and gets the new notes for -v. */
+void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes);
 /* Is NAME a prepack stage of G: one in G now, or the name layout
  * assignment gives the panels of one of G's const inputs (W_packed,
  * W_packed2, ...) while G holds no tensor of that name?  (Schedules
