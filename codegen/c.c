@@ -6,7 +6,7 @@
  *   NAME(inputs, outputs)            a workspace of its own, then NAME_ws
  *   NAME_ws(.., workspace)           the kernel steps, intermediates at
  *                                    the memory plan's offsets
- *   NAME_prepack(weights, packed)    when the layout pass packed const
+ *   NAME_prepack(weights, packed)    when layout assignment packed const
  *   NAME_packed[_ws](.., packed ..)  inputs: packing once, and the kernel
  *                                    on packed weights (NAME and NAME_ws
  *                                    then pack on every call)

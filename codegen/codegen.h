@@ -124,6 +124,12 @@ typedef struct CudaProgram {
  * diagnostic and false. */
 bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const char *arch, int sm, CudaProgram *out);
+/* cuda.c: can the CUDA backend run FN on sm_SM?  Its limits (threads a
+ * block, a grid axis's blocks, shared memory with the pipeline's slots,
+ * one loop an axis) are found where the code is laid out, so this lays
+ * it out and keeps nothing; a limit passed is a diagnostic and false, as
+ * for cg_cuda_emit.  The tuner prunes its points with it. */
+bool cg_cuda_fits(SchedState *st, const LoweredFunc *fn, int sm);
 
 /* The C family: what the C and the CUDA backends print alike (cfamily.c).
  * A dialect is the table of what differs in the text of an expression;

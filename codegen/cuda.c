@@ -1736,3 +1736,10 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     out->workspace_bytes = plan.bytes;
     return true;
 }
+
+bool cg_cuda_fits(SchedState *st, const LoweredFunc *fn, int sm)
+{
+    CodegenOptions co = { .name = "texc_kernel", .source_path = "", .target = TARGET_CUDA };
+    CudaProgram prog;
+    return cg_cuda_emit(st, fn, &co, arena_printf(st->arena, "sm_%d", sm), sm, &prog);
+}

@@ -100,7 +100,7 @@
  * (48 KiB without one); staging needs the k split, a pipeline needs
  * staging and as many steps of k as slots.
  * tune_space_check then applies and lowers candidate points in a child
- * process (and, for cuda, emits their CUDA C: the backend's own limits):
+ * process (and, for cuda, asks the backend's own limits: cg_cuda_fits):
  * whatever the rules miss is pruned there, and a point that crashes texc
  * itself cannot take the tuner down with it.
  *
@@ -908,12 +908,8 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
                                               .target = sp->target, .sched = s },
                                &fn);
     bool ok = st != NULL;
-    if (ok && sp->sm > 0) {
-        /* the backend's own limits: threads, shared memory, grid */
-        CudaProgram prog;
-        CodegenOptions co = { .name = "texc_kernel", .source_path = "", .target = TARGET_CUDA };
-        ok = cg_cuda_emit(st, &fn, &co, arena_printf(&a, "sm_%d", sp->sm), sp->sm, &prog);
-    }
+    if (ok && sp->sm > 0)
+        ok = cg_cuda_fits(st, &fn, sp->sm); /* the backend's own limits */
     arena_free(&a);
     return ok;
 }

@@ -86,9 +86,9 @@ typedef struct Space {
     /* cuda */
     int64_t smem_limit;      /* auto: bytes of shared memory a block may stage */
     const char *smem_from;   /* ... and where that limit comes from */
-    int sm;                  /* tune_space_check also emits the CUDA C for
-                                sm_SM (the backend's own limits); 0: it
-                                does not */
+    int sm;                  /* tune_space_check also asks the CUDA
+                                backend's limits for sm_SM (cg_cuda_fits);
+                                0: it does not */
 } Space;
 
 /* Builds the space of G for TARGET (WRITTEN: the file's schedule, or
