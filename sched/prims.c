@@ -33,7 +33,9 @@ GpuAxis sch_gpu_axis_lookup(const char *name)
     return (GpuAxis)te_name_index(gpu_axis_names, GPU_AXIS_COUNT, name);
 }
 
-static void print_arg(FILE *out, const SchedArg *a)
+/* A knob prints as ?NAME=VALUE where the schedule is shown as written,
+ * as its value where it is shown as applied (a trace). */
+static void print_arg(FILE *out, const SchedArg *a, bool knob_names)
 {
     switch (a->kind) {
     case SA_NAME:
@@ -46,10 +48,29 @@ static void print_arg(FILE *out, const SchedArg *a)
         fprintf(out, "\"%s\"", a->name);
         break;
     case SA_KNOB:
-        fprintf(out, "?%s=%lld", a->knob->name,
-                a->knob->nvalues ? (long long)a->knob->values[a->knob->chosen] : 0LL);
+        if (knob_names)
+            fprintf(out, "?%s=", a->knob->name);
+        fprintf(out, "%lld", a->knob->nvalues ? (long long)a->knob->values[a->knob->chosen] : 0LL);
         break;
     }
+}
+
+void sch_print_stmt_text(FILE *out, const SchedStmt *st, bool knob_names)
+{
+    if (st->result)
+        fprintf(out, "%s = ", st->result);
+    fprintf(out, "%s.%s(", st->stage, st->prim);
+    for (int a = 0; a < st->nargs; a++) {
+        if (a)
+            fputs(", ", out);
+        print_arg(out, &st->args[a], knob_names);
+    }
+    fputc(')', out);
+    for (int o = 0; o < st->nouts; o++)
+        fprintf(out, "%s%s", o ? ", " : " -> ", st->outs[o]);
+    if (st->at)
+        fprintf(out, " at %s", st->at);
+    fputs(";\n", out);
 }
 
 void sch_print(FILE *out, const Schedule *s)
@@ -57,22 +78,8 @@ void sch_print(FILE *out, const Schedule *s)
     fprintf(out, "schedule %s {\n",
             s->target == TARGET_COUNT ? s->unknown_target : target_name(s->target));
     for (int i = 0; i < s->nstmts; i++) {
-        const SchedStmt *st = s->stmts[i];
         fputs("  ", out);
-        if (st->result)
-            fprintf(out, "%s = ", st->result);
-        fprintf(out, "%s.%s(", st->stage, st->prim);
-        for (int a = 0; a < st->nargs; a++) {
-            if (a)
-                fputs(", ", out);
-            print_arg(out, &st->args[a]);
-        }
-        fputc(')', out);
-        for (int o = 0; o < st->nouts; o++)
-            fprintf(out, "%s%s", o ? ", " : " -> ", st->outs[o]);
-        if (st->at)
-            fprintf(out, " at %s", st->at);
-        fputs(";\n", out);
+        sch_print_stmt_text(out, s->stmts[i], true);
     }
     fputs("}\n", out);
 }

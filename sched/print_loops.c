@@ -10,28 +10,7 @@ static const char *const kind_names[] = { SCH_LOOP_KINDS(TE_ENUM_NAME) };
 
 void sch_print_trace_stmt(FILE *out, const SchedStmt *st)
 {
-    if (st->result)
-        fprintf(out, "%s = ", st->result);
-    fprintf(out, "%s.%s(", st->stage, st->prim);
-    for (int a = 0; a < st->nargs; a++) {
-        const SchedArg *arg = &st->args[a];
-        if (a)
-            fputs(", ", out);
-        if (arg->kind == SA_INT)
-            fprintf(out, "%lld", (long long)arg->ival);
-        else if (arg->kind == SA_STRING)
-            fprintf(out, "\"%s\"", arg->name);
-        else if (arg->kind == SA_KNOB)
-            fprintf(out, "%lld", (long long)arg->knob->values[arg->knob->chosen]);
-        else
-            fputs(arg->name, out);
-    }
-    fputc(')', out);
-    for (int o = 0; o < st->nouts; o++)
-        fprintf(out, "%s%s", o ? ", " : " -> ", st->outs[o]);
-    if (st->at)
-        fprintf(out, " at %s", st->at);
-    fputs(";\n", out);
+    sch_print_stmt_text(out, st, false);
 }
 
 void sch_print_trace(FILE *out, const SchedState *st)

@@ -100,6 +100,9 @@ bool sch_check(Graph *g);
 
 /* Prints the schedules as parsed, knobs with their chosen values. */
 void sch_print(FILE *out, const Schedule *s);
+/* One statement as schedule text, ending the line: a knob as ?NAME=VALUE
+ * (KNOB_NAMES: the schedule as written) or as its value (as applied). */
+void sch_print_stmt_text(FILE *out, const SchedStmt *st, bool knob_names);
 
 /* Sets knob NAME to VALUE in every schedule of G (-K NAME=VALUE).  Returns
  * false, with a message, if no knob is called NAME or VALUE is not one of
