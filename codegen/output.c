@@ -12,7 +12,7 @@
  * CUDA build both write through here.
  *
  * Messages name the file: "texc: cannot write PATH: why" (PATH.tmp for
- * an open or a close, PATH for a rename).
+ * an open, a write or a close, PATH for a rename), once a set.
  */
 #include <errno.h>
 #include <string.h>
@@ -23,11 +23,7 @@ FILE *cg_output_open(OutputSet *set, const char *path, bool binary)
 {
     if (set->failed)
         return NULL; /* one message: the first failure's */
-    if (set->n == CG_MAX_OUTPUTS) {
-        fprintf(stderr, "texc: internal error: more than %d output files\n", CG_MAX_OUTPUTS);
-        set->failed = true;
-        return NULL;
-    }
+    TE_ASSERT(set->n < CG_MAX_OUTPUTS);
     OutputFile *o = &set->files[set->n];
     o->path = path;
     o->tmp = arena_printf(set->arena, "%s.tmp", path);
@@ -44,12 +40,19 @@ FILE *cg_output_open(OutputSet *set, const char *path, bool binary)
 bool cg_output_commit(OutputSet *set, bool ok)
 {
     ok = ok && !set->failed;
+    bool said = false;
     for (int i = 0; i < set->n; i++) {
         OutputFile *o = &set->files[i];
-        if (fclose(o->f) != 0 && ok) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno));
-            ok = false;
+        /* a write that failed (a full disk) sets the stream's error flag,
+           whether or not the caller noticed: its message is said here */
+        errno = 0;
+        bool bad = ferror(o->f) != 0;
+        bad = fclose(o->f) != 0 || bad;
+        if (bad && !said) {
+            fprintf(stderr, "texc: cannot write %s: %s\n", o->tmp, strerror(errno ? errno : EIO));
+            said = true;
         }
+        ok = ok && !bad;
         o->f = NULL;
     }
     for (int i = 0; i < set->n && ok; i++) {
