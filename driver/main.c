@@ -462,18 +462,6 @@ static bool run_command(char *const *argv, bool verbose)
     return WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0;
 }
 
-/* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
- * With -v, prints STATS (the optimizer's summary) with the workspace. */
-/* The file's schedule for TARGET (the last one), or NULL. */
-static const Schedule *file_schedule(const Graph *g, Target target)
-{
-    const Schedule *written = NULL;
-    for (int i = 0; i < g->nschedules; i++)
-        if (g->schedules[i]->target == target)
-            written = g->schedules[i];
-    return written;
-}
-
 /* The build sequence's description (sched/build.c) for SCHED: the
  * layouts' notes go to STATS for -v's summary; the dumps asked for. */
 static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule *sched,
@@ -489,7 +477,8 @@ static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule 
                          .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL };
 }
 
-/* --eval=optimized: the build sequence's first step alone, the layouts. */
+/* --eval=optimized, and a schedule sch_check rejects: the build
+ * sequence's first step alone, the layouts (and their dumps). */
 static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sched,
                         OptStats *stats)
 {
@@ -499,9 +488,11 @@ static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sc
         stats->packed = stats->layout_notes.len;
 }
 
+/* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
+ * With -v, prints STATS (the optimizer's summary) with the workspace. */
 static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
 {
-    const Schedule *written = file_schedule(g, o->target);
+    const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
     if (o->tune && tune_run(a, g, &o->tuning) != 0)
@@ -646,14 +637,19 @@ int main(int argc, char **argv)
     }
     if (o.eval_optimized) {
         /* the graph a build under the file's schedule compiles */
-        layout_step(&arena, &o, g, file_schedule(g, o.target), &stats);
+        layout_step(&arena, &o, g, sch_file_schedule(g, o.target), &stats);
         /* (a build prints it once it knows the workspace) */
         if (o.verbose)
             te_print_opt_summary(stderr, &stats);
     }
     /* schedules are checked against the kernels they will apply to */
-    if (!sch_check(g))
+    if (!sch_check(g)) {
+        /* those kernels, when asked for: the build that would have shown
+           them (with the layouts, sched/build.c) does not run */
+        if (!o.eval && ((o.dump & DUMP_KERNELS) || o.dump_after_layout))
+            layout_step(&arena, &o, g, sch_file_schedule(g, o.target), &stats);
         goto out;
+    }
     status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g, &stats);
 out:
     arena_free(&arena);
