@@ -330,11 +330,11 @@ bool sch_prepack_named(const Graph *g, const char *name)
         const char *k = name + n + 7;
         if (!*k)
             return true;
-        if (*k < '2' || *k > '9')
-            continue;
-        while (*k >= '0' && *k <= '9')
-            k++;
-        if (!*k)
+        /* a number packed_stage counts to: 2 or more, no leading zero */
+        const char *d = k;
+        while (*d >= '0' && *d <= '9')
+            d++;
+        if (!*d && d > k && *k != '0' && (d - k > 1 || *k >= '2'))
             return true;
     }
     return false;
