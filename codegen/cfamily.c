@@ -261,7 +261,8 @@ static void emit_const(CgPrinter *p, DType t, double v)
     fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
 }
 
-void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x)
+/* "FN(args of X)". */
+static void emit_call(CgPrinter *p, const char *fn, const Expr *x)
 {
     fprintf(p->out, "%s(", fn);
     for (int i = 0; i < x->nargs; i++) {
@@ -322,7 +323,7 @@ static void emit_cast(CgPrinter *p, const Expr *x)
         cg_emit_expr(p, v, 3);
         fputs(" != 0)", p->out);
     } else if (to == DT_I32 && dtype_is_float(from)) {
-        cg_emit_call(p, "te_f2i", x);
+        emit_call(p, "te_f2i", x);
     } else if (to == DT_F16) {
         emit_around(p, p->d->round_f16, v);
     } else if (to == DT_BF16) {
@@ -409,7 +410,7 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
             int64_t c;
             if (!sch_const_int(x->args[1], &c) || c == 0 || c == -1) {
                 const char *f = x->op == OP_DIV ? "div" : "mod";
-                cg_emit_call(p, arena_printf(p->a, "te_%s_%s", f, p->d->int_suffix), x);
+                emit_call(p, arena_printf(p->a, "te_%s_%s", f, p->d->int_suffix), x);
                 return;
             }
         }
@@ -418,7 +419,7 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
     case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
         break;
     default:
-        cg_emit_call(p, func_name(p, x->op, t), x);
+        emit_call(p, func_name(p, x->op, t), x);
         return;
     }
     int q = cg_prec(x->op);

@@ -17,9 +17,11 @@ typedef struct CodegenOptions {
     const char *source_path; /* the .te file, for the header comment */
     Target target;           /* TARGET_CPU */
     const char *schedule_from; /* where the schedule came from, for the
-                                  header comments ("the file's schedule
-                                  cpu", a tuning-log record), or NULL (a
-                                  tuner's candidate) */
+                                  header comments ("the file's `schedule
+                                  cpu`, the default for the stages it
+                                  leaves out", "the default (...)", "a
+                                  tuning-log record (workload H, DATE):
+                                  ..."), or NULL (a tuner's candidate) */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root
@@ -220,8 +222,6 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
 /* cfamily.c: the header comment's lines on the schedule: where it came
  * from (O->schedule_from), then the trace of ST, a statement a line. */
 void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);
-/* cfamily.c: "FN(args of X)". */
-void cg_emit_call(CgPrinter *p, const char *fn, const Expr *x);
 
 /* output.c: a build's output files, written as one set.  Each member is
  * written to PATH.tmp; commit renames them all into place or, after any

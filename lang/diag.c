@@ -24,11 +24,9 @@
  * Internal errors (te_internal_error) are a separate path: a bug in texc,
  * never the user's fault, reported on stderr and followed by abort().
  */
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 
 #include "texc.h"
 

@@ -4,7 +4,6 @@
  * it off, each followed by its dump when --dump=after-NAME asked for it.
  * The passes themselves live one per file (pass_NAME.c).
  */
-#include <string.h>
 
 #include "texc.h"
 

@@ -12,8 +12,9 @@
  * guarantees, in order:
  *   1. layouts (sch_build_layout): unless -fno-layout cleared g->layouts,
  *      the const weights that B->sched's tiles want in panels are
- *      prepacked (layout.c, asking sch_panel_width), any earlier
- *      assignment undone first.  This is the only place layouts are
+ *      prepacked (layout.c: the schedule's tiles, else the default's,
+ *      sch_default_panel_width), any earlier assignment undone first.
+ *      This is the only place layouts are
  *      assigned: they depend on the schedule, so they are assigned once
  *      per build, for the schedule built;
  *   2. a SchedState of the graph as laid out;

@@ -21,7 +21,6 @@
  * annotations of the other stages are the default's own: the tuner's
  * elementwise and reduction forms write theirs in another order.
  */
-#include <string.h>
 
 #include "sched/sched.h"
 

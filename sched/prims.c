@@ -1,9 +1,10 @@
 /* prims.c — the primitive table, the schedule printer and knob setting.
  *
  * The tables themselves are the SCHED_PRIMS and SCH_GPU_AXES X-macros in
- * sched.h; this file turns them into lookups.  The printer writes a schedule back in the syntax it
- * was parsed from, each knob followed by the value it holds now, so a
- * tuned schedule can be pasted into a .te file.
+ * sched.h; this file turns them into lookups.  The printer writes a
+ * schedule back in the syntax it was parsed from, each knob followed by
+ * the value it holds now, so a tuned schedule can be pasted into a .te
+ * file.
  */
 #include <string.h>
 
@@ -71,6 +72,15 @@ void sch_print_stmt_text(FILE *out, const SchedStmt *st, bool knob_names)
     if (st->at)
         fprintf(out, " at %s", st->at);
     fputs(";\n", out);
+}
+
+const Schedule *sch_file_schedule(const Graph *g, Target target)
+{
+    const Schedule *written = NULL;
+    for (int i = 0; i < g->nschedules; i++)
+        if (g->schedules[i]->target == target)
+            written = g->schedules[i];
+    return written;
 }
 
 void sch_print(FILE *out, const Schedule *s)

@@ -98,6 +98,8 @@ Prim prim_lookup(const char *name); /* PR_COUNT if unknown */
  * Reports the first error and returns false. */
 bool sch_check(Graph *g);
 
+/* The file's schedule for TARGET (sch_check allows one), or NULL. */
+const Schedule *sch_file_schedule(const Graph *g, Target target);
 /* Prints the schedules as parsed, knobs with their chosen values. */
 void sch_print(FILE *out, const Schedule *s);
 /* One statement as schedule text, ending the line: a knob as ?NAME=VALUE
@@ -343,15 +345,11 @@ typedef struct SchCudaFlat {
     int64_t threads;    /* a block's */
     int64_t tk;         /* the reduction split, its inner part unrolled; 0 */
 } SchCudaFlat;
-/* The statements the templates (and sch_default's own) are made of. */
+/* A statement of E's stage, PRIM with NARGS arguments for the caller to
+ * fill, appended to E->sched: the templates' (and sch_default's own)
+ * statements are made with it. */
 SchedArg sch_name_arg(const char *name);
-SchedArg sch_int_arg(int64_t v);
 SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
-void sch_emit_loop(SchEmit *e, const char *prim, const char *loop); /* S.PRIM(LOOP) */
-void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
-                    const char *inner);
-void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused);
-void sch_emit_bind(SchEmit *e, const char *loop, GpuAxis axis);
 /* L's svar and rvar: S's variables, the loops of a stage no statement has
  * changed yet. */
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
@@ -376,8 +374,9 @@ SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
 /* L's names for the tuner's points of FORM on S (a stage no statement has
  * changed): svar and rvar S's loops, rsplit its longest reduction axis,
  * and the loops and stages FORM's statements may create, each fresh
- * among S's loops and stages (BASE SUFFIX, else BASE_SUFFIX1, ...); for a
- * cuda tile also the operands it may stage (sch_cuda_staged_operands).
+ * among S's loops and stages (a loop BASE SUFFIX, else BASE_SUFFIX1, ...;
+ * a stage BASE_SUFFIX, else BASE_SUFFIX1, as y_acc1; a cache stage
+ * X_shared, else X_shared2, ...); for a cuda tile also the operands it may stage (sch_cuda_staged_operands).
  * Allocated in A.  (The default names its loops by rules of its own.) */
 void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLoops *l);
 /* template.c: does the written schedule W (or NULL) name stage S, as a

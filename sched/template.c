@@ -32,7 +32,7 @@ SchedArg sch_name_arg(const char *name)
     return (SchedArg){ .kind = SA_NAME, .name = name };
 }
 
-SchedArg sch_int_arg(int64_t v)
+static SchedArg int_arg(int64_t v)
 {
     return (SchedArg){ .kind = SA_INT, .ival = v };
 }
@@ -56,23 +56,24 @@ SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs)
     return s;
 }
 
-void sch_emit_loop(SchEmit *e, const char *prim, const char *loop)
+/* S.PRIM(LOOP) */
+static void emit_loop(SchEmit *e, const char *prim, const char *loop)
 {
     sch_emit(e, prim, 1)->args[0] = sch_name_arg(loop);
 }
 
-void sch_emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
-                    const char *inner)
+static void emit_split(SchEmit *e, const char *loop, int64_t factor, const char *outer,
+                       const char *inner)
 {
     SchedStmt *s = sch_emit(e, "split", 2);
     s->args[0] = sch_name_arg(loop);
-    s->args[1] = sch_int_arg(factor);
+    s->args[1] = int_arg(factor);
     s->outs[0] = outer;
     s->outs[1] = inner;
     s->nouts = 2;
 }
 
-void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused)
+static void emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused)
 {
     SchedStmt *s = sch_emit(e, "fuse", 2);
     s->args[0] = sch_name_arg(x);
@@ -81,7 +82,7 @@ void sch_emit_fuse(SchEmit *e, const char *x, const char *y, const char *fused)
     s->nouts = 1;
 }
 
-void sch_emit_bind(SchEmit *e, const char *loop, GpuAxis axis)
+static void emit_bind(SchEmit *e, const char *loop, GpuAxis axis)
 {
     SchedStmt *s = sch_emit(e, "bind", 2);
     s->args[0] = sch_name_arg(loop);
@@ -114,10 +115,10 @@ static void emit_parallel(SchEmit *e, const SchLoops *l, const char *first, cons
                           int par)
 {
     if (par == 0) {
-        sch_emit_loop(e, "parallel", first);
+        emit_loop(e, "parallel", first);
     } else if (par == 1) {
-        sch_emit_fuse(e, first, second, l->fused);
-        sch_emit_loop(e, "parallel", l->fused);
+        emit_fuse(e, first, second, l->fused);
+        emit_loop(e, "parallel", l->fused);
     }
 }
 
@@ -128,7 +129,7 @@ static const char *emit_fuse_axes(SchEmit *e, const char *const *axes, int n,
 {
     const char *f = axes[0];
     for (int d = 1; d < n; d++) {
-        sch_emit_fuse(e, f, axes[d], names[d - 1]);
+        emit_fuse(e, f, axes[d], names[d - 1]);
         f = names[d - 1];
     }
     return f;
@@ -152,8 +153,8 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
     SchedStmt *t = sch_emit(e, "tile", 4);
     t->args[0] = sch_name_arg(i);
     t->args[1] = sch_name_arg(j);
-    t->args[2] = sch_int_arg(m->ti);
-    t->args[3] = sch_int_arg(m->tj);
+    t->args[2] = int_arg(m->ti);
+    t->args[3] = int_arg(m->tj);
     t->outs[0] = l->io;
     t->outs[1] = l->jo;
     t->outs[2] = l->ii;
@@ -176,7 +177,7 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
     }
     const char *at = inner, *par = l->nsvars > 2 ? l->svar[0] : outer;
     if (m->par == 1) {
-        sch_emit_fuse(e, outer, inner, l->fused);
+        emit_fuse(e, outer, inner, l->fused);
         at = par = l->fused;
     }
     const char *stage = e->stage;
@@ -191,11 +192,11 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
     acc_order[n++] = i;
     acc_order[n++] = j;
     emit_reorder(e, acc_order, n);
-    sch_emit_loop(e, "unroll", i);
-    sch_emit_loop(e, "vectorize", j);
+    emit_loop(e, "unroll", i);
+    emit_loop(e, "vectorize", j);
     e->stage = stage;
-    sch_emit_loop(e, "vectorize", l->ji);
-    sch_emit_loop(e, "parallel", par);
+    emit_loop(e, "vectorize", l->ji);
+    emit_loop(e, "parallel", par);
 }
 
 /* The loop nest:
@@ -208,15 +209,15 @@ void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m)
 {
     const char *i = l->svar[l->nsvars - 2], *j = l->svar[l->nsvars - 1];
     const char *k = l->rvar[l->rsplit];
-    sch_emit_split(e, j, m->tj, l->jo, l->ji);
+    emit_split(e, j, m->tj, l->jo, l->ji);
     const char *io = i, *ii = NULL, *ko = k, *ki = NULL;
     if (m->ti > 1) {
-        sch_emit_split(e, i, m->ti, l->io, l->ii);
+        emit_split(e, i, m->ti, l->io, l->ii);
         io = l->io;
         ii = l->ii;
     }
     if (m->tk > 0) {
-        sch_emit_split(e, k, m->tk, l->ko, l->ki);
+        emit_split(e, k, m->tk, l->ko, l->ki);
         ko = l->ko;
         ki = l->ki;
     }
@@ -246,11 +247,11 @@ void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m)
 #undef PUT_RED
     emit_reorder(e, loops, n);
     if (m->unroll_i && ii)
-        sch_emit_loop(e, "unroll", ii);
+        emit_loop(e, "unroll", ii);
     if (m->unroll_k && ki)
-        sch_emit_loop(e, "unroll", ki);
+        emit_loop(e, "unroll", ki);
     if (m->vec)
-        sch_emit_loop(e, "vectorize", l->ji);
+        emit_loop(e, "vectorize", l->ji);
     emit_parallel(e, l, loops[0], loops[1], m->par);
 }
 
@@ -266,7 +267,7 @@ void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwis
         loops[n++] = l->svar[d];
     const char *vec = NULL;
     if (m->vs > 1) {
-        sch_emit_split(e, l->svar[l->nsvars - 1], m->vs, l->jo, l->ji);
+        emit_split(e, l->svar[l->nsvars - 1], m->vs, l->jo, l->ji);
         loops[n - 1] = l->jo;
         loops[n++] = l->ji;
         vec = l->ji;
@@ -275,7 +276,7 @@ void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwis
     }
     emit_parallel(e, l, loops[0], n > 1 ? loops[1] : NULL, m->par);
     if (vec)
-        sch_emit_loop(e, "vectorize", vec);
+        emit_loop(e, "vectorize", vec);
 }
 
 /* Any other reduction:
@@ -285,12 +286,12 @@ void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwis
 void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m)
 {
     if (m->tk > 0) {
-        sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
-        sch_emit_loop(e, "unroll", l->ki);
+        emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
+        emit_loop(e, "unroll", l->ki);
     }
     emit_parallel(e, l, l->svar[0], l->nsvars > 1 ? l->svar[1] : NULL, m->par);
     if (m->vec)
-        sch_emit_loop(e, "vectorize", l->rvar[l->nrvars - 1]);
+        emit_loop(e, "vectorize", l->rvar[l->nrvars - 1]);
 }
 
 /* One axis of the CUDA tile: AXIS split by BLOCK into OUTER (the block)
@@ -302,11 +303,11 @@ static const char *split_axis(SchEmit *e, const char *axis, int64_t block, int64
                               const char *thread)
 {
     if (reg <= 1) {
-        sch_emit_split(e, axis, block, outer, thread);
+        emit_split(e, axis, block, outer, thread);
         return NULL;
     }
-    sch_emit_split(e, axis, block, outer, rest);
-    sch_emit_split(e, rest, block / reg, regs, thread);
+    emit_split(e, axis, block, outer, rest);
+    emit_split(e, rest, block / reg, regs, thread);
     return regs;
 }
 
@@ -336,7 +337,7 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
     const char *jr = split_axis(e, j, m->bn, m->tn, l->jo, l->jb, l->jr, l->jt);
     const char *ko = NULL, *ki = NULL;
     if (m->bk > 0) {
-        sch_emit_split(e, l->rvar[l->rsplit], m->bk, l->ko, l->ki);
+        emit_split(e, l->rvar[l->rsplit], m->bk, l->ko, l->ki);
         ko = l->ko;
         ki = l->ki;
     }
@@ -355,19 +356,19 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
     emit_reorder(e, loops, nl);
     /* gridDim.y and .z are at most 65535: a loop too long stays a loop */
     if (bz && m->batch <= 65535)
-        sch_emit_bind(e, bz, GPU_BLOCK_Z);
+        emit_bind(e, bz, GPU_BLOCK_Z);
     if ((m->iext + m->bm - 1) / m->bm <= 65535)
-        sch_emit_bind(e, l->io, GPU_BLOCK_Y);
-    sch_emit_bind(e, l->jo, GPU_BLOCK_X);
-    sch_emit_bind(e, l->it, GPU_THREAD_Y);
-    sch_emit_bind(e, l->jt, GPU_THREAD_X);
+        emit_bind(e, l->io, GPU_BLOCK_Y);
+    emit_bind(e, l->jo, GPU_BLOCK_X);
+    emit_bind(e, l->it, GPU_THREAD_Y);
+    emit_bind(e, l->jt, GPU_THREAD_X);
     if (m->unroll) {
         if (ki)
-            sch_emit_loop(e, "unroll", ki);
+            emit_loop(e, "unroll", ki);
         if (ir)
-            sch_emit_loop(e, "unroll", ir);
+            emit_loop(e, "unroll", ir);
         if (jr)
-            sch_emit_loop(e, "unroll", jr);
+            emit_loop(e, "unroll", jr);
     }
     for (int t = 0; m->stage && t < l->nstaged; t++) {
         SchedStmt *c = sch_emit(e, "cache_read", 2);
@@ -381,7 +382,7 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
     if (m->stage && m->pipe > 1) {
         SchedStmt *p = sch_emit(e, "pipeline", 2);
         p->args[0] = sch_name_arg(ko);
-        p->args[1] = sch_int_arg(m->pipe);
+        p->args[1] = int_arg(m->pipe);
     }
 }
 
@@ -392,12 +393,12 @@ void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m)
 void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
 {
     const char *f = emit_fuse_axes(e, l->svar, l->nsvars, l->bz);
-    sch_emit_split(e, f, m->threads, l->bx, l->tx);
-    sch_emit_bind(e, l->bx, GPU_BLOCK_X);
-    sch_emit_bind(e, l->tx, GPU_THREAD_X);
+    emit_split(e, f, m->threads, l->bx, l->tx);
+    emit_bind(e, l->bx, GPU_BLOCK_X);
+    emit_bind(e, l->tx, GPU_THREAD_X);
     if (m->tk > 0) {
-        sch_emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
-        sch_emit_loop(e, "unroll", l->ki);
+        emit_split(e, l->rvar[l->rsplit], m->tk, l->ko, l->ki);
+        emit_loop(e, "unroll", l->ki);
     }
 }
 

@@ -82,10 +82,7 @@ static void run_passes(Arena *a, Graph *g, unsigned passes, bool strict, OptStat
     TE_ASSERT(te_optimize(a, g, &o, stats));
     if (passes & LAYOUT) {
         /* the layouts ask the cpu scheduler for its tile sizes */
-        const Schedule *written = NULL;
-        for (int i = 0; i < g->nschedules; i++)
-            if (g->schedules[i]->target == TARGET_CPU)
-                written = g->schedules[i];
+        const Schedule *written = sch_file_schedule(g, TARGET_CPU);
         g->layouts = true;
         sch_build_layout(&(SchedBuild){ .arena = a, .g = g, .target = TARGET_CPU, .sched = written,
                                         .layout_notes = &stats->layout_notes });

@@ -6,8 +6,8 @@
  * the plumbing (tune_die_with_parent, tune_plant_of) is process.c's.
  *
  * Processes, not threads.  A CUDA candidate is built by a forked child of
- * the tuner (measure.c's tune_build, --jobs of them at a time): it applies
- * the schedule, lowers, emits the CUDA C (codegen/cuda.c) and compiles it
+ * the tuner (measure.c's tune_build, --jobs of them at a time): it runs
+ * the build sequence (sched/build.c), emits the CUDA C (codegen/cuda.c) and compiles it
  * with NVRTC in its own address space.  NVRTC is thread-safe (one
  * nvrtcProgram per thread), so threads would also build in parallel; but
  * NVRTC is a whole compiler, and one that crashes (an internal compiler

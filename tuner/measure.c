@@ -102,11 +102,6 @@ const char *tune_status_name(TuneStatus s)
     return s < TS_COUNT ? status_names[s] : "not measured";
 }
 
-TuneStatus tune_status_lookup(const char *name)
-{
-    return (TuneStatus)te_name_index(status_names, TS_COUNT, name);
-}
-
 /* ------------------------------------------------------------------ */
 /* The bench: inputs, reference, tolerances.                           */
 

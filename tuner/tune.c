@@ -816,10 +816,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->seen = json_object();
     int status = 1;
 
-    const Schedule *written = NULL;
-    for (int i = 0; i < g->nschedules; i++)
-        if (g->schedules[i]->target == o->target)
-            written = g->schedules[i];
+    const Schedule *written = sch_file_schedule(g, o->target);
     t->sp = tune_space_new(t->a, g, written, o->target);
     if (!t->sp)
         goto out;

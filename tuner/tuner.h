@@ -152,7 +152,6 @@ const CudaDevices *tune_cuda_devices(void);
 
 typedef enum TuneStatus { TUNE_STATUSES(TE_ENUM_ITEM) TS_COUNT } TuneStatus;
 const char *tune_status_name(TuneStatus s);
-TuneStatus tune_status_lookup(const char *name); /* TS_COUNT if unknown */
 
 enum { TUNE_MAX_PLANTS = 8 };
 
