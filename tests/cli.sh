@@ -109,4 +109,11 @@ if "$TEXC" "$tmp/bf.te" --eval --save-inputs -o "$tmp/bf" &&
 else
     not_ok "harness: builds for a bf16 program" "$tmp/cc.err"
 fi
+# a write that fails (here past a file-size limit, as on a full disk) is
+# said, with status 1, and leaves no file of the set behind
+(trap '' XFSZ; ulimit -f 8; exec "$TEXC" "$samples/transformer_block.te" -o "$tmp/full") \
+    >/dev/null 2>"$tmp/full.err"
+check "a failed write: status 1, a message naming the file, no file left" sh -c "
+    test $? -eq 1 && grep -q '^texc: cannot write $tmp/full.c.tmp: ' '$tmp/full.err' &&
+    ! ls '$tmp'/full.* 2>/dev/null | grep -v 'full.err'"
 done_testing
