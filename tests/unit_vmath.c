@@ -3,10 +3,11 @@
  *
  * This file is two programs.  Built normally (make check) it is the harness:
  * it writes a header holding the kernels' prelude (te_v16f, te_splat) and
- * cg_vmath_source, compiles this same file against it with -DUNIT_VMATH_DRIVER
- * using $CC -std=gnu11 -O3 -march=native (the flags texc compiles kernels
- * with; the text alone is also compiled with -std=c11 -pedantic -Werror),
- * runs the result and passes its TAP lines on.  The driver sweeps the float bit patterns with a fixed odd stride
+ * every piece of cg_vmath_helpers in order, compiles this same file against
+ * it with -DUNIT_VMATH_DRIVER using $CC -std=gnu11 -O3 -march=native (the
+ * flags texc compiles kernels with; the text alone is also compiled with
+ * -std=c11 -pedantic -Werror), runs the result and passes its TAP lines on.
+ * The driver sweeps the float bit patterns with a fixed odd stride
  * (TEXC_VMATH_STRIDE, default 97; 1 sweeps all 2^32), every pattern of the
  * ranges around each region boundary and the subnormal results, and a list of
  * special values, and fails a function whose result is ever more than
@@ -29,18 +30,25 @@
 
 #include "codegen/vmath.c"
 
-static const char prelude[] =
-    "#include <math.h>\n"
-    "#include <string.h>\n"
-    "typedef float te_v16f __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n";
+/* the kernels' prelude before the vector math (c.c's), as pieces too */
+static const CgHelper prelude[] = {
+    { "te_v16f",
+      "#include <math.h>\n"
+      "#include <string.h>\n"
+      "typedef float te_v16f __attribute__((vector_size(64)));\n" },
+    { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
+};
+#define NPRELUDE (int)(sizeof prelude / sizeof prelude[0])
 
-static int write_file(const char *path, const char *a, const char *b)
+/* Writes to PATH the prelude's pieces and every vector math piece, in order. */
+static int write_pieces(const char *path)
 {
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fputs(a, f);
-    fputs(b, f);
+    for (int i = 0; i < NPRELUDE; i++)
+        fputs(prelude[i].text, f);
+    for (int i = 0; i < cg_vmath_nhelpers; i++)
+        fputs(cg_vmath_helpers[i].text, f);
     return fclose(f);
 }
 
@@ -61,7 +69,7 @@ int main(void)
     snprintf(hdr, sizeof hdr, "%s/vmath_gen.h", dir);
     snprintf(chk, sizeof chk, "%s/vmath_only.c", dir);
     snprintf(drv, sizeof drv, "%s/driver", dir);
-    if (write_file(hdr, prelude, cg_vmath_source) || write_file(chk, prelude, cg_vmath_source)) {
+    if (write_pieces(hdr) || write_pieces(chk)) {
         printf("not ok 1 - writing %s\n1..1\n", hdr);
         return 1;
     }
@@ -71,7 +79,7 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -march=native -Wall -Wextra -pedantic -Werror -Wno-unused-function -c -o %s/vmath_only.o '%s'",
              cc, dir, chk);
     int rc = system(cmd);
-    printf("%s %d - cg_vmath_source compiles alone with -std=c11 -Wall -Wextra -pedantic -Werror\n", rc ? "not ok" : "ok", ++n);
+    printf("%s %d - cg_vmath_helpers compile alone with -std=c11 -Wall -Wextra -pedantic -Werror\n", rc ? "not ok" : "ok", ++n);
     fails += rc != 0;
 
     snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O3 -march=native %s -D_POSIX_C_SOURCE=200809L -DUNIT_VMATH_DRIVER -include '%s' -o '%s' '%s/tests/unit_vmath.c' -lm",
