@@ -1119,9 +1119,24 @@ static const CgHelper c_after[] = {
       "        abort();\n"
       "    return p;\n"
       "}\n" },
-    { "te_vexp_fast te_verf_fast te_vtanh_fast te_vgelu_fast te_vsigmoid_fast", cg_vmath_source },
+};
+
+/* After c_after, the vector math's pieces (vmath.c), then this one. */
+static const CgHelper c_last[] = {
     { "te_parallel_for", cg_parallel_source },
 };
+
+/* c_after, cg_vmath_helpers and c_last in one table, their number in *N. */
+static const CgHelper *c_after_all(Arena *a, int *n)
+{
+    int nafter = (int)(sizeof c_after / sizeof c_after[0]);
+    *n = nafter + cg_vmath_nhelpers + (int)(sizeof c_last / sizeof c_last[0]);
+    CgHelper *all = arena_alloc(a, sizeof *all * (size_t)*n);
+    memcpy(all, c_after, sizeof c_after);
+    memcpy(all + nafter, cg_vmath_helpers, sizeof *all * (size_t)cg_vmath_nhelpers);
+    memcpy(all + nafter + cg_vmath_nhelpers, c_last, sizeof c_last);
+    return all;
+}
 
 static Params params_new(Arena *a, int cap)
 {
@@ -1571,8 +1586,10 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     bool ok = emit_functions(&e, fn, o, &f);
     fclose(functions);
     if (ok) {
-        cg_print_helpers(&e.p, c, c_before, (int)(sizeof c_before / sizeof c_before[0]), c_after,
-                         (int)(sizeof c_after / sizeof c_after[0]), body);
+        int nafter;
+        const CgHelper *after = c_after_all(e.p.a, &nafter);
+        cg_print_helpers(&e.p, c, c_before, (int)(sizeof c_before / sizeof c_before[0]), after,
+                         nafter, body);
         fwrite(body, 1, len, c);
     }
     free(body);

@@ -59,8 +59,6 @@ bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h);
 
-/* vmath.c: branch-free vector exp, erf, tanh, gelu, sigmoid (C text). */
-extern const char cg_vmath_source[];
 /* parallel.c: te_parallel_for, which runs a parallel loop's function (C text). */
 extern const char cg_parallel_source[];
 
@@ -188,6 +186,11 @@ typedef struct CgHelper {
                           qualifier, $I the int_type, $W the i32 storage
                           type and $S the integer helpers' suffix */
 } CgHelper;
+
+/* vmath.c: branch-free vector exp, erf, tanh, gelu, sigmoid: the C
+ * prelude's pieces of them, each after the pieces it uses. */
+extern const CgHelper cg_vmath_helpers[];
+extern const int cg_vmath_nhelpers;
 
 /* cfamily.c: the prelude BODY needs: of the helpers BEFORE, cfamily.c's
  * own (the scalar math cg_emit_expr calls), then AFTER, in that order,

@@ -3,10 +3,12 @@
  *
  * This file is two programs.  Built normally (make check) it is the harness:
  * it writes a header holding the kernels' prelude (te_v16f, te_splat) and
- * cg_vmath_source, compiles this same file against it with -DUNIT_VMATH_DRIVER
- * using $CC -std=gnu11 -O3 -march=native (the flags texc compiles kernels
- * with; the text alone is also compiled with -std=c11 -pedantic -Werror),
- * runs the result and passes its TAP lines on.  The driver sweeps the float bit patterns with a fixed odd stride
+ * every piece of cg_vmath_helpers in order, compiles this same file against
+ * it with -DUNIT_VMATH_DRIVER using $CC -std=gnu11 -O3 -march=native (the
+ * flags texc compiles kernels with; the text alone is also compiled with
+ * -std=c11 -pedantic -Werror, and so is each function with only the pieces
+ * it uses, as cg_print_helpers picks them), runs the result and passes its
+ * TAP lines on.  The driver sweeps the float bit patterns with a fixed odd stride
  * (TEXC_VMATH_STRIDE, default 97; 1 sweeps all 2^32), every pattern of the
  * ranges around each region boundary and the subnormal results, and a list of
  * special values, and fails a function whose result is ever more than
@@ -21,6 +23,7 @@
 #endif
 #ifndef UNIT_VMATH_DRIVER
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,18 +32,64 @@
 
 #include "codegen/vmath.c"
 
-static const char prelude[] =
-    "#include <math.h>\n"
-    "#include <string.h>\n"
-    "typedef float te_v16f __attribute__((vector_size(64)));\n"
-    "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n";
+/* the kernels' prelude before the vector math (c.c's), as pieces too */
+static const CgHelper prelude[] = {
+    { "te_v16f",
+      "#include <math.h>\n"
+      "#include <string.h>\n"
+      "typedef float te_v16f __attribute__((vector_size(64)));\n" },
+    { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
+};
+#define NPRELUDE (int)(sizeof prelude / sizeof prelude[0])
 
-static int write_file(const char *path, const char *a, const char *b)
+static const CgHelper *piece(int i)
 {
+    return i < NPRELUDE ? &prelude[i] : &cg_vmath_helpers[i - NPRELUDE];
+}
+
+static int ident_char(char c)
+{
+    return isalnum((unsigned char)c) || c == '_';
+}
+
+/* Does TEXT use one of the space-separated NAMES, as a whole identifier? */
+static int uses_any(const char *text, const char *names)
+{
+    char name[64];
+    for (const char *c = names; *c; c += strspn(c, " ")) {
+        size_t n = strcspn(c, " ");
+        if (n >= sizeof name) abort();
+        memcpy(name, c, n);
+        name[n] = 0;
+        c += n;
+        for (const char *u = text; (u = strstr(u, name)); u++)
+            if ((u == text || !ident_char(u[-1])) && !ident_char(u[n]))
+                return 1;
+    }
+    return 0;
+}
+
+/* Writes to PATH the prelude's and the vector math's pieces in order: all
+ * of them (CODE NULL), or those CODE needs, picked as cg_print_helpers
+ * picks them (what CODE or a piece picked uses), then CODE. */
+static int write_pieces(const char *path, const char *code)
+{
+    int n = NPRELUDE + cg_vmath_nhelpers, chosen[NPRELUDE + 64] = { 0 };
+    if (n > (int)(sizeof chosen / sizeof chosen[0])) abort();
+    for (int grew = 1; grew;) {
+        grew = 0;
+        for (int i = 0; i < n; i++) {
+            int used = !code || uses_any(code, piece(i)->names);
+            for (int j = 0; j < n && !used; j++)
+                used = chosen[j] && uses_any(piece(j)->text, piece(i)->names);
+            if (used && !chosen[i]) chosen[i] = grew = 1;
+        }
+    }
     FILE *f = fopen(path, "w");
     if (!f) return -1;
-    fputs(a, f);
-    fputs(b, f);
+    for (int i = 0; i < n; i++)
+        if (chosen[i]) fputs(piece(i)->text, f);
+    if (code) fputs(code, f);
     return fclose(f);
 }
 
@@ -61,7 +110,7 @@ int main(void)
     snprintf(hdr, sizeof hdr, "%s/vmath_gen.h", dir);
     snprintf(chk, sizeof chk, "%s/vmath_only.c", dir);
     snprintf(drv, sizeof drv, "%s/driver", dir);
-    if (write_file(hdr, prelude, cg_vmath_source) || write_file(chk, prelude, cg_vmath_source)) {
+    if (write_pieces(hdr, NULL) || write_pieces(chk, NULL)) {
         printf("not ok 1 - writing %s\n1..1\n", hdr);
         return 1;
     }
@@ -71,8 +120,29 @@ int main(void)
     snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 -march=native -Wall -Wextra -pedantic -Werror -Wno-unused-function -c -o %s/vmath_only.o '%s'",
              cc, dir, chk);
     int rc = system(cmd);
-    printf("%s %d - cg_vmath_source compiles alone with -std=c11 -Wall -Wextra -pedantic -Werror\n", rc ? "not ok" : "ok", ++n);
+    printf("%s %d - cg_vmath_helpers compile alone with -std=c11 -Wall -Wextra -pedantic -Werror\n", rc ? "not ok" : "ok", ++n);
     fails += rc != 0;
+
+    /* each function with only the pieces it needs: all there, each after
+     * those it uses, none unused (where $CC is clang: gcc does not warn of
+     * an unused static inline); with AVX-512 where the machine has it, and
+     * the portable code (-Wpsabi: c.c's prelude turns it off) */
+    static const char *const fast[] = { "te_vexp_fast", "te_verf_fast", "te_vtanh_fast", "te_vgelu_fast", "te_vsigmoid_fast" };
+    for (int i = 0; i < (int)(sizeof fast / sizeof fast[0]); i++) {
+        char code[512];
+        snprintf(code, sizeof code, "void f(float *p);\n"
+                 "void f(float *p) { te_v16f x; memcpy(&x, p, sizeof x); x = %s(x); memcpy(p, &x, sizeof x); }\n", fast[i]);
+        static const char *const isa[] = { "-march=native", "-Wno-psabi" };
+        rc = write_pieces(chk, code);
+        for (int k = 0; k < 2 && !rc; k++) {
+            snprintf(cmd, sizeof cmd, "%s -std=c11 -O2 %s -Wall -Wextra -pedantic -Werror -c -o %s/vmath_only.o '%s'",
+                     cc, isa[k], dir, chk);
+            rc = system(cmd);
+        }
+        printf("%s %d - %s with only the pieces it uses compiles with -std=c11 -Wall -Wextra -pedantic -Werror\n",
+               rc ? "not ok" : "ok", ++n, fast[i]);
+        fails += rc != 0;
+    }
 
     snprintf(cmd, sizeof cmd, "%s -std=gnu11 -O3 -march=native %s -D_POSIX_C_SOURCE=200809L -DUNIT_VMATH_DRIVER -include '%s' -o '%s' '%s/tests/unit_vmath.c' -lm",
              cc, extra, hdr, drv, srcdir);
