@@ -477,6 +477,47 @@ else
     not_ok "the harness builds on a dynamic-shared-memory header" "$mg/err"
 fi
 
+# Every program's default CUDA schedule at tiny sizes (every size dim 1, 2
+# or 5) builds with NVRTC, or is refused with a diagnostic: never an
+# internal error.  The f16 matmul once failed at these sizes with
+# "te_cp_async_commit is undefined" (issue 15); it must build at 1, 2 and
+# 4 to 7, for sm_80 and sm_90.
+tiny() {  # tiny NAME FILE DIMS...
+    name=$1 file=$2
+    shift 2
+    strip_schedules "$file" >"$work/tiny.te"
+    for s in 1 2 5; do
+        defines=
+        for d in "$@"; do defines="$defines -D $d=$s"; done
+        # shellcheck disable=SC2086 # one -D a dim
+        "$TEXC" "$work/tiny.te" $defines --target cuda --arch sm_80 --check >/dev/null 2>"$work/tiny.err"
+        rc=$?
+        if [ $rc -eq 0 ] || { [ $rc -eq 1 ] && grep -q ': error: ' "$work/tiny.err" &&
+                              ! grep -q 'internal error' "$work/tiny.err"; }; then
+            ok "$name default cuda schedule, every dim $s: built or refused with a diagnostic"
+        else
+            echo "exit $rc" >>"$work/tiny.err"
+            not_ok "$name default cuda schedule, every dim $s" "$work/tiny.err"
+        fi
+    done
+}
+tiny matmul_gelu "$samples/matmul_gelu.te" M N K
+tiny batch_matmul "$samples/batch_matmul.te" B M N K
+tiny conv2d "$samples/conv2d.te" N C H W F
+tiny layernorm "$samples/layernorm.te" M D
+tiny maxpool "$samples/maxpool.te" N C H W
+tiny softmax "$samples/softmax.te" M N
+tiny transpose_add "$samples/transpose_add.te" M N
+tiny transformer_block "$samples/transformer_block.te" S D H F
+tiny ints "$scheds/ints.te" M N
+strip_schedules "$scheds/half.te" >"$work/half_tiny.te"
+for arch in sm_80 sm_90; do
+    for s in 1 2 4 5 6 7; do
+        expect "half's default cuda schedule at M=N=K=$s builds ($arch)" 0 \
+            "$TEXC" "$work/half_tiny.te" -D M=$s -D N=$s -D K=$s --target cuda --arch $arch --check
+    done
+done
+
 # tests/gpu/run.sh: it parses, and the benchmark it runs builds (nvcc,
 # cuBLAS) where a CUDA toolkit is
 check "tests/gpu/run.sh parses (sh -n)" sh -n "$srcdir/tests/gpu/run.sh"
