@@ -1573,7 +1573,10 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     fputs("#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
           "#define _POSIX_C_SOURCE 200809L /* threads, signal masks, sysconf (parallel loops) */\n"
           "#endif\n", c);
-    fprintf(c, "#include \"%s.h\"\n\n", o->name);
+    if (o->header)
+        fprintf(c, "#include \"%s\"\n\n", o->header);
+    else
+        fprintf(c, "#include \"%s.h\"\n\n", o->name);
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
     /* the functions first, to print only the helpers they use */

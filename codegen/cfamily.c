@@ -169,6 +169,87 @@ char *cg_c_identifier(Arena *a, const char *name)
     return id;
 }
 
+/* What the headers a generated .c (and its harness) includes declare at
+ * file scope, which the entry point NAME must not redefine: C's and
+ * POSIX's functions in math.h (also with f and l), stdlib.h, string.h,
+ * stdio.h, unistd.h and signal.h; and whole prefixes (pthread.h,
+ * sched.h, omp.h, immintrin.h, the implementation's _X and __x). */
+static const char *const libc_math[] = {
+    "acos", "asin", "atan", "atan2", "cos", "sin", "tan", "acosh", "asinh", "atanh", "cosh",
+    "sinh", "tanh", "exp", "exp2", "exp10", "expm1", "frexp", "ilogb", "ldexp", "log", "log10",
+    "log1p", "log2", "logb", "modf", "scalbn", "scalbln", "scalb", "cbrt", "fabs", "hypot", "pow",
+    "pow10", "sqrt", "erf", "erfc", "lgamma", "tgamma", "gamma", "ceil", "floor", "nearbyint",
+    "rint", "lrint", "llrint", "round", "lround", "llround", "trunc", "fmod", "remainder",
+    "remquo", "drem", "copysign", "nan", "nextafter", "nexttoward", "fdim", "fmax", "fmin",
+    "fma", "j0", "j1", "jn", "y0", "y1", "yn", "significand", "sincos", "finite", "isinf",
+    "isnan", "signbit", "fpclassify", "isfinite", "isnormal",
+};
+static const char *const libc_names[] = {
+    /* stdlib.h */
+    "atof", "atoi", "atol", "atoll", "strtod", "strtof", "strtold", "strtol", "strtoll",
+    "strtoul", "strtoull", "rand", "srand", "rand_r", "random", "srandom", "drand48", "erand48",
+    "lrand48", "nrand48", "mrand48", "jrand48", "srand48", "seed48", "lcong48", "malloc",
+    "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "abort", "atexit",
+    "at_quick_exit", "exit", "quick_exit", "getenv", "setenv", "unsetenv", "putenv", "system",
+    "bsearch", "qsort", "abs", "labs", "llabs", "div", "ldiv", "lldiv", "mblen", "mbtowc",
+    "wctomb", "mbstowcs", "wcstombs", "mkstemp", "mkdtemp", "realpath",
+    /* string.h */
+    "memcpy", "memmove", "memset", "memcmp", "memchr", "memccpy", "strcpy", "strncpy", "strcat",
+    "strncat", "strcmp", "strncmp", "strcoll", "strxfrm", "strchr", "strrchr", "strspn",
+    "strcspn", "strpbrk", "strstr", "strtok", "strtok_r", "strlen", "strnlen", "strerror",
+    "strerror_r", "strdup", "strndup", "stpcpy", "stpncpy", "strsignal",
+    /* stdio.h (the harness) */
+    "printf", "fprintf", "sprintf", "snprintf", "dprintf", "vprintf", "vfprintf", "vsprintf",
+    "vsnprintf", "scanf", "fscanf", "sscanf", "fopen", "fdopen", "freopen", "fclose", "fread",
+    "fwrite", "fflush", "fgets", "fputs", "puts", "putchar", "getchar", "getc", "putc", "fgetc",
+    "fputc", "ungetc", "fseek", "ftell", "rewind", "remove", "rename", "tmpfile", "tmpnam",
+    "perror", "feof", "ferror", "clearerr", "setvbuf", "setbuf", "fileno", "popen", "pclose",
+    "getline", "getdelim",
+    /* unistd.h */
+    "access", "alarm", "brk", "chdir", "chown", "close", "confstr", "crypt", "dup", "dup2",
+    "execl", "execle", "execlp", "execv", "execve", "execvp", "fchown", "fchdir", "fdatasync",
+    "fork", "fpathconf", "fsync", "ftruncate", "getcwd", "getegid", "geteuid", "getgid",
+    "getgroups", "gethostid", "gethostname", "getlogin", "getlogin_r", "getopt", "getpagesize",
+    "getpgid", "getpgrp", "getpid", "getppid", "getsid", "getuid", "isatty", "lchown", "link",
+    "lockf", "lseek", "nice", "pathconf", "pause", "pipe", "pread", "pwrite", "read",
+    "readlink", "rmdir", "sbrk", "setegid", "seteuid", "setgid", "setpgid", "setsid", "setuid",
+    "sleep", "swab", "symlink", "sync", "sysconf", "tcgetpgrp", "tcsetpgrp", "truncate",
+    "ttyname", "ttyname_r", "unlink", "usleep", "vfork", "write", "optarg", "optind", "opterr",
+    "optopt", "environ",
+    /* signal.h */
+    "signal", "raise", "kill", "killpg", "sigaction", "sigaddset", "sigdelset", "sigemptyset",
+    "sigfillset", "sigismember", "sigprocmask", "sigpending", "sigsuspend", "sigwait",
+    "sigwaitinfo", "sigtimedwait", "sigqueue", "sigaltstack", "siginterrupt", "psignal",
+    "psiginfo", "sighold", "sigignore", "sigpause", "sigrelse", "sigset",
+};
+static const char *const libc_prefixes[] = { "pthread_", "sched_", "omp_", "_mm", "__", NULL };
+
+static bool is_libc_name(const char *id)
+{
+    for (const char *const *pre = libc_prefixes; *pre; pre++)
+        if (strncmp(id, *pre, strlen(*pre)) == 0)
+            return true;
+    if (id[0] == '_' && isupper((unsigned char)id[1]))
+        return true;
+    for (int i = 0; i < NELEMS(libc_names); i++)
+        if (strcmp(libc_names[i], id) == 0)
+            return true;
+    size_t n = strlen(id);
+    for (int i = 0; i < NELEMS(libc_math); i++) {
+        size_t m = strlen(libc_math[i]);
+        if (strncmp(libc_math[i], id, m) == 0 &&
+            (n == m || (n == m + 1 && (id[m] == 'f' || id[m] == 'l'))))
+            return true;
+    }
+    return false;
+}
+
+const char *cg_entry_name(Arena *a, const char *base)
+{
+    const char *id = cg_c_identifier(a, base);
+    return is_libc_name(id) ? arena_printf(a, "%s_kernel", id) : id;
+}
+
 /* A user's NAME as the dialect first spells it. */
 static const char *user_name(CgPrinter *p, const char *name)
 {

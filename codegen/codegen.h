@@ -13,7 +13,9 @@
 #include "sched/sched.h"
 
 typedef struct CodegenOptions {
-    const char *name;        /* the entry point and the files' base name */
+    const char *name;        /* the entry point (a C identifier) */
+    const char *header;      /* the header's file name, as the .c includes
+                                it ("my-kernel.h"); NULL: NAME.h */
     const char *source_path; /* the .te file, for the header comment */
     Target target;           /* TARGET_CPU */
     const char *schedule_from; /* where the schedule came from, for the
@@ -63,7 +65,7 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
 extern const char cg_parallel_source[];
 
 /* harness.c: a main() running the kernel NAME on .npy files: see there. */
-bool cg_emit_harness(Arena *a, const Graph *g, const char *name, FILE *out);
+bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *header, FILE *out);
 /* The descr numpy reads a tensor of dtype T with ("<f4"; bf16: its bits, "<u2"). */
 const char *cg_npy_descr(DType t);
 
@@ -258,5 +260,10 @@ char **cg_kernel_cc_argv(Arena *a, const char *const *words, int nwords);
 /* A C identifier made from NAME (the base name of a path): letters,
  * digits and '_' kept, anything else '_', a leading digit prefixed. */
 char *cg_c_identifier(Arena *a, const char *name);
+/* cfamily.c: the C name of the entry point for the output file name BASE:
+ * cg_c_identifier's, with _kernel appended where it would redefine what
+ * the headers the generated code includes declare (fmaf, read,
+ * sigaction, pthread_join, omp_get_max_threads, ...). */
+const char *cg_entry_name(Arena *a, const char *base);
 
 #endif

@@ -376,6 +376,31 @@ static const char *default_prefix(Arena *a, const char *file)
     return arena_strndup(a, base, n);
 }
 
+/* The output prefix: -o, else the file's name less .te.  Its last part
+ * names the files (PREFIX.h, PREFIX.c, PREFIX.OUT.npy) and goes into the
+ * generated #include and comments, so it must be a file name: not empty
+ * (-o d/, or a file called .te), '.' or '..', and without a quote, a
+ * backslash or control characters.  Otherwise a usage error. */
+static const char *output_prefix(Arena *a, const Options *o)
+{
+    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    const char *base = strrchr(prefix, '/');
+    base = base ? base + 1 : prefix;
+    const char *why = NULL;
+    if (!*base)
+        why = "it ends in no file name";
+    else if (strcmp(base, ".") == 0 || strcmp(base, "..") == 0)
+        why = "it names a directory, not a file";
+    for (const char *c = base; !why && *c; c++)
+        if (*c == '"' || *c == '\\' || (unsigned char)*c < 0x20 || *c == 0x7f)
+            why = "its file name has a quote, a backslash or a control character";
+    if (why)
+        usage_error("%s '%s': %s (PREFIX names the outputs PREFIX.h, PREFIX.c, ...; "
+                    "pass -o DIR/NAME)",
+                    o->prefix ? "-o" : "the output prefix from the file's name", prefix, why);
+    return prefix;
+}
+
 static int run_eval(Arena *a, const Options *o, const Graph *g)
 {
     double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
@@ -411,7 +436,7 @@ static int run_eval(Arena *a, const Options *o, const Graph *g)
     }
     if (te_eval(g, in, out) != 0)
         goto done;
-    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    const char *prefix = output_prefix(a, o);
     for (int i = 0; o->save_inputs && i < g->ninputs; i++) {
         const char *path = arena_printf(a, "%s.in.%s.npy", prefix, g->inputs[i]->name);
         if (npy_write(path, g->inputs[i], in[i]) != 0) {
@@ -538,9 +563,14 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                                     plan.bytes, plan.naive));
         te_print_opt_summary(stderr, stats);
     }
-    const char *prefix = o->prefix ? o->prefix : default_prefix(a, o->file);
+    const char *prefix = output_prefix(a, o);
     const char *base = strrchr(prefix, '/');
-    CodegenOptions co = { cg_c_identifier(a, base ? base + 1 : prefix), o->file, o->target, from };
+    base = base ? base + 1 : prefix;
+    CodegenOptions co = { .name = cg_entry_name(a, base),
+                          .header = arena_printf(a, "%s.h", base),
+                          .source_path = o->file,
+                          .target = o->target,
+                          .schedule_from = from };
     if (o->target == TARGET_CUDA) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;
@@ -561,7 +591,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
     FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
     bool ok = !out.failed && cg_emit_c(st, &fn, &co, c, h) &&
-              (!o->harness || cg_emit_harness(a, g, co.name, m));
+              (!o->harness || cg_emit_harness(a, g, co.name, co.header, m));
     if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose)

@@ -116,4 +116,32 @@ fi
 check "a failed write: status 1, a message naming the file, no file left" sh -c "
     test $? -eq 1 && grep -q '^texc: cannot write $tmp/full.c.tmp: ' '$tmp/full.err' &&
     ! ls '$tmp'/full.* 2>/dev/null | grep -v 'full.err'"
+# Output names that are not C identifiers (issue 15): the .c includes the
+# header by its file name, the entry point is a C name that no header the
+# .c or the harness includes declares, and what names no file is refused.
+mkdir -p "$tmp/names"
+cp "$samples/softmax.te" "$tmp/names/my-kernel.te"
+for name in my-kernel int 1abc kérnel fmaf sigaction read pthread_join omp_get_max_threads; do
+    if [ "$name" = my-kernel ]; then
+        set -- # the prefix from the file's name
+    else
+        set -- -o "$tmp/names/$name"
+    fi
+    if (cd "$tmp/names" && "$TEXC" my-kernel.te -D M=4 -D N=16 --harness "$@") >"$tmp/names/err" 2>&1 &&
+        ${CC:-cc} -std=gnu11 -fopenmp -Wall -Werror -o "$tmp/names/run" "$tmp/names/$name.c" \
+            "$tmp/names/${name}_harness.c" -lm >>"$tmp/names/err" 2>&1; then
+        ok "-o $name: the C and its harness compile and link"
+    else
+        not_ok "-o $name: the C and its harness compile and link" "$tmp/names/err"
+    fi
+done
+grep -q '^void fmaf_kernel(' "$tmp/names/fmaf.h" && grep -q '^void my_kernel(' "$tmp/names/my-kernel.h" &&
+    ok "a C library name gets _kernel, other characters '_'" ||
+    not_ok "a C library name gets _kernel, other characters '_'" "$tmp/names/fmaf.h"
+for bad in "$tmp/names/" "$tmp/names/.." ""; do
+    expect_status "-o '$bad' names no file: a usage error" 2 "$TEXC" "$samples/softmax.te" -o "$bad"
+done
+grep -q "ends in no file name" "$tmp/err" && ! ls "$tmp/names/.c" "$tmp/names/.h" .c .h 2>/dev/null &&
+    ok "-o '': the message says why, and no hidden .c or .h is written" ||
+    not_ok "-o '': the message says why, and no hidden .c or .h is written" "$tmp/err"
 done_testing

@@ -376,7 +376,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
                 b->kernel, b->kernel);
     CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = b->target };
     bool ok = cg_emit_c(st, &fn, &co, fc, fh) &&
-              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, fm)) &&
+              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, NULL, fm)) &&
               (!plant || write_plant(fp, b, plant));
     ok = fclose(trace) == 0 && ok;
     ok = fclose(fc) == 0 && ok;
