@@ -228,23 +228,23 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
  * from (O->schedule_from), then the trace of ST, a statement a line. */
 void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);
 
-/* output.c: a build's output files, written as one set.  Each member is
- * written to PATH.tmp; commit renames them all into place or, after any
- * failure, removes them all (and any already renamed): never a partial
- * set. */
-enum { CG_MAX_OUTPUTS = 4 };
+/* output.c: a run's output files, written as one set.  Each member is
+ * written to a temporary file of its own beside PATH (PATH.tmpXXXXXX,
+ * made with mkstemp: never an existing file or a planted symlink); commit
+ * renames them all into place or, after any failure, removes them all
+ * (and any already renamed): never a partial set. */
 typedef struct OutputFile {
-    const char *path, *tmp; /* PATH and PATH.tmp */
+    const char *path, *tmp; /* PATH and its temporary file */
     FILE *f;                /* open on TMP until the commit */
 } OutputFile;
 typedef struct OutputSet {
     Arena *arena;           /* for the names; set by the caller */
-    OutputFile files[CG_MAX_OUTPUTS];
-    int n;
+    PtrVec files;           /* OutputFile * */
     bool failed;            /* an open failed (its message is printed) */
 } OutputSet;
-/* Opens PATH.tmp as the next file of SET ("wb" when BINARY).  NULL after
- * a message, and for every later open once one failed. */
+/* Opens a temporary file for PATH as the next file of SET (BINARY: no
+ * difference on POSIX, kept for the reader).  NULL after a message, and
+ * for every later open once one failed. */
 FILE *cg_output_open(OutputSet *set, const char *path, bool binary);
 /* Closes every file of SET; if OK (what the caller wrote went well) and
  * every open and close did, renames each PATH.tmp to PATH in order.

@@ -401,6 +401,20 @@ static const char *output_prefix(Arena *a, const Options *o)
     return prefix;
 }
 
+/* Writes T's DATA as PATH, a member of SET; false after a message (a
+ * stream's error is said by the commit). */
+static bool npy_member(OutputSet *set, const char *path, const Tensor *t, const double *data)
+{
+    FILE *f = cg_output_open(set, path, true);
+    if (!f)
+        return false;
+    if (npy_write_file(f, t, data) == 0)
+        return true;
+    if (!ferror(f))
+        fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
+    return false;
+}
+
 static int run_eval(Arena *a, const Options *o, const Graph *g)
 {
     double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
@@ -436,25 +450,20 @@ static int run_eval(Arena *a, const Options *o, const Graph *g)
     }
     if (te_eval(g, in, out) != 0)
         goto done;
+    /* one set, as a build's: all of them in place, or none */
     const char *prefix = output_prefix(a, o);
-    for (int i = 0; o->save_inputs && i < g->ninputs; i++) {
-        const char *path = arena_printf(a, "%s.in.%s.npy", prefix, g->inputs[i]->name);
-        if (npy_write(path, g->inputs[i], in[i]) != 0) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
-            goto done;
-        }
-    }
-    for (int i = 0; i < g->noutputs; i++) {
-        const char *path = arena_printf(a, "%s.%s.npy", prefix, g->outputs[i]->name);
-        if (npy_write(path, g->outputs[i], out[i]) != 0) {
-            fprintf(stderr, "texc: cannot write %s: %s\n", path, strerror(errno));
-            for (int k = 0; k < i; k++)
-                remove(arena_printf(a, "%s.%s.npy", prefix, g->outputs[k]->name));
-            goto done;
-        }
-        if (o->verbose)
-            fprintf(stderr, "texc: wrote %s\n", path);
-    }
+    OutputSet set = { .arena = a };
+    bool ok = true;
+    for (int i = 0; ok && o->save_inputs && i < g->ninputs; i++)
+        ok = npy_member(&set, arena_printf(a, "%s.in.%s.npy", prefix, g->inputs[i]->name),
+                        g->inputs[i], in[i]);
+    for (int i = 0; ok && i < g->noutputs; i++)
+        ok = npy_member(&set, arena_printf(a, "%s.%s.npy", prefix, g->outputs[i]->name),
+                        g->outputs[i], out[i]);
+    if (!cg_output_commit(&set, ok))
+        goto done;
+    for (int i = 0; o->verbose && i < g->noutputs; i++)
+        fprintf(stderr, "texc: wrote %s.%s.npy\n", prefix, g->outputs[i]->name);
     status = 0;
 done:
     for (int i = 0; i < g->ninputs; i++)

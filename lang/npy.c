@@ -159,6 +159,11 @@ static int write_npy(FILE *f, const Tensor *t, const double *data)
 }
 
 /* A failed write leaves no partial file behind. */
+int npy_write_file(FILE *f, const Tensor *t, const double *data)
+{
+    return write_npy(f, t, data);
+}
+
 int npy_write(const char *path, const Tensor *t, const double *data)
 {
     FILE *f = fopen(path, "wb");

@@ -370,6 +370,9 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs);
 /* Writes DATA (tensor_elems(t) doubles) converted to T's dtype.  Returns 0,
  * or -1 with errno set. */
 int npy_write(const char *path, const Tensor *t, const double *data);
+/* The same into the open stream F (errors: the stream's, for the caller's
+ * fclose or ferror to find). */
+int npy_write_file(FILE *f, const Tensor *t, const double *data);
 /* Reads PATH, which must hold exactly T's shape; any numeric dtype is
  * converted.  On error prints "texc: PATH: why" and returns -1. */
 int npy_read(const char *path, const Tensor *t, double *data);

@@ -114,7 +114,7 @@ fi
 (trap '' XFSZ; ulimit -f 8; exec "$TEXC" "$samples/transformer_block.te" -o "$tmp/full") \
     >/dev/null 2>"$tmp/full.err"
 check "a failed write: status 1, a message naming the file, no file left" sh -c "
-    test $? -eq 1 && grep -q '^texc: cannot write $tmp/full.c.tmp: ' '$tmp/full.err' &&
+    test $? -eq 1 && grep -q '^texc: cannot write $tmp/full.c.tmp[A-Za-z0-9]*: ' '$tmp/full.err' &&
     ! ls '$tmp'/full.* 2>/dev/null | grep -v 'full.err'"
 # Output names that are not C identifiers (issue 15): the .c includes the
 # header by its file name, the entry point is a C name that no header the
@@ -144,4 +144,26 @@ done
 grep -q "ends in no file name" "$tmp/err" && ! ls "$tmp/names/.c" "$tmp/names/.h" .c .h 2>/dev/null &&
     ok "-o '': the message says why, and no hidden .c or .h is written" ||
     not_ok "-o '': the message says why, and no hidden .c or .h is written" "$tmp/err"
+# Hostile folders (issue 15): a symlink planted at PREFIX.c.tmp or
+# PREFIX.h.tmp is not written through, nor removed; --eval's outputs go
+# through temporary files too, and a symlink at the output itself is
+# replaced, not followed; a failed write removes only what texc made.
+mkdir -p "$tmp/ln/d"
+echo precious >"$tmp/ln/victim"
+ln -s ../victim "$tmp/ln/d/k.c.tmp"
+ln -s ../victim "$tmp/ln/d/k.h.tmp"
+ln -s ../victim "$tmp/ln/d/k.p.npy"
+"$TEXC" "$samples/softmax.te" -D M=4 -D N=16 -o "$tmp/ln/d/k" >"$tmp/ln/out" 2>&1 &&
+    "$TEXC" "$samples/softmax.te" -D M=4 -D N=16 --eval -o "$tmp/ln/d/k" >>"$tmp/ln/out" 2>&1
+check "planted symlinks: the victim is untouched, the outputs are files, the links stay" sh -c "
+    test \"\$(cat '$tmp/ln/victim')\" = precious &&
+    test -f '$tmp/ln/d/k.c' && ! test -L '$tmp/ln/d/k.c' && test -f '$tmp/ln/d/k.h' &&
+    test -f '$tmp/ln/d/k.p.npy' && ! test -L '$tmp/ln/d/k.p.npy' &&
+    test -L '$tmp/ln/d/k.c.tmp' && test -L '$tmp/ln/d/k.h.tmp'"
+rm -f "$tmp/ln/d/k.c" "$tmp/ln/d/k.h"
+echo mine >"$tmp/ln/d/big.c.tmp"
+(trap '' XFSZ; ulimit -f 8; exec "$TEXC" "$samples/transformer_block.te" -o "$tmp/ln/d/big") \
+    >/dev/null 2>&1
+check "a failed write removes only what texc made" sh -c "
+    test \"\$(cat '$tmp/ln/d/big.c.tmp')\" = mine && ! ls '$tmp/ln/d/' | grep -q 'big.c.tmp.\|big.h\|big.c$'"
 done_testing
