@@ -178,6 +178,10 @@ static unsigned parse_dumps(char *list, Options *o)
 {
     OptOptions *opt = &o->opt;
     unsigned bits = 0;
+    size_t n = strlen(list);
+    if (n == 0 || list[0] == ',' || list[n - 1] == ',' || strstr(list, ",,"))
+        usage_error("--dump=%s: an empty form (forms are separated by single commas; see --help)",
+                    list);
     for (char *w = strtok(list, ","); w; w = strtok(NULL, ",")) {
         size_t i;
         if (strncmp(w, "after-", 6) == 0 && strcmp(w + 6, SCH_LAYOUT_STEP) == 0) {
@@ -335,6 +339,10 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_INPUT: {
             char *path = split_assign(optarg, "--input");
+            for (int k = 0; k < o->ninputs; k++)
+                if (strcmp(o->inputs[k].name, optarg) == 0)
+                    usage_error("--input %s: given twice (%s and %s)", optarg,
+                                o->inputs[k].path, path);
             o->inputs[o->ninputs++] = (InputFile){ optarg, path };
             break;
         }
@@ -399,6 +407,17 @@ static const char *output_prefix(Arena *a, const Options *o)
                     "pass -o DIR/NAME)",
                     o->prefix ? "-o" : "the output prefix from the file's name", prefix, why);
     return prefix;
+}
+
+/* Could PATH be written: an existing file we may write, or a new name in
+ * a folder we may write?  (errno says why not.) */
+static bool can_create(Arena *a, const char *path)
+{
+    if (access(path, F_OK) == 0)
+        return access(path, W_OK) == 0;
+    const char *slash = strrchr(path, '/');
+    const char *dir = !slash ? "." : slash == path ? "/" : arena_strndup(a, path, (size_t)(slash - path));
+    return access(dir, W_OK | X_OK) == 0;
 }
 
 /* Writes T's DATA as PATH, a member of SET; false after a message (a
@@ -626,6 +645,14 @@ int main(int argc, char **argv)
         int rc = tune_log_summary(o.log_summary);
         arena_free(&arena);
         return rc;
+    }
+    /* --plot is written at the end of a tuning run: a path that cannot be
+       written is said now, not after the whole run */
+    if (o.tune && o.tuning.plot && !can_create(&arena, o.tuning.plot)) {
+        fprintf(stderr, "texc: --plot %s: cannot write there: %s\n", o.tuning.plot,
+                strerror(errno));
+        arena_free(&arena);
+        return 1;
     }
     if (o.tuning.warm && o.target != TARGET_CPU)
         usage_error("--tune-cache=warm is for the cpu target (CUDA candidates are timed on inputs "

@@ -78,6 +78,9 @@ static void add_all(Parser *p, Node *parent, PtrVec *v)
 static SchedStmt *mk_stmt(Parser *p, Span sp, const char *stage,
                           Span stage_span, const char *prim, Span prim_span,
                           PtrVec *args, PtrVec *outs, PtrVec *out_spans);
+/* The values a knob may hold, as a list or a range: the tuner searches
+ * their product, and -K and the log name them one by one. */
+#define KNOB_MAX_VALUES 4096
 static Knob *mk_knob(Parser *p, const char *name, Span sp, PtrVec *values);
 static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
                         double hi, Span range_span);
@@ -377,7 +380,14 @@ sarg:
 /* knob = "?" NAME ["in" ("[" INTEGER {"," INTEGER} "]" | INTEGER ".." INTEGER)] */
 knob:
   '?' IDENT  { $$ = mk_knob(p, $2, @$, NULL); }
-| '?' IDENT IN '[' numlist ']'  { $$ = mk_knob(p, $2, @$, &$5); }
+| '?' IDENT IN '[' numlist ']'  {
+      if ($5.len > KNOB_MAX_VALUES) {
+          diag_error(p->src, span_join(@4, @6), "a knob holds at most %d values, this list %d",
+                     KNOB_MAX_VALUES, $5.len);
+          YYABORT;
+      }
+      $$ = mk_knob(p, $2, @$, &$5);
+  }
 | '?' IDENT IN INT DOTDOT INT  {
       $$ = knob_range(p, $2, @$, $4, $6, span_join(@4, @6));
       if (!$$)
@@ -450,15 +460,13 @@ static Knob *mk_knob(Parser *p, const char *name, Span sp, PtrVec *values)
     return k;
 }
 
-#define KNOB_MAX_RANGE 4096 /* values a range knob may hold */
-
 static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
                         double hi, Span range_span)
 {
-    if (hi < lo || hi - lo >= KNOB_MAX_RANGE) {
+    if (hi < lo || hi - lo >= KNOB_MAX_VALUES) {
         diag_error(p->src, range_span,
                    "knob range %.0f..%.0f must be increasing and hold at most %d values",
-                   lo, hi, KNOB_MAX_RANGE);
+                   lo, hi, KNOB_MAX_VALUES);
         return NULL;
     }
     PtrVec vals = {0};

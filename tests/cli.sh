@@ -166,4 +166,22 @@ echo mine >"$tmp/ln/d/big.c.tmp"
     >/dev/null 2>&1
 check "a failed write removes only what texc made" sh -c "
     test \"\$(cat '$tmp/ln/d/big.c.tmp')\" = mine && ! ls '$tmp/ln/d/' | grep -q 'big.c.tmp.\|big.h\|big.c$'"
+# Options checked at once (issue 15, defect 12)
+expect_status "--dump=, (an empty form)" 2 "$TEXC" --dump=, --check "$samples/softmax.te"
+expect_status "--dump=kernels, (a trailing comma)" 2 "$TEXC" --dump=kernels, --check "$samples/softmax.te"
+expect_status "--input given twice for one input" 2 "$TEXC" --eval --input x=a.npy --input x=b.npy \
+    "$samples/softmax.te"
+grep -q "given twice" "$tmp/err" && ok "--input twice: says so" || not_ok "--input twice: says so" "$tmp/err"
+expect_status "--plot in a folder that does not exist: said before tuning" 1 "$TEXC" --tune \
+    --plot "$tmp/no/such/dir/p.svg" --log "$tmp/plot.jsonl" "$samples/softmax.te"
+grep -q "^texc: --plot $tmp/no/such/dir/p.svg: cannot write there" "$tmp/err" && ! test -e "$tmp/plot.jsonl" &&
+    ok "--plot: the message, and nothing measured" || not_ok "--plot: the message, and nothing measured" "$tmp/err"
+awk 'BEGIN { printf "dim M = 8;\ninput x : f32[M];\ny[i] = x[i] + 1.0;\noutput y;\n"
+             printf "schedule cpu {\n  y.split(i, ?T in [1"
+             for (v = 2; v <= 4097; v++) printf ", %d", v
+             printf "]) -> a, b;\n}\n" }' >"$tmp/bigknob.te"
+expect_status "a knob list of 4097 values" 1 "$TEXC" --check "$tmp/bigknob.te"
+grep -q "bigknob.te:6:20: error: a knob holds at most 4096 values, this list 4097" "$tmp/err" &&
+    ok "a knob list over the limit: the range's limit, with its place" ||
+    not_ok "a knob list over the limit: the range's limit, with its place" "$tmp/err"
 done_testing
