@@ -246,4 +246,23 @@ check "cold: records without --tune-cache say cache cold and rotate copies" sh -
 rc=$?
 check "--tune-cache=lukewarm: a usage error" sh -c "test $rc -eq 2 && grep -q 'expected warm or cold' '$tmp/w3.out'"
 
+# The kernel compiler's temporary files go into the candidate's folder
+# (issue 15, defect 10): a gcc on PATH that records its TMPDIR.
+cc_word=$("$TEXC" "$small" -c -v -o "$tmp/ccw" 2>&1 | sed -n 's/^texc: \([^ ]*\) -std=.*/\1/p' | head -n 1)
+real_cc=$(command -v "$cc_word" 2>/dev/null)
+if [ -n "$cc_word" ] && [ "${cc_word#*/}" = "$cc_word" ] && [ -n "$real_cc" ]; then
+    mkdir -p "$tmp/wrap"
+    printf '#!/bin/sh\necho "$TMPDIR $*" >>"%s"\nexec "%s" "$@"\n' "$tmp/wrap.log" "$real_cc" >"$tmp/wrap/$cc_word"
+    chmod +x "$tmp/wrap/$cc_word"
+    PATH="$tmp/wrap:$PATH" "$TEXC" "$small" --tune --trials 1 --jobs 1 --log "$tmp/wrap.jsonl" \
+        -o "$tmp/wrapk" >/dev/null 2>"$tmp/wrap.err"
+    # (the compiles: the candidate's run and the harness, not a version probe)
+    grep -e ' -o run ' -e ' -c harness.c' "$tmp/wrap.log" >"$tmp/wrap.compiles"
+    check "the kernel compiler runs with TMPDIR in the candidate's folder" sh -c "
+        test -s '$tmp/wrap.compiles' && ! grep -qv '^\\. ' '$tmp/wrap.compiles'"
+else
+    skip "the kernel compiler runs with TMPDIR in the candidate's folder" \
+        "the configured compiler ($cc_word) is not a bare name found on PATH"
+fi
+
 done_testing

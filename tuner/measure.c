@@ -404,6 +404,11 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
         words[n++] = "-lm";
     }
     char **argv = cg_kernel_cc_argv(&a, words, n);
+    /* the compiler's own temporary files (ccXXXXXX.s) in the candidate's
+       folder, the cwd: a tuner killed mid-build leaves them where the next
+       run's cleanup of its folders removes them, not in $TMPDIR */
+    if (setenv("TMPDIR", ".", 1) != 0)
+        _exit(TUNE_EXIT_EXEC);
     execvp(argv[0], argv);
     fprintf(stderr, "texc: cannot run %s: %s\n", argv[0], strerror(errno));
     _exit(TUNE_EXIT_EXEC);
