@@ -265,4 +265,16 @@ else
         "the configured compiler ($cc_word) is not a bare name found on PATH"
 fi
 
+# A log that cannot be written stops the tuning, says what was lost, and
+# exits 1 (issue 15, defect 7): here the log already fills a file-size
+# limit (4 MiB of empty lines, past the limit in 512- or 1024-byte blocks).
+head -c 4194304 /dev/zero | tr '\0' '\n' >"$tmp/full.jsonl"
+(trap '' XFSZ; ulimit -f 4096; exec "$TEXC" "$small" --tune --trials 4 --jobs 1 \
+    --log "$tmp/full.jsonl" -o "$tmp/fullk") >/dev/null 2>"$tmp/full.err"
+rc=$?
+check "an unwritable log: tuning stops at the first record, exit 1, the loss said" sh -c "
+    test $rc -eq 1 && grep -q 'cannot append to $tmp/full.jsonl' '$tmp/full.err' &&
+    grep -q 'stopped: the tuning log cannot be written' '$tmp/full.err' &&
+    grep -q '^texc: 1 measurement could not be written to $tmp/full.jsonl and is lost' '$tmp/full.err'"
+
 done_testing

@@ -56,6 +56,8 @@
 #include "tuner/tuner.h"
 
 typedef struct Tuner {
+    int log_lost;            /* records the log refused: tuning stops at the
+                                first (a measurement not logged is lost) */
     Arena *a;
     Graph *g;
     const TuneOptions *o;
@@ -617,7 +619,7 @@ static double cross_validated(Tuner *t)
 
 static bool over_budget(const Tuner *t)
 {
-    return tune_now() - t->start > t->budget || tune_interrupted;
+    return tune_now() - t->start > t->budget || tune_interrupted || t->log_lost;
 }
 
 /* --tune --target cuda: the devices to measure on, found before anything
@@ -666,7 +668,8 @@ static void finish(Tuner *t, Candidate *c, double limit)
     if (c->status == TS_COUNT)
         return; /* interrupted: not measured, not logged */
     json_t *r = record_of(t, c, limit);
-    tune_log_append(t->log, r);
+    if (!tune_log_append(t->log, r))
+        t->log_lost++;
     t->measured++;
     t->counts[c->status]++;
     t->trial_gflops[t->measured - 1] = c->status == TS_OK ? gflops_of(t, c->time_s) : 0;
@@ -876,7 +879,9 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     const char *stop = NULL;
     for (;;) {
         if (over_budget(t)) {
-            stop = tune_interrupted ? "interrupted" : "the time budget is spent";
+            stop = t->log_lost      ? "the tuning log cannot be written"
+                   : tune_interrupted ? "interrupted"
+                                      : "the time budget is spent";
             break;
         }
         int n = 0;
@@ -955,7 +960,11 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         if (!plotted)
             goto restore;
     }
-    status = tune_interrupted ? 1 : 0;
+    status = tune_interrupted || t->log_lost ? 1 : 0;
+    if (t->log_lost)
+        fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
+                        "tuning stopped\n",
+                t->log_lost, t->log_lost == 1 ? "" : "s", t->log, t->log_lost == 1 ? "is" : "are");
     if (tune_interrupted && !o->quiet)
         fprintf(stderr, "texc: tuning interrupted; the %d measurements so far are in the log\n",
                 t->measured);
