@@ -277,4 +277,25 @@ check "an unwritable log: tuning stops at the first record, exit 1, the loss sai
     grep -q 'stopped: the tuning log cannot be written' '$tmp/full.err' &&
     grep -q '^texc: 1 measurement could not be written to $tmp/full.jsonl and is lost' '$tmp/full.err'"
 
+# The log reader reads logs only (issue 15, defect 8): a folder or a
+# device is refused, and a line is a record only with the fields every
+# record has; each skipped line says why, with its number.
+mkdir -p "$tmp/logdir"
+"$TEXC" --log-summary "$tmp/logdir" >/dev/null 2>"$tmp/ld.err"
+rc=$?
+check "--log-summary of a folder: refused, exit 1" sh -c "
+    test $rc -eq 1 && grep -q 'cannot read $tmp/logdir as a tuning log: not a regular file' '$tmp/ld.err'"
+timeout 20 "$TEXC" --log-summary /dev/zero >/dev/null 2>"$tmp/lz.err"
+rc=$?
+check "--log-summary of /dev/zero: refused at once" sh -c "
+    test $rc -eq 1 && grep -q 'not a regular file' '$tmp/lz.err'"
+printf '[1,2]\n{"workload": 5, "kernel": "k"}\n{"workload": "w", "kernel": "k", "target": "cpu", "status": "ok", "timestamp": "t", "config": {}}\n' \
+    >"$tmp/notlog.jsonl"
+"$TEXC" --log-summary "$tmp/notlog.jsonl" >"$tmp/nl.out" 2>"$tmp/nl.err"
+check "lines that are no records: skipped, each with its line and reason" sh -c "
+    grep -q 'notlog.jsonl:1: skipping a line that is not a tuning record (not a JSON object)' '$tmp/nl.err' &&
+    grep -q 'notlog.jsonl:2: skipping .* (no workload string)' '$tmp/nl.err' &&
+    grep -q 'notlog.jsonl:3: skipping .* (an ok record without a numeric time_s)' '$tmp/nl.err' &&
+    grep -q '0 records' '$tmp/nl.out'"
+
 done_testing

@@ -316,6 +316,37 @@ bool tune_log_append(const char *path, json_t *record)
     return ok;
 }
 
+/* The fields every record has, and their JSON types: a line without
+ * them is not a tuning record, whatever else it holds.  (A valid "ok"
+ * record also has a numeric time_s.) */
+static const struct {
+    const char *key;
+    json_type type;
+} record_fields[] = {
+    { "workload", JSON_STRING }, { "kernel", JSON_STRING }, { "target", JSON_STRING },
+    { "status", JSON_STRING },   { "timestamp", JSON_STRING }, { "config", JSON_OBJECT },
+};
+
+/* Why R is not a tuning record, or NULL when it is one. */
+static const char *not_a_record(json_t *r)
+{
+    if (!json_is_object(r))
+        return "not a JSON object";
+    for (size_t i = 0; i < sizeof record_fields / sizeof record_fields[0]; i++) {
+        json_t *v = json_object_get(r, record_fields[i].key);
+        if (!v || json_typeof(v) != record_fields[i].type) {
+            static char why[64];
+            snprintf(why, sizeof why, "no %s %s", record_fields[i].key,
+                     record_fields[i].type == JSON_OBJECT ? "object" : "string");
+            return why;
+        }
+    }
+    const char *status = json_string_value(json_object_get(r, "status"));
+    if (strcmp(status, "ok") == 0 && !json_is_number(json_object_get(r, "time_s")))
+        return "an ok record without a numeric time_s";
+    return NULL;
+}
+
 int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
 {
     *out = NULL;
@@ -326,6 +357,19 @@ int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
         if (err != ENOENT)
             fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(err));
         errno = err;
+        return -1;
+    }
+    /* a log is a file of lines: a directory, a device (/dev/zero) or a
+       pipe is refused, and so is a file too large to be one */
+    struct stat sb;
+    bool stat_ok = fstat(fileno(f), &sb) == 0;
+    if (!stat_ok || !S_ISREG(sb.st_mode) || sb.st_size > TUNE_LOG_MAX_BYTES) {
+        fprintf(stderr, "texc: cannot read %s as a tuning log: %s\n", path,
+                !stat_ok               ? strerror(errno)
+                : !S_ISREG(sb.st_mode) ? "not a regular file"
+                                       : "larger than " TUNE_LOG_MAX_TEXT " (start a new one with --log)");
+        fclose(f);
+        errno = EINVAL;
         return -1;
     }
     while (flock(fileno(f), LOCK_SH) != 0 && errno == EINTR)
@@ -340,13 +384,17 @@ int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
         if (strspn(line, " \t\r\n") == (size_t)len)
             continue;
         json_error_t err;
-        json_t *r = json_loadb(line, (size_t)len, 0, &err);
-        if (!json_is_object(r)) {
+        json_t *r = len > TUNE_RECORD_MAX_BYTES ? NULL : json_loadb(line, (size_t)len, 0, &err);
+        const char *why = len > TUNE_RECORD_MAX_BYTES ? "longer than any record texc writes"
+                          : !r && line[len - 1] != '\n' ? "partial: a tuner killed while writing?"
+                          : !r                          ? err.text
+                                                        : not_a_record(r);
+        if (why) {
             json_decref(r);
             if (!quiet && *invalid < 3)
                 fprintf(stderr, "texc: warning: %s:%d: skipping a line that is not a tuning "
                                 "record (%s)\n",
-                        path, lineno, line[len - 1] != '\n' ? "partial: a tuner killed while writing?" : err.text);
+                        path, lineno, why);
             ++*invalid;
             continue;
         }

@@ -316,9 +316,17 @@ bool tune_log_prepare(const char *path);
 /* Appends one record: a single write() on an O_APPEND descriptor under
  * flock.  Returns false after a message. */
 bool tune_log_append(const char *path, json_t *record);
-/* Reads every valid record (a JSON object) into *OUT, warning about and
- * skipping invalid lines.  Returns the number of records, or -1 when the
- * log does not exist (errno ENOENT) or cannot be read (after a message). */
+/* The limits of what is read as a log: a regular file of at most
+ * TUNE_LOG_MAX_BYTES, a line of at most TUNE_RECORD_MAX_BYTES (texc's
+ * records are a few KB). */
+#define TUNE_LOG_MAX_BYTES (1LL << 30)
+#define TUNE_LOG_MAX_TEXT "1 GiB"
+#define TUNE_RECORD_MAX_BYTES (1 << 20)
+/* Reads every valid record (a JSON object with the fields every record
+ * has, of their types) into *OUT, warning about and skipping other lines,
+ * with their line number and why.  Returns the number of records, or -1
+ * when the log does not exist (errno ENOENT) or cannot be read, or is not
+ * a regular file within the limit (after a message). */
 int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet);
 /* Does RECORD come from this workload (measured with its caches, warm or
  * cold) and machine, this texc and this compiler?  If not and WHY is
