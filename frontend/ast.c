@@ -29,11 +29,13 @@ Node *node_new(Parser *p, NodeKind kind, Span sp)
 
 void node_add(Parser *p, Node *parent, Node *kid)
 {
-    PtrVec v = { (void **)parent->kids, parent->nkids, parent->nkids };
-    /* An arena array has no spare room; vec_push reallocates on a full one. */
+    /* the room kept beside the array: appending a node's thousands of
+       kids takes linear time and memory */
+    PtrVec v = { (void **)parent->kids, parent->nkids, parent->kids_cap };
     vec_push(p->arena, &v, kid);
     parent->kids = (Node **)v.items;
     parent->nkids = v.len;
+    parent->kids_cap = v.cap;
     /* Trees are built bottom-up, so depths are known without recursion;
      * fe_parse refuses a tree that the recursive passes could not walk. */
     if (kid->depth + 1 > parent->depth)

@@ -50,6 +50,7 @@ struct Node {
     Span dtype_span;
     Node **kids;
     int nkids;
+    int kids_cap; /* the room KIDS has, for node_add */
     int depth;           /* levels of kids below this node: 0 for a leaf */
     struct Schedule *sched; /* N_SCHEDULE */
 };

@@ -302,11 +302,7 @@ arg:
 sstmts:
   %empty  { if (!p->sched) p->sched = arena_alloc(p->arena, sizeof *p->sched); }
 | sstmts sstmt  {
-      Schedule *s = p->sched;
-      PtrVec v = { (void **)s->stmts, s->nstmts, s->nstmts };
-      vec_push(p->arena, &v, $2);
-      s->stmts = (SchedStmt **)v.items;
-      s->nstmts = v.len;
+      sch_add_stmt(p->arena, p->sched, $2);
   }
 ;
 
@@ -451,11 +447,7 @@ static Knob *mk_knob(Parser *p, const char *name, Span sp, PtrVec *values)
         k->values = arena_alloc(p->arena, sizeof *k->values * values->len);
         for (int i = 0; i < values->len; i++)
             k->values[i] = *(int64_t *)values->items[i];
-        Schedule *s = p->sched;
-        PtrVec v = { (void **)s->knobs, s->nknobs, s->nknobs };
-        vec_push(p->arena, &v, k);
-        s->knobs = (Knob **)v.items;
-        s->nknobs = v.len;
+        sch_add_knob(p->arena, p->sched, k);
     }
     return k;
 }

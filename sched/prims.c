@@ -74,6 +74,24 @@ void sch_print_stmt_text(FILE *out, const SchedStmt *st, bool knob_names)
     fputs(";\n", out);
 }
 
+void sch_add_stmt(Arena *a, Schedule *s, SchedStmt *stmt)
+{
+    PtrVec v = { (void **)s->stmts, s->nstmts, s->stmts_cap };
+    vec_push(a, &v, stmt);
+    s->stmts = (SchedStmt **)v.items;
+    s->nstmts = v.len;
+    s->stmts_cap = v.cap;
+}
+
+void sch_add_knob(Arena *a, Schedule *s, Knob *knob)
+{
+    PtrVec v = { (void **)s->knobs, s->nknobs, s->knobs_cap };
+    vec_push(a, &v, knob);
+    s->knobs = (Knob **)v.items;
+    s->nknobs = v.len;
+    s->knobs_cap = v.cap;
+}
+
 const Schedule *sch_file_schedule(const Graph *g, Target target)
 {
     const Schedule *written = NULL;

@@ -48,11 +48,7 @@ SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs)
     s->nargs = nargs;
     s->outs = arena_alloc(a, sizeof *s->outs * 4);
     s->out_spans = arena_alloc(a, sizeof *s->out_spans * 4);
-    Schedule *sched = e->sched;
-    PtrVec v = { (void **)sched->stmts, sched->nstmts, sched->nstmts };
-    vec_push(a, &v, s);
-    sched->stmts = (SchedStmt **)v.items;
-    sched->nstmts = v.len;
+    sch_add_stmt(a, e->sched, s);
     return s;
 }
 

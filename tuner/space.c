@@ -878,6 +878,7 @@ Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
     Schedule *s = copy_written(a, sp, point, &stmts);
     s->stmts = (SchedStmt **)stmts.items;
     s->nstmts = stmts.len;
+    s->stmts_cap = stmts.cap;
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
         int64_t v[PLAN_PARAMS_MAX];
