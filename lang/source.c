@@ -30,6 +30,13 @@ bool src_load(Arena *a, Source *src, const char *path)
             err = ENOMEM;
             break;
         }
+        if (len > TE_MAX_SOURCE_BYTES) {
+            free(buf);
+            fclose(f);
+            fprintf(stderr, "texc: cannot read %s: longer than %d MiB, the most a program may be\n",
+                    path, TE_MAX_SOURCE_BYTES >> 20);
+            return false;
+        }
         if (len == cap) {
             char *bigger = cap <= SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (!bigger) {

@@ -69,6 +69,9 @@ typedef struct Source {
 
 /* Reads PATH into a Source; on failure prints "texc: cannot read PATH: why"
  * and returns false. */
+/* The longest program src_load reads (/dev/zero is refused, not read
+ * until memory runs out). */
+#define TE_MAX_SOURCE_BYTES (64 << 20)
 bool src_load(Arena *a, Source *src, const char *path);
 void src_from_string(Source *src, const char *path, char *text, size_t len);
 

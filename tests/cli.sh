@@ -194,4 +194,8 @@ timeout 30 "$TEXC" --check "$tmp/long.te" >/dev/null 2>"$tmp/long.err"
 rc=$?
 check "50,000 schedule statements: the first error, promptly" sh -c "
     test $rc -eq 1 && grep -q 'long.te:7:3: error: cannot unroll' '$tmp/long.err'"
+timeout 30 "$TEXC" /dev/zero >/dev/null 2>"$tmp/zero.err"
+rc=$?
+check "texc /dev/zero: refused past the size limit, not read without bound" sh -c "
+    test $rc -eq 1 && grep -q 'cannot read /dev/zero: longer than 64 MiB' '$tmp/zero.err'"
 done_testing
