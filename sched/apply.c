@@ -35,9 +35,10 @@ static const Source *src_of(SchedState *st)
     return st->g->src;
 }
 
-static int64_t arg_int(const SchedArg *a)
+int64_t sch_arg_int(const SchedArg *a)
 {
-    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen] : a->ival;
+    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen]
+           : a->kind == SA_INT ? a->ival : 0;
 }
 
 static Loop *need_loop(SchedState *st, SStage *s, const SchedArg *a)
@@ -587,7 +588,7 @@ static SchedStmt *resolved(SchedState *st, const SchedStmt *stmt)
         c->args[i] = stmt->args[i];
         if (c->args[i].kind == SA_KNOB) {
             c->args[i].kind = SA_INT;
-            c->args[i].ival = arg_int(&stmt->args[i]);
+            c->args[i].ival = sch_arg_int(&stmt->args[i]);
         }
     }
     return c;
@@ -628,13 +629,13 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
     switch (prim) {
     case PR_SPLIT:
         if ((l = need_loop(st, s, &stmt->args[0])))
-            ok = do_split(st, s, stmt, l, arg_int(&stmt->args[1]), stmt->outs[0], stmt->outs[1]);
+            ok = do_split(st, s, stmt, l, sch_arg_int(&stmt->args[1]), stmt->outs[0], stmt->outs[1]);
         break;
     case PR_TILE: {
         if (!(l = need_loop(st, s, &stmt->args[0])) || !(l2 = need_loop(st, s, &stmt->args[1])))
             break;
-        if (!do_split(st, s, stmt, l, arg_int(&stmt->args[2]), stmt->outs[0], stmt->outs[2]) ||
-            !do_split(st, s, stmt, l2, arg_int(&stmt->args[3]), stmt->outs[1], stmt->outs[3]))
+        if (!do_split(st, s, stmt, l, sch_arg_int(&stmt->args[2]), stmt->outs[0], stmt->outs[2]) ||
+            !do_split(st, s, stmt, l2, sch_arg_int(&stmt->args[3]), stmt->outs[1], stmt->outs[3]))
             break;
         Loop *order[4];
         for (int i = 0; i < 4; i++)
@@ -679,7 +680,7 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
         break;
     case PR_PIPELINE:
         if ((l = need_loop(st, s, &stmt->args[0]))) {
-            int64_t n = arg_int(&stmt->args[1]);
+            int64_t n = sch_arg_int(&stmt->args[1]);
             if (n < 2 || n > 8) {
                 diag_error(src, stmt->args[1].span,
                            "pipeline '%s' of '%s' needs 2 to 8 stages, got %lld", l->name,

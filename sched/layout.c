@@ -209,22 +209,6 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
     return wp;
 }
 
-static bool tensor_named(const Tensor *t, const char *name)
-{
-    if (strcmp(t->name, name) == 0)
-        return true;
-    for (int i = 0; i < t->naliases; i++)
-        if (strcmp(t->aliases[i], name) == 0)
-            return true;
-    return false;
-}
-
-static int64_t arg_value(const SchedArg *a)
-{
-    return a->kind == SA_KNOB ? a->knob->values[a->knob->chosen]
-           : a->kind == SA_INT ? a->ival : 0;
-}
-
 static bool is_arg(const SchedStmt *s, int i, const char *name)
 {
     return i < s->nargs && s->args[i].kind == SA_NAME && strcmp(s->args[i].name, name) == 0;
@@ -247,15 +231,15 @@ static int64_t panel_width(Target target, const Schedule *sched, const Tensor *s
         const SchedStmt *s = sched->stmts[i];
         if (strcmp(s->prim, "cache_read") == 0 && is_arg(s, 1, stage->name))
             return 0; /* staged reads keep the layout the copy has */
-        if (!tensor_named(stage, s->stage))
+        if (!sch_tensor_named(stage, s->stage))
             continue;
         mentioned = true;
         if (width)
             continue;
         if (strcmp(s->prim, "tile") == 0 && s->nargs == 4 && is_arg(s, 1, axis))
-            width = arg_value(&s->args[3]);
+            width = sch_arg_int(&s->args[3]);
         else if (strcmp(s->prim, "split") == 0 && s->nargs == 2 && is_arg(s, 0, axis))
-            width = arg_value(&s->args[1]);
+            width = sch_arg_int(&s->args[1]);
     }
     return mentioned ? width : sch_default_panel_width(stage, dim);
 }

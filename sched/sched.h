@@ -259,11 +259,16 @@ typedef struct LoweredFunc {
 SchedState *sch_state_new(Arena *a, Graph *g, Target target);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 bool sch_stage_named(const SStage *s, const char *name);
+/* Is NAME tensor T's name or one of its aliases (the stages fused into it)? */
+bool sch_tensor_named(const Tensor *t, const char *name);
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);
 Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues);
 
+/* apply.c: an integer argument's value (a knob's chosen one), 0 for a
+ * name. */
+int64_t sch_arg_int(const SchedArg *a);
 /* apply.c: applies one statement; a failed precondition is a diagnostic
  * at the statement and false. */
 bool sch_apply(SchedState *st, const SchedStmt *stmt);
@@ -405,6 +410,9 @@ bool sch_host_cpu_has(const char *flag);
 /* The vector unit: BYTES a vector and REGS vector registers.  AVX-512, AVX,
  * else 16-byte vectors (32 registers with ARM's asimd, else 16). */
 void sch_host_vector_unit(int *bytes, int *regs);
+/* The lanes of a host vector of dtype T's values, 1 to 16 (the tuner's
+ * vector widths). */
+int sch_host_lanes(DType t);
 
 /* default.c: the column tile of the default schedule's micro-kernel for
  * STAGE along its dimension DIM (a matmul-like stage's innermost axis;

@@ -48,14 +48,19 @@ Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues)
     return c;
 }
 
-bool sch_stage_named(const SStage *s, const char *name)
+bool sch_tensor_named(const Tensor *t, const char *name)
 {
-    if (strcmp(s->name, name) == 0)
+    if (strcmp(t->name, name) == 0)
         return true;
-    for (int i = 0; i < s->tensor->naliases; i++)
-        if (strcmp(s->tensor->aliases[i], name) == 0)
+    for (int i = 0; i < t->naliases; i++)
+        if (strcmp(t->aliases[i], name) == 0)
             return true;
     return false;
+}
+
+bool sch_stage_named(const SStage *s, const char *name)
+{
+    return sch_tensor_named(s->tensor, name); /* a stage is named as its tensor */
 }
 
 SStage *sch_find_stage(SchedState *st, const char *name)
