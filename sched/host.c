@@ -76,3 +76,11 @@ void sch_host_vector_unit(int *bytes, int *regs)
         *regs = sch_host_cpu_has("asimd") ? 32 : 16;
     }
 }
+
+int sch_host_lanes(DType t)
+{
+    int bytes, regs;
+    sch_host_vector_unit(&bytes, &regs);
+    int lanes = bytes / dtype_bytes(t);
+    return lanes > 16 ? 16 : lanes < 1 ? 1 : lanes;
+}

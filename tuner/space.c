@@ -269,11 +269,7 @@ static StagePlan *new_plan(SpaceBuilder *b, SStage *s, SchForm kind)
         p->rsplit_extent = s->rvars[p->loops.rsplit]->extent;
     int bytes;
     sch_host_vector_unit(&bytes, &p->regs);
-    p->lanes = bytes / dtype_bytes(s->tensor->dtype);
-    if (p->lanes > 16)
-        p->lanes = 16;
-    if (p->lanes < 1)
-        p->lanes = 1;
+    p->lanes = sch_host_lanes(s->tensor->dtype);
     p->first = b->params.len;
     return p;
 }
@@ -643,13 +639,8 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
                 SStage *s = st->stages.items[i];
                 if (!planned(s, written))
                     continue;
-                int bytes, regs;
-                sch_host_vector_unit(&bytes, &regs);
-                int lanes = bytes / dtype_bytes(s->tensor->dtype);
-                if (lanes > 16)
-                    lanes = 16;
                 int plan = b.plans.len;
-                SchForm form = sch_form_of(st, s, lanes);
+                SchForm form = sch_form_of(st, s, sch_host_lanes(s->tensor->dtype));
                 if (form == SCH_FORM_MATMUL)
                     plan_matmul(&b, s, plan);
                 else if (form == SCH_FORM_ELEMWISE)
