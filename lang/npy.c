@@ -23,6 +23,7 @@
 #define _POSIX_C_SOURCE 200809L /* fseeko, ftello */
 #endif
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -516,12 +517,27 @@ static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
             return read_error(path, "%s",
                               ferror(f) ? strerror(errno) : "truncated data");
         }
-        for (int64_t k = 0; k < count; k++)
-            data[i + k] = decode(&h, chunk + k * h.size);
+        for (int64_t k = 0; k < count; k++) {
+            /* stored as the input's dtype stores it: rounded to a float
+               dtype; an integer or bool input takes only its values */
+            double v = decode(&h, chunk + k * h.size), r = dtype_round(t->dtype, v);
+            if (!dtype_is_float(t->dtype) && r != v) {
+                free(chunk);
+                return read_error(path, "value %lld is %g, which %s input %s cannot hold",
+                                  (long long)(i + k), v,
+                                  t->dtype == DT_BOOL ? "the bool" : "the i32", t->name);
+            }
+            data[i + k] = r;
+        }
         i += count;
     }
     free(chunk);
     return 0;
+}
+
+int npy_read_file(FILE *f, const char *path, const Tensor *t, double *data)
+{
+    return read_npy(f, path, t, data);
 }
 
 int npy_read(const char *path, const Tensor *t, double *data)

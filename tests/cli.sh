@@ -53,6 +53,32 @@ expect_status "--input with an unknown name" 2 "$TEXC" --eval --input q=/dev/nul
 expect_status "--input with a wrong shape" 1 "$TEXC" --eval -D M=4 -D N=3 --input "x=$tmp/sm.p.npy" -o "$tmp/x" "$samples/softmax.te"
 expect_status "--input round trip" 0 "$TEXC" --eval -D M=4 -D N=5 --input "x=$tmp/sm.p.npy" -o "$tmp/again" "$samples/softmax.te"
 
+# --input stores values as the input's dtype does: f64 data into an f32
+# input is rounded to f32 (what a kernel called on it sees), and an i32 or
+# bool input refuses a value it cannot hold (2.5; a NaN read as bool).
+npycmp=$builddir/tests/npycmp
+printf 'dim N = 3;\ninput a : f64[N];\nz[i] = a[i] * 0.0 + 1.0 / 3.0;\noutput z;\n' >"$tmp/third.te"
+printf 'dim N = 3;\ninput x : f32[N];\ny[i] = f64(x[i]);\noutput y;\n' >"$tmp/widen.te"
+printf 'dim N = 3;\ninput a : f64[N];\nz[i] = f64(f32(a[i] * 0.0 + 1.0 / 3.0));\noutput z;\n' >"$tmp/third32.te"
+"$TEXC" --eval -o "$tmp/third" "$tmp/third.te" && "$TEXC" --eval -o "$tmp/third32" "$tmp/third32.te" &&
+    "$TEXC" --eval --input "x=$tmp/third.z.npy" -o "$tmp/widen" "$tmp/widen.te" &&
+    "$npycmp" "$tmp/third32.z.npy" "$tmp/widen.y.npy" >"$tmp/err" 2>&1 &&
+    ! "$npycmp" "$tmp/third.z.npy" "$tmp/widen.y.npy" >/dev/null 2>&1 &&
+    ok "--input rounds f64 data to an f32 input's values" ||
+    not_ok "--input rounds f64 data to an f32 input's values" "$tmp/err"
+printf 'dim N = 3;\ninput a : f32[N];\nz[i] = a[i] * 0.0 + 2.5;\noutput z;\n' >"$tmp/half.te"
+printf 'dim N = 3;\ninput x : i32[N];\ny[i] = x[i] + 1;\noutput y;\n' >"$tmp/int.te"
+printf 'dim N = 3;\ninput x : bool[N];\ny[i] = select(x[i], 1.0, 0.0);\noutput y;\n' >"$tmp/flag.te"
+printf 'dim N = 3;\ninput a : f32[N];\nz[i] = sqrt(a[i] * 0.0 - 1.0);\noutput z;\n' >"$tmp/nan.te"
+"$TEXC" --eval -o "$tmp/half" "$tmp/half.te" && "$TEXC" --eval -o "$tmp/nan" "$tmp/nan.te" ||
+    not_ok "--eval writes the .npy files of the --input tests"
+expect_status "--input 2.5 into an i32 input" 1 "$TEXC" --eval --input "x=$tmp/half.z.npy" -o "$tmp/int" "$tmp/int.te"
+grep -q "value 0 is 2.5, which the i32 input x cannot hold" "$tmp/err" &&
+    ok "--input names the value an i32 input cannot hold" ||
+    not_ok "--input names the value an i32 input cannot hold" "$tmp/err"
+[ ! -e "$tmp/int.y.npy" ] && ok "no output after a refused --input" || not_ok "no output after a refused --input"
+expect_status "--input NaN into a bool input" 1 "$TEXC" --eval --input "x=$tmp/nan.z.npy" -o "$tmp/flag" "$tmp/flag.te"
+
 # Hostile inputs: a diagnostic and status 1, never a crash or a hang.
 : >"$tmp/empty.te"
 expect_status "empty file" 1 "$TEXC" "$tmp/empty.te"
