@@ -379,6 +379,8 @@ int npy_write_file(FILE *f, const Tensor *t, const double *data);
 /* Reads PATH, which must hold exactly T's shape; any numeric dtype is
  * converted.  On error prints "texc: PATH: why" and returns -1. */
 int npy_read(const char *path, const Tensor *t, double *data);
+/* The same from the open stream F, called PATH in the messages. */
+int npy_read_file(FILE *f, const char *path, const Tensor *t, double *data);
 
 /* ------------------------------------------------------------------ */
 /* passes.c — the graph optimizer: a straight list of passes, each one
