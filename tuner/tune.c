@@ -152,7 +152,7 @@ static void load_log(Tuner *t)
 {
     json_t **recs;
     int invalid;
-    int n = tune_log_read(t->log, &recs, &invalid, t->o->quiet);
+    int n = tune_log_read(t->log, NULL, &recs, &invalid, t->o->quiet);
     int *point = arena_alloc(t->a, sizeof *point * (size_t)(t->sp->nparams + 1));
     for (int i = 0; i < n; i++) {
         json_t *r = recs[i];

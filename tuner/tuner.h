@@ -322,12 +322,19 @@ bool tune_log_append(const char *path, json_t *record);
 #define TUNE_LOG_MAX_BYTES (1LL << 30)
 #define TUNE_LOG_MAX_TEXT "1 GiB"
 #define TUNE_RECORD_MAX_BYTES (1 << 20)
+/* Where a read of the log stopped, for the next read to go on from. */
+typedef struct LogPlace {
+    long long offset; /* bytes read */
+    int line;         /* lines read */
+} LogPlace;
 /* Reads every valid record (a JSON object with the fields every record
  * has, of their types) into *OUT, warning about and skipping other lines,
- * with their line number and why.  Returns the number of records, or -1
- * when the log does not exist (errno ENOENT) or cannot be read, or is not
- * a regular file within the limit (after a message). */
-int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet);
+ * with their line number and why.  With FROM, reads only what follows
+ * *FROM (all of the log if it is now shorter) and moves *FROM to the end.
+ * Returns the number of records, or -1 when the log does not exist
+ * (errno ENOENT) or cannot be read, or is not a regular file within the
+ * limit (after a message). */
+int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid, bool quiet);
 /* Does RECORD come from this workload (measured with its caches, warm or
  * cold) and machine, this texc and this compiler?  If not and WHY is
  * given, *WHY says what differs. */
