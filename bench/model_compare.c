@@ -130,7 +130,7 @@ static bool load(const char *path, Data *d)
 {
     json_t **recs = NULL;
     int invalid = 0;
-    int n = tune_log_read(path, &recs, &invalid, false);
+    int n = tune_log_read(path, NULL, &recs, &invalid, false);
     if (n < 0)
         return false;
     /* the most frequent workload and space among the valid points */

@@ -17,7 +17,9 @@ autospace=$srcdir/tests/tune/autospace.te
 TEXC_TUNE_MIN_TIME=0.005
 TMPDIR=$tmp
 XDG_CACHE_HOME=$tmp/cache
-export TEXC_TUNE_MIN_TIME TMPDIR XDG_CACHE_HOME
+# a machine lock of its own (tuner/lock.c): no other tuner waits for it
+TEXC_LOCK_DIR=$tmp
+export TEXC_TUNE_MIN_TIME TMPDIR XDG_CACHE_HOME TEXC_LOCK_DIR
 unset TEXC_TUNE_PLANT
 
 # field FILE TRIAL KEY: the value of KEY in the record of trial TRIAL

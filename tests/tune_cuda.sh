@@ -31,7 +31,9 @@ fake=$TEXRT_TEST_FAKE_LIBCUDA
 TEXC_TUNE_MIN_TIME=0.005
 TMPDIR=$tmp
 XDG_CACHE_HOME=$tmp/cache
-export TEXC_TUNE_MIN_TIME TMPDIR XDG_CACHE_HOME
+# a machine lock of its own (tuner/lock.c): no other tuner waits for it
+TEXC_LOCK_DIR=$tmp
+export TEXC_TUNE_MIN_TIME TMPDIR XDG_CACHE_HOME TEXC_LOCK_DIR
 unset TEXC_TUNE_PLANT TEXC_TUNE_KEEP FAKE_CUDA_DEVICES FAKE_CUDA_SM FAKE_CUDA_SYNC_ERROR
 
 # lines FILE: the number of lines; count FILE PATTERN: lines matching

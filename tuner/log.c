@@ -347,7 +347,7 @@ static const char *not_a_record(json_t *r)
     return NULL;
 }
 
-int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
+int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid, bool quiet)
 {
     *out = NULL;
     *invalid = 0;
@@ -374,8 +374,11 @@ int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
     }
     while (flock(fileno(f), LOCK_SH) != 0 && errno == EINTR)
         ;
+    int lineno = 0;
+    if (from && from->offset <= (long long)sb.st_size && fseeko(f, (off_t)from->offset, SEEK_SET) == 0)
+        lineno = from->line;
     json_t **recs = NULL;
-    int n = 0, cap = 0, lineno = 0;
+    int n = 0, cap = 0;
     char *line = NULL;
     size_t linecap = 0;
     ssize_t len;
@@ -407,6 +410,11 @@ int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet)
     if (!quiet && *invalid > 3)
         fprintf(stderr, "texc: warning: %s: %d more lines skipped\n", path, *invalid - 3);
     free(line);
+    if (from) {
+        off_t end = ftello(f);
+        from->offset = end >= 0 ? (long long)end : from->offset;
+        from->line = lineno;
+    }
     flock(fileno(f), LOCK_UN);
     fclose(f);
     *out = recs;
@@ -517,7 +525,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
         return written;
     json_t **recs;
     int invalid;
-    int n = tune_log_read(path, &recs, &invalid, o->quiet);
+    int n = tune_log_read(path, NULL, &recs, &invalid, o->quiet);
     if (n < 0) {
         if (o->verbose && errno == ENOENT)
             fprintf(stderr, "texc: no tuning log at %s\n", path);
@@ -642,7 +650,7 @@ int tune_log_summary(const char *path)
 {
     json_t **recs;
     int invalid;
-    int n = tune_log_read(path, &recs, &invalid, false);
+    int n = tune_log_read(path, NULL, &recs, &invalid, false);
     if (n < 0) {
         if (errno == ENOENT)
             fprintf(stderr, "texc: cannot read %s: %s\n", path, strerror(ENOENT));

@@ -24,7 +24,8 @@
  * not the tuning run.
  *
  * Measuring (tune_measure) happens one candidate at a time, with no build
- * running, so a timing never shares its cores.  The harness poisons every
+ * running, so a timing never shares its cores (nor with another tuner's
+ * work: the caller holds the machine lock, lock.c).  The harness poisons every
  * output with NaN (0x7f bytes for integers) in each process, runs the
  * kernel once as a warm-up and REPEATS timed times, and prints the median.
  * The first run is `-r 1`: its output is compared with the reference, and

@@ -22,8 +22,16 @@
  *      parallel (--jobs compilers), then measured one candidate at a time
  *      with nothing else running, each measurement appended to the log as
  *      it completes;
+ *      each batch is a turn (take_turn): the tuner holds the machine lock
+ *      (lock.c) from re-reading what other tuners appended to the log
+ *      (resumed like the rest, so never measured again) through
+ *      proposing, building and measuring to the last record, so that
+ *      tuners on one machine neither time each other's work nor measure
+ *      a configuration twice;
  *   5. stop at --trials candidates, at --time-budget seconds (counted from
- *      the start, the reference included), when the space is exhausted,
+ *      the start, the reference included, the waits for other tuners'
+ *      turns not), when the space is exhausted, when another tuner kept
+ *      the lock for longer than the whole budget,
  *      or (guided) when the best has not improved by 0.5% for
  *      max(24, trials / 4) candidates;
  *   6. the summary: the best configuration as schedule text to paste into
@@ -65,6 +73,11 @@ typedef struct Tuner {
     Workload w;
     Machine m;
     const char *log;
+    LogPlace log_read;     /* how far load_log has read the log */
+    bool log_loaded;       /* ... which it has, once */
+    MachineLock lock;      /* held for each batch: see lock.c */
+    bool lock_open;
+    bool lock_failed;      /* flock itself failed: tuning stops, status 1 */
     Bench bench;
     bool bench_ready;
     json_t *seen;          /* config key -> true: measured, pending or pruned */
@@ -83,6 +96,8 @@ typedef struct Tuner {
     int measured;          /* candidates recorded in this run */
     int counts[TS_COUNT];
     int resumed, pruned, planned;
+    int others;            /* configurations another tuner measured
+                              while this one ran (found in the log) */
     double *trial_gflops;  /* per recorded candidate, 0 if it failed */
     int last_improvement;  /* measured when the best last improved */
     bool exhaustive;
@@ -147,12 +162,17 @@ static void consider_best(Tuner *t, json_t *record, double seconds, bool is_defa
     }
 }
 
-/* Resumes the log's records of this workload, machine and space. */
+/* Resumes the log's records of this workload, machine and space that
+ * the reads before did not see: all of them at the start (counted as
+ * resumed), then at each turn (lock.c) those another tuner appended
+ * since (counted in others). */
 static void load_log(Tuner *t)
 {
     json_t **recs;
     int invalid;
-    int n = tune_log_read(t->log, &recs, &invalid, t->o->quiet);
+    bool first = !t->log_loaded;
+    t->log_loaded = true;
+    int n = tune_log_read(t->log, &t->log_read, &recs, &invalid, t->o->quiet);
     int *point = arena_alloc(t->a, sizeof *point * (size_t)(t->sp->nparams + 1));
     for (int i = 0; i < n; i++) {
         json_t *r = recs[i];
@@ -165,8 +185,11 @@ static void load_log(Tuner *t)
         if (!is_default && !is_point)
             continue;
         const char *key = config_key(t->a, config);
-        if (!json_object_get(t->seen, key))
-            t->resumed++;
+        bool known = json_object_get(t->seen, key) != NULL;
+        if (known && !first)
+            continue; /* this tuner's own record, read back */
+        if (!known)
+            ++*(first ? &t->resumed : &t->others);
         json_object_set_new(t->seen, key, json_true());
         const char *status = json_string_value(json_object_get(r, "status"));
         double secs = json_number_value(json_object_get(r, "time_s"));
@@ -235,6 +258,18 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
 /* ------------------------------------------------------------------ */
 /* Progress.                                                           */
 
+/* Seconds of the time budget spent: since the start, less the waits for
+ * the machine lock (the other tuner's turns are not this one's work). */
+static double spent(const Tuner *t)
+{
+    return tune_now() - t->start - t->lock.waited;
+}
+
+static bool over_budget(const Tuner *t)
+{
+    return spent(t) > t->budget || tune_interrupted || t->log_lost;
+}
+
 static void clock_text(char *out, size_t size, double s)
 {
     if (s < 0)
@@ -272,9 +307,9 @@ static void progress(Tuner *t, const Candidate *c)
         return;
     double elapsed = tune_now() - t->start;
     int done = t->measured;
-    double left = t->budget - elapsed;
+    double left = t->budget - spent(t);
     if (done > 0 && t->planned > done) {
-        double est = elapsed / done * (t->planned - done);
+        double est = spent(t) / done * (t->planned - done);
         if (est < left)
             left = est;
     }
@@ -617,11 +652,6 @@ static double cross_validated(Tuner *t)
 /* ------------------------------------------------------------------ */
 /* The loop.                                                           */
 
-static bool over_budget(const Tuner *t)
-{
-    return tune_now() - t->start > t->budget || tune_interrupted || t->log_lost;
-}
-
 /* --tune --target cuda: the devices to measure on, found before anything
  * is written; false after a message.  The driver is asked in a child
  * process (tune_cuda_devices): initialised here, it would be unusable in
@@ -659,6 +689,43 @@ static bool cuda_ready(const TuneOptions *o)
                 d->count - d->nused, d->count, d->name, sm, d->nused);
     return true;
 #endif
+}
+
+/* Waits for this tuner's turn on the machine (lock.c), then reads what
+ * other tuners logged since its last turn, so that none of it is
+ * measured again.  Returns false with *STOP saying why the search ends
+ * instead. */
+static bool take_turn(Tuner *t, const char **stop)
+{
+    /* at most the whole time budget: a tuner stopped with ^Z while it
+       holds the lock must not keep this one waiting for ever */
+    switch (tune_lock_take(&t->lock, t->budget, t->o->quiet)) {
+    case TUNE_LOCK_HELD:
+        break;
+    case TUNE_LOCK_TIMEOUT: {
+        long pid = tune_lock_holder(&t->lock);
+        char who[48] = "";
+        if (pid)
+            snprintf(who, sizeof who, " (pid %ld)", pid);
+        *stop = arena_printf(t->a, "another texc tuner%s kept the machine for longer than the "
+                                   "time budget (%.0f s)", who, t->budget);
+        return false;
+    }
+    case TUNE_LOCK_INTERRUPTED:
+        *stop = "interrupted";
+        return false;
+    case TUNE_LOCK_FAILED:
+        t->lock_failed = true;
+        *stop = "the machine lock failed";
+        return false;
+    }
+    int before = t->others;
+    load_log(t);
+    if (t->others > before && t->o->verbose)
+        fprintf(stderr, "texc: %d configuration%s measured by another tuner since this one's "
+                        "last turn\n",
+                t->others - before, t->others - before == 1 ? "" : "s");
+    return true;
 }
 
 /* Records a finished candidate: log, statistics, progress. */
@@ -766,9 +833,18 @@ static void summary(Tuner *t, double model_corr)
     fputc(')', stderr);
     if (t->resumed)
         fprintf(stderr, ", %d resumed from the log", t->resumed);
+    if (t->others)
+        fprintf(stderr, ", %d measured meanwhile by another tuner", t->others);
     if (t->pruned)
         fprintf(stderr, ", %d pruned as illegal", t->pruned);
     fputs("\n", stderr);
+    if (t->lock.said) {
+        char waited[32];
+        clock_text(waited, sizeof waited, t->lock.waited);
+        fprintf(stderr, "texc: waited %s for other tuners' turns on this machine (not counted "
+                        "in the time budget)\n",
+                waited);
+    }
     if (model_corr == model_corr)
         fprintf(stderr, "texc: cost model: rank correlation %.2f between predicted and measured "
                         "times of %d guided candidates\n",
@@ -832,6 +908,9 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->log = tune_log_path(outer, o);
     if (!t->log || !tune_log_prepare(t->log))
         goto out;
+    t->lock_open = tune_lock_open(&t->lock);
+    if (!t->lock_open)
+        goto out;
     if (o->verbose)
         fprintf(stderr, "texc: workload %s, %s, %.3g GFLOP per run; machine: %s; %s\n", t->w.hash,
                 t->w.kernel, t->w.flop * 1e-9, t->m.arch, t->m.compiler);
@@ -884,6 +963,11 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
                                       : "the time budget is spent";
             break;
         }
+        /* a turn: nothing of another tuner runs from here to the release
+           below, and what it measured before is known */
+        if (!take_turn(t, &stop))
+            break;
+        need_default = need_default && !json_object_get(t->seen, DEFAULT_KEY);
         int n = 0;
         if (need_default) {
             batch[n++] = new_candidate(t, NULL);
@@ -932,6 +1016,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
             batch[i]->trial = ++t->next_trial;
         tune_build(&t->bench, batch, n, t->jobs);
         measure_batch(t, batch, n);
+        tune_lock_release(&t->lock);
         if (new_trials >= t->trials) {
             stop = NULL;
             break;
@@ -942,6 +1027,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
             break;
         }
     }
+    tune_lock_release(&t->lock);
     progress_end(t);
     if (stop && !o->quiet)
         fprintf(stderr, "texc: stopped: %s\n", stop);
@@ -960,7 +1046,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         if (!plotted)
             goto restore;
     }
-    status = tune_interrupted || t->log_lost ? 1 : 0;
+    status = tune_interrupted || t->log_lost || t->lock_failed ? 1 : 0;
     if (t->log_lost)
         fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
                         "tuning stopped\n",
@@ -972,6 +1058,8 @@ restore:
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
 out:
+    if (t->lock_open)
+        tune_lock_close(&t->lock);
     if (t->bench_ready)
         tune_bench_free(&t->bench);
     for (int i = 0; i < t->candidates.len; i++)

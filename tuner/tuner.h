@@ -270,6 +270,35 @@ _Noreturn void tune_cuda_build(Bench *b, SchedState *st, const LoweredFunc *fn, 
  * output as outN.npy and "MEDIAN_SECONDS COPIES" on stdout; exits. */
 _Noreturn void tune_cuda_run(const Bench *b, const Candidate *c, int repeats);
 
+/* lock.c — the machine lock: tuners on one machine take turns, a batch
+ * each, so that no timing shares the cores with another tuner's work
+ * (see lock.c). */
+typedef struct MachineLock {
+    int fd;              /* texc-measure-UID.lock; -1: not open */
+    int queue_fd;        /* texc-queue-UID.lock: the next in line holds it */
+    char path[4200];     /* the lock's */
+    bool held;
+    bool said;           /* "waiting for another texc tuner" said */
+    double waited;       /* seconds spent waiting for it, in all */
+} MachineLock;
+typedef enum TuneLockResult {
+    TUNE_LOCK_HELD,        /* taken: this tuner's turn */
+    TUNE_LOCK_TIMEOUT,     /* not taken within the patience */
+    TUNE_LOCK_INTERRUPTED, /* SIGINT or SIGTERM while waiting */
+    TUNE_LOCK_FAILED,      /* flock failed (after a message) */
+} TuneLockResult;
+/* Opens the lock files in $TEXC_LOCK_DIR or /tmp, refusing anything but
+ * regular files of this user's with one link.  Returns false after a
+ * message. */
+bool tune_lock_open(MachineLock *l);
+/* Waits at most PATIENCE seconds for the lock (saying once, unless
+ * QUIET, that it waits, and for whom), adding the wait to L's waited. */
+TuneLockResult tune_lock_take(MachineLock *l, double patience, bool quiet);
+/* The pid of the tuner holding the lock, or 0 when unknown. */
+long tune_lock_holder(const MachineLock *l);
+void tune_lock_release(MachineLock *l);
+void tune_lock_close(MachineLock *l);
+
 /* model.c — the cost model: ridge regression on quadratic features of
  * the point, predicting log(seconds).  See model.c for why not XGBoost. */
 typedef struct CostModel CostModel;
@@ -322,12 +351,19 @@ bool tune_log_append(const char *path, json_t *record);
 #define TUNE_LOG_MAX_BYTES (1LL << 30)
 #define TUNE_LOG_MAX_TEXT "1 GiB"
 #define TUNE_RECORD_MAX_BYTES (1 << 20)
+/* Where a read of the log stopped, for the next read to go on from. */
+typedef struct LogPlace {
+    long long offset; /* bytes read */
+    int line;         /* lines read */
+} LogPlace;
 /* Reads every valid record (a JSON object with the fields every record
  * has, of their types) into *OUT, warning about and skipping other lines,
- * with their line number and why.  Returns the number of records, or -1
- * when the log does not exist (errno ENOENT) or cannot be read, or is not
- * a regular file within the limit (after a message). */
-int tune_log_read(const char *path, json_t ***out, int *invalid, bool quiet);
+ * with their line number and why.  With FROM, reads only what follows
+ * *FROM (all of the log if it is now shorter) and moves *FROM to the end.
+ * Returns the number of records, or -1 when the log does not exist
+ * (errno ENOENT) or cannot be read, or is not a regular file within the
+ * limit (after a message). */
+int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid, bool quiet);
 /* Does RECORD come from this workload (measured with its caches, warm or
  * cold) and machine, this texc and this compiler?  If not and WHY is
  * given, *WHY says what differs. */
