@@ -366,6 +366,12 @@ static void merged_at_itself(SchedState *st, const SchedStmt *stmt, const Tensor
                             sch_merge_clause(a, t, wc));
     else
         what = sch_merge_clause(a, t, pa != PASS_COUNT ? wa : wc);
+    if (pa == PASS_cse || pc == PASS_cse) {
+        /* stages equal up to renaming never read each other */
+        diag_error(src_of(st), stmt->span, "cannot compute '%s' at '%s': '%s' does not read it (%s)",
+                   wa, wc, wc, what);
+        return;
+    }
     const char *off = "";
     if (pa != PASS_COUNT)
         off = arena_printf(a, " -fno-%s", te_pass_name(pa));
