@@ -136,10 +136,23 @@ Expr *te_rebuild(Arena *a, const Expr *e, Expr **args)
 
 void te_add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from)
 {
-    PtrVec v = { (void **)into->aliases, into->naliases, into->naliases };
-    vec_push(a, &v, (void *)name);
-    for (int i = 0; from && i < from->naliases; i++)
-        vec_push(a, &v, (void *)from->aliases[i]);
-    into->aliases = (const char **)v.items;
-    into->naliases = v.len;
+    int n = into->naliases + 1 + (from ? from->naliases : 0);
+    const char **names = arena_alloc(a, sizeof *names * (size_t)n);
+    unsigned char *by = arena_alloc(a, (size_t)n);
+    int k = 0;
+    for (int i = 0; i < into->naliases; i++, k++) {
+        names[k] = into->aliases[i];
+        by[k] = into->alias_pass[i];
+    }
+    /* NAME's pass is the one running: te_optimize records it afterwards;
+     * FROM's aliases keep the passes that merged them */
+    names[k] = name;
+    by[k++] = PASS_COUNT;
+    for (int i = 0; from && i < from->naliases; i++, k++) {
+        names[k] = from->aliases[i];
+        by[k] = from->alias_pass[i];
+    }
+    into->aliases = names;
+    into->alias_pass = by;
+    into->naliases = n;
 }

@@ -3,7 +3,15 @@
  * A straight list: each pass in TE_PASSES order, unless -fno-NAME turned
  * it off, each followed by its dump when --dump=after-NAME asked for it.
  * The passes themselves live one per file (pass_NAME.c).
+ *
+ * Provenance: before the first pass the driver keeps the stages as the
+ * program wrote them (Graph.origins), and after each pass it records that
+ * pass as the one that merged every alias the pass added
+ * (Tensor.alias_pass), so that schedule messages can say what became of
+ * a stage the user named: fused, merged with an equal one, removed.
  */
+
+#include <string.h>
 
 #include "texc.h"
 
@@ -39,14 +47,52 @@ static int count_stages(const Graph *g)
     return n;
 }
 
+static void keep_origins(Arena *a, Graph *g)
+{
+    g->origins = arena_alloc(a, sizeof *g->origins * (size_t)(g->ntensors + 1));
+    g->norigins = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        if (t->kind != TK_STAGE)
+            continue;
+        StageOrigin *o = &g->origins[g->norigins++];
+        o->name = t->name;
+        o->tensor = t;
+        o->var_names = arena_alloc(a, sizeof *o->var_names * (size_t)(t->rank + 1));
+        for (int d = 0; d < t->rank; d++)
+            o->var_names[d] = t->vars[d]->name;
+    }
+}
+
+/* The aliases pass P added are P's. */
+static void record_alias_pass(Graph *g, PassId p)
+{
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        for (int k = 0; k < t->naliases; k++)
+            if (t->alias_pass[k] == PASS_COUNT)
+                t->alias_pass[k] = (unsigned char)p;
+    }
+}
+
+const StageOrigin *te_stage_origin(const Graph *g, const char *name)
+{
+    for (int i = 0; i < g->norigins; i++)
+        if (strcmp(g->origins[i].name, name) == 0)
+            return &g->origins[i];
+    return NULL;
+}
+
 bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats)
 {
     OptCtx c = { a, o, stats };
     stats->stages_before = count_stages(g);
     g->strict_fp = o->strict_fp;
+    keep_origins(a, g);
     for (int p = 0; p < PASS_COUNT; p++) {
         if (!(o->disabled & (1u << p)) && !entries[p](&c, g))
             return false;
+        record_alias_pass(g, (PassId)p);
         if (o->dump_after & (1u << p)) {
             fprintf(o->dump, "# after %s%s\n", names[p],
                     (o->disabled & (1u << p)) ? " (disabled)" : "");

@@ -285,6 +285,9 @@ struct Tensor {
     int uses;       /* loads of this tensor in other stages' bodies */
     const char **aliases; /* names of stages the optimizer merged into this
                              one: schedules may name any of them */
+    unsigned char *alias_pass; /* by alias: the PassId of the pass that
+                                  merged it (te_optimize records it after
+                                  each pass; PASS_COUNT until then) */
     int naliases;
     const char *anchor;   /* the reduction a fused kernel is built around,
                              or NULL: the stage itself */
@@ -301,6 +304,17 @@ typedef struct Dim {
     int64_t value;
     bool overridden; /* set with -D */
 } Dim;
+
+/* A stage as the program wrote it, kept by te_optimize so that messages
+ * about schedules can speak of what the user wrote after the passes have
+ * merged, renamed or removed it. */
+typedef struct StageOrigin {
+    const char *name;       /* its name in the program */
+    Tensor *tensor;         /* its tensor: merged stages keep theirs, though
+                               it is no longer in Graph.tensors */
+    const char **var_names; /* its index variables' names as written (fusion
+                               gives a kernel its anchor's) */
+} StageOrigin;
 
 struct Schedule; /* sched/sched.h */
 
@@ -321,6 +335,9 @@ typedef struct Graph {
                      (sched/layout.c); false under -fno-layout */
     bool strict_fp; /* optimized under -fstrict-fp: schedules may not
                        reassociate float reductions either */
+    StageOrigin *origins; /* the stages before te_optimize, in dependency
+                             order; none if it did not run */
+    int norigins;
 } Graph;
 
 Expr *ex_const(Arena *a, Span sp, DType t, double v);
@@ -455,6 +472,9 @@ PassId te_pass_lookup(const char *name); /* PASS_COUNT if unknown */
 
 /* Runs every pass not disabled, in order, dumping where asked. */
 bool te_optimize(Arena *a, Graph *g, const OptOptions *o, OptStats *stats);
+/* The stage the program called NAME, as it wrote it; NULL if none (or
+ * te_optimize did not run). */
+const StageOrigin *te_stage_origin(const Graph *g, const char *name);
 /* --dump=kernels: each kernel, its anchor and the stages fused into it. */
 void te_print_kernels(FILE *out, const Graph *g);
 /* "6 stages -> 1 kernel; folded 1 constant; ..." */

@@ -41,11 +41,18 @@ int64_t sch_arg_int(const SchedArg *a)
            : a->kind == SA_INT ? a->ival : 0;
 }
 
-static Loop *need_loop(SchedState *st, SStage *s, const SchedArg *a)
+/* Stage S, which the statement called WRITTEN, for messages: the name the
+ * user wrote, and the kernel it is part of when the optimizer merged it. */
+static const char *named(SchedState *st, const SStage *s, const char *written)
+{
+    return sch_stage_label(st->arena, s->tensor, written);
+}
+
+static Loop *need_loop(SchedState *st, SStage *s, const char *written, const SchedArg *a)
 {
     Loop *l = a->kind == SA_NAME ? sch_find_loop(s, a->name) : NULL;
     if (!l)
-        diag_error(src_of(st), a->span, "stage '%s' has no loop '%s'", s->name,
+        diag_error(src_of(st), a->span, "stage %s has no loop '%s'", named(st, s, written),
                    a->kind == SA_NAME ? a->name : "?");
     return l;
 }
@@ -67,8 +74,8 @@ static bool check_plain(SchedState *st, SStage *s, Loop *l, const SchedStmt *stm
 {
     if (l->kind != LOOP_SERIAL) {
         diag_error(src_of(st), stmt->span,
-                   "cannot %s '%s' of '%s': it is already %s; %s before annotating it",
-                   prim, l->name, s->name,
+                   "cannot %s '%s' of %s: it is already %s; %s before annotating it",
+                   prim, l->name, named(st, s, stmt->stage),
                    l->kind == LOOP_PARALLEL ? "parallel"
                    : l->kind == LOOP_VECTORIZED ? "vectorized"
                    : l->kind == LOOP_UNROLLED ? "unrolled" : "bound to a GPU axis",
@@ -78,14 +85,14 @@ static bool check_plain(SchedState *st, SStage *s, Loop *l, const SchedStmt *stm
     SStage *at = attached_at(st, l);
     if (at) {
         diag_error(src_of(st), stmt->span,
-                   "cannot %s '%s' of '%s': stage '%s' is computed at it; %s first, then compute_at",
-                   prim, l->name, s->name, at->name, prim);
+                   "cannot %s '%s' of %s: stage '%s' is computed at it; %s first, then compute_at",
+                   prim, l->name, named(st, s, stmt->stage), at->name, prim);
         return false;
     }
     if (s->attach) {
         diag_error(src_of(st), stmt->span,
-                   "cannot %s '%s': stage '%s' is computed at '%s' and iterates the region it needs",
-                   prim, l->name, s->name, s->attach->name);
+                   "cannot %s '%s': stage %s is computed at '%s' and iterates the region it needs",
+                   prim, l->name, named(st, s, stmt->stage), s->attach->name);
         return false;
     }
     return true;
@@ -183,14 +190,14 @@ static bool do_fuse(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *a, L
     int ia = sch_loop_index(s, a), ib = sch_loop_index(s, b);
     if (ib != ia + 1) {
         diag_error(src_of(st), stmt->span,
-                   "cannot fuse '%s' and '%s' of '%s': '%s' must be the loop just inside '%s'",
-                   a->name, b->name, s->name, b->name, a->name);
+                   "cannot fuse '%s' and '%s' of %s: '%s' must be the loop just inside '%s'",
+                   a->name, b->name, named(st, s, stmt->stage), b->name, a->name);
         return false;
     }
     if (a->reduce != b->reduce) {
         diag_error(src_of(st), stmt->span,
-                   "cannot fuse '%s' and '%s' of '%s': one is a reduction axis, the other is not",
-                   a->name, b->name, s->name);
+                   "cannot fuse '%s' and '%s' of %s: one is a reduction axis, the other is not",
+                   a->name, b->name, named(st, s, stmt->stage));
         return false;
     }
     if (!check_plain(st, s, a, stmt, "fuse") || !check_plain(st, s, b, stmt, "fuse"))
@@ -218,9 +225,10 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
     const char *verb = prim == PR_VECTORIZE ? "vectorize"
                        : prim == PR_UNROLL ? "unroll"
                        : prim == PR_PARALLEL ? "parallelize" : "bind";
+    const char *stage = named(st, s, stmt->stage);
     if (l->kind != LOOP_SERIAL) {
-        diag_error(src, stmt->span, "cannot %s '%s' of '%s': it is already %s", verb,
-                   l->name, s->name,
+        diag_error(src, stmt->span, "cannot %s '%s' of %s: it is already %s", verb,
+                   l->name, stage,
                    l->kind == LOOP_PARALLEL ? "parallel"
                    : l->kind == LOOP_VECTORIZED ? "vectorized"
                    : l->kind == LOOP_UNROLLED ? "unrolled" : "bound to a GPU axis");
@@ -229,8 +237,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
     if (l->reduce && prim == PR_VECTORIZE && sch_can_vectorize_reduction(st, s)) {
         /* lanes of partial results, folded at the end (codegen/c.c) */
     } else if (l->reduce && prim != PR_UNROLL) {
-        diag_error(src, stmt->span, "cannot %s '%s' of '%s': it is a reduction axis%s", verb,
-                   l->name, s->name,
+        diag_error(src, stmt->span, "cannot %s '%s' of %s: it is a reduction axis%s", verb,
+                   l->name, stage,
                    prim == PR_PARALLEL ? " (the threads would race on the sum)"
                    : prim != PR_VECTORIZE ? ""
                    : st->target != TARGET_CPU ? " (vectorized reductions are for cpu schedules)"
@@ -242,8 +250,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         /* a stage computed at another iterates a region: lowering checks */
         if (l->var->extent > 64 && !s->attach) {
             diag_error(src, stmt->span,
-                       "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
-                       l->name, s->name, (long long)l->var->extent);
+                       "cannot unroll '%s' of %s: its extent %lld is more than 64; split it first",
+                       l->name, stage, (long long)l->var->extent);
             return false;
         }
         l->kind = LOOP_UNROLLED;
@@ -261,8 +269,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
             Loop *o = s->loops.items[i];
             if (o->kind == LOOP_PARALLEL) {
                 diag_error(src, stmt->span,
-                           "cannot parallelize '%s' of '%s': '%s' is already parallel; fuse them instead",
-                           l->name, s->name, o->name);
+                           "cannot parallelize '%s' of %s: '%s' is already parallel; fuse them instead",
+                           l->name, stage, o->name);
                 return false;
             }
         }
@@ -273,8 +281,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         for (int i = 0; i < s->loops.len; i++) {
             Loop *o = s->loops.items[i];
             if (o->kind == LOOP_BOUND && o->gpu_axis == axis) {
-                diag_error(src, stmt->span, "cannot bind '%s' of '%s' to %s: '%s' is bound to it",
-                           l->name, s->name, sch_gpu_axis_name(axis), o->name);
+                diag_error(src, stmt->span, "cannot bind '%s' of %s to %s: '%s' is bound to it",
+                           l->name, stage, sch_gpu_axis_name(axis), o->name);
                 return false;
             }
         }
@@ -286,6 +294,7 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         TE_UNREACHABLE();
     }
     l->kind_span = stmt->span;
+    l->kind_stage = stmt->stage;
     return true;
 }
 
@@ -317,31 +326,24 @@ static bool stage_reads(SchedState *st, const SStage *s, const Tensor *t)
 static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
 {
     const Source *src = src_of(st);
-    if (s->is_reduce) {
-        diag_error(src, stmt->span, "cannot inline '%s': it is a reduction; use compute_at",
-                   s->name);
+    if (sch_inline_refused(st->arena, src, stmt, s->tensor))
         return false;
-    }
-    if (s->tensor->is_output) {
-        if (strcmp(stmt->stage, s->name) != 0)
-            diag_error(src, stmt->span,
-                       "cannot inline '%s': the optimizer merged it into the output '%s' (-fno-dce and -fno-fuse keep it apart)",
-                       stmt->stage, s->name);
-        else
-            diag_error(src, stmt->span, "cannot inline '%s': it is an output", s->name);
+    const char *stage = named(st, s, stmt->stage);
+    if (s->is_reduce) {
+        diag_error(src, stmt->span, "cannot inline %s: it is a reduction; use compute_at", stage);
         return false;
     }
     if (s->scheduled) {
         diag_error(src, stmt->span,
-                   "cannot inline '%s': it has a loop schedule of its own, which inlining would drop",
-                   s->name);
+                   "cannot inline %s: it has a loop schedule of its own, which inlining would drop",
+                   stage);
         return false;
     }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *o = st->stages.items[i];
         if (o->attach == s) {
-            diag_error(src, stmt->span, "cannot inline '%s': stage '%s' is computed at it",
-                       s->name, o->name);
+            diag_error(src, stmt->span, "cannot inline %s: stage '%s' is computed at it",
+                       stage, o->name);
             return false;
         }
     }
@@ -349,41 +351,75 @@ static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
     return true;
 }
 
+/* Why compute_at of the stage the program calls WA at the one it calls
+ * WC, both now T, cannot be: what the optimizer merged, and the way out. */
+static void merged_at_itself(SchedState *st, const SchedStmt *stmt, const Tensor *t,
+                             const char *wa, const char *wc)
+{
+    Arena *a = st->arena;
+    PassId pa = sch_merged_by(t, wa), pc = sch_merged_by(t, wc);
+    const char *what;
+    if (pa == PASS_fuse && pc == PASS_fuse)
+        what = arena_printf(a, "'%s' and '%s' are fused into one kernel ('%s')", wa, wc, t->name);
+    else if (pa != PASS_COUNT && pc != PASS_COUNT)
+        what = arena_printf(a, "%s, and %s", sch_merge_clause(a, t, wa),
+                            sch_merge_clause(a, t, wc));
+    else
+        what = sch_merge_clause(a, t, pa != PASS_COUNT ? wa : wc);
+    if (pa == PASS_cse || pc == PASS_cse) {
+        /* stages equal up to renaming never read each other */
+        diag_error(src_of(st), stmt->span, "cannot compute '%s' at '%s': '%s' does not read it (%s)",
+                   wa, wc, wc, what);
+        return;
+    }
+    const char *off = "";
+    if (pa != PASS_COUNT)
+        off = arena_printf(a, " -fno-%s", te_pass_name(pa));
+    if (pc != PASS_COUNT && pc != pa)
+        off = arena_printf(a, "%s -fno-%s", off, te_pass_name(pc));
+    diag_error(src_of(st), stmt->span, "cannot compute '%s' at '%s': %s; schedule '%s', or use%s",
+               wa, wc, what, t->name, off);
+}
+
 static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SStage *c, Loop *l)
 {
     const Source *src = src_of(st);
+    const char *wa = stmt->stage, *wc = stmt->args[0].name;
     if (c == s) {
-        diag_error(src, stmt->span, "cannot compute '%s' at itself", s->name);
+        if (strcmp(wa, wc) == 0)
+            diag_error(src, stmt->span, "cannot compute '%s' at itself", wa);
+        else
+            merged_at_itself(st, stmt, s->tensor, wa, wc);
         return false;
     }
+    const char *sn = named(st, s, wa), *cn = named(st, c, wc);
     if (s->inlined || c->inlined) {
-        diag_error(src, stmt->span, "cannot compute '%s' at '%s': '%s' is inlined", s->name,
-                   c->name, s->inlined ? s->name : c->name);
+        diag_error(src, stmt->span, "cannot compute %s at %s: %s is inlined", sn, cn,
+                   s->inlined ? sn : cn);
         return false;
     }
     if (!stage_reads(st, c, s->tensor)) {
-        diag_error(src, stmt->args[0].span, "cannot compute '%s' at '%s': '%s' does not read it",
-                   s->name, c->name, c->name);
+        diag_error(src, stmt->args[0].span, "cannot compute %s at %s: '%s' does not read it",
+                   sn, cn, c->name);
         return false;
     }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *o = st->stages.items[i];
         if (o != c && o != s && stage_reads(st, o, s->tensor)) {
-            diag_error(src, stmt->span,
-                       "cannot compute '%s' at '%s': '%s' reads it too",
-                       s->name, c->name, o->name);
+            diag_error(src, stmt->span, "cannot compute %s at %s: '%s' reads it too", sn, cn,
+                       o->name);
             return false;
         }
     }
     for (SStage *p = c; p; p = p->attach)
         if (p == s) {
-            diag_error(src, stmt->span, "cannot compute '%s' at '%s': '%s' is computed inside '%s'",
-                       s->name, c->name, c->name, s->name);
+            diag_error(src, stmt->span, "cannot compute %s at %s: '%s' is computed inside '%s'",
+                       sn, cn, c->name, s->name);
             return false;
         }
     if (l->kind == LOOP_VECTORIZED) {
-        diag_error(src, stmt->span, "cannot compute '%s' at '%s' of '%s': it is vectorized",
-                   s->name, l->name, c->name);
+        diag_error(src, stmt->span, "cannot compute %s at '%s' of %s: it is vectorized", sn,
+                   l->name, cn);
         return false;
     }
     for (int i = 0; i < s->loops.len; i++) {
@@ -397,8 +433,8 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
         }
         if (!plain && !own->reduce) {
             diag_error(src, stmt->span,
-                       "cannot compute '%s' at '%s': its loop '%s' was split or fused, but a stage computed at another iterates the region it needs; split '%s' instead",
-                       s->name, c->name, own->name, c->name);
+                       "cannot compute %s at %s: its loop '%s' was split or fused, but a stage computed at another iterates the region it needs; split '%s' instead",
+                       sn, cn, own->name, wc);
             return false;
         }
     }
@@ -498,25 +534,27 @@ static bool do_cache_read(SchedState *st, const SchedStmt *stmt, Tensor *t, SSta
 {
     const Source *src = src_of(st);
     if (!stage_reads(st, c, t)) {
-        diag_error(src, stmt->args[1].span, "stage '%s' does not read '%s'", c->name, t->name);
+        diag_error(src, stmt->args[1].span, "stage %s does not read '%s'",
+                   named(st, c, stmt->args[1].name), stmt->stage);
         return false;
     }
     if (stmt->nargs > 2) {
         diag_error(src, stmt->args[2].span,
                    "cache_read layouts are not supported yet: the copy keeps '%s''s layout; remove \"%s\"",
-                   t->name, stmt->args[2].name);
+                   stmt->stage, stmt->args[2].name);
         return false;
     }
     Loop *at = NULL;
     if (stmt->at) {
         at = sch_find_loop(c, stmt->at);
         if (!at) {
-            diag_error(src, stmt->at_span, "stage '%s' has no loop '%s'", c->name, stmt->at);
+            diag_error(src, stmt->at_span, "stage %s has no loop '%s'",
+                       named(st, c, stmt->args[1].name), stmt->at);
             return false;
         }
         if (at->kind == LOOP_VECTORIZED) {
             diag_error(src, stmt->at_span, "cannot stage '%s' at '%s': it is vectorized",
-                       t->name, at->name);
+                       stmt->stage, at->name);
             return false;
         }
     }
@@ -532,16 +570,17 @@ static bool do_cache_read(SchedState *st, const SchedStmt *stmt, Tensor *t, SSta
 static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
 {
     const Source *src = src_of(st);
+    const char *stage = named(st, s, stmt->stage);
     if (s->scheduled || s->attach) {
         diag_error(src, stmt->span,
-                   "cache_write of '%s' must come before any other primitive on it", s->name);
+                   "cache_write of %s must come before any other primitive on it", stage);
         return false;
     }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *o = st->stages.items[i];
         if (o->attach == s) {
             diag_error(src, stmt->span,
-                       "cache_write of '%s' must come before '%s' is computed at it", s->name,
+                       "cache_write of %s must come before '%s' is computed at it", stage,
                        o->name);
             return false;
         }
@@ -621,18 +660,18 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
         return false;
     }
     if (s->inlined) {
-        diag_error(src, stmt->stage_span, "stage '%s' is inlined: it has no loops to schedule",
-                   s->name);
+        diag_error(src, stmt->stage_span, "stage %s is inlined: it has no loops to schedule",
+                   named(st, s, stmt->stage));
         return false;
     }
     Loop *l = NULL, *l2 = NULL;
     switch (prim) {
     case PR_SPLIT:
-        if ((l = need_loop(st, s, &stmt->args[0])))
+        if ((l = need_loop(st, s, stmt->stage, &stmt->args[0])))
             ok = do_split(st, s, stmt, l, sch_arg_int(&stmt->args[1]), stmt->outs[0], stmt->outs[1]);
         break;
     case PR_TILE: {
-        if (!(l = need_loop(st, s, &stmt->args[0])) || !(l2 = need_loop(st, s, &stmt->args[1])))
+        if (!(l = need_loop(st, s, stmt->stage, &stmt->args[0])) || !(l2 = need_loop(st, s, stmt->stage, &stmt->args[1])))
             break;
         if (!do_split(st, s, stmt, l, sch_arg_int(&stmt->args[2]), stmt->outs[0], stmt->outs[2]) ||
             !do_split(st, s, stmt, l2, sch_arg_int(&stmt->args[3]), stmt->outs[1], stmt->outs[3]))
@@ -647,19 +686,19 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
         Loop **order = arena_alloc(st->arena, sizeof *order * (size_t)stmt->nargs);
         ok = true;
         for (int i = 0; i < stmt->nargs && ok; i++)
-            ok = (order[i] = need_loop(st, s, &stmt->args[i])) != NULL;
+            ok = (order[i] = need_loop(st, s, stmt->stage, &stmt->args[i])) != NULL;
         ok = ok && do_reorder(st, s, stmt, order, stmt->nargs);
         break;
     }
     case PR_FUSE:
-        if ((l = need_loop(st, s, &stmt->args[0])) && (l2 = need_loop(st, s, &stmt->args[1])))
+        if ((l = need_loop(st, s, stmt->stage, &stmt->args[0])) && (l2 = need_loop(st, s, stmt->stage, &stmt->args[1])))
             ok = do_fuse(st, s, stmt, l, l2, stmt->outs[0]);
         break;
     case PR_VECTORIZE:
     case PR_UNROLL:
     case PR_PARALLEL:
     case PR_BIND:
-        if ((l = need_loop(st, s, &stmt->args[0])))
+        if ((l = need_loop(st, s, stmt->stage, &stmt->args[0])))
             ok = do_annotate(st, s, stmt, prim, l);
         break;
     case PR_COMPUTE_INLINE:
@@ -671,7 +710,7 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
             diag_error(src, stmt->args[0].span, "unknown stage '%s'", stmt->args[0].name);
             break;
         }
-        if ((l = need_loop(st, c, &stmt->args[1])))
+        if ((l = need_loop(st, c, stmt->args[0].name, &stmt->args[1])))
             ok = do_compute_at(st, s, stmt, c, l);
         break;
     }
@@ -679,12 +718,12 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
         ok = do_cache_write(st, s, stmt);
         break;
     case PR_PIPELINE:
-        if ((l = need_loop(st, s, &stmt->args[0]))) {
+        if ((l = need_loop(st, s, stmt->stage, &stmt->args[0]))) {
             int64_t n = sch_arg_int(&stmt->args[1]);
             if (n < 2 || n > 8) {
                 diag_error(src, stmt->args[1].span,
-                           "pipeline '%s' of '%s' needs 2 to 8 stages, got %lld", l->name,
-                           s->name, (long long)n);
+                           "pipeline '%s' of %s needs 2 to 8 stages, got %lld", l->name,
+                           named(st, s, stmt->stage), (long long)n);
                 break;
             }
             l->pipeline = (int)n;

@@ -23,6 +23,7 @@ typedef struct StageLoops {
     PtrVec loops;         /* const char * */
     const char *label;    /* for messages, quoted: 'z', or 'y' (fused into
                              'z') when the statement named an alias */
+    const char *written;  /* the name the statement used: NAME or an alias */
 } StageLoops;
 
 typedef struct Checker {
@@ -49,6 +50,7 @@ static StageLoops *find_stage(Checker *c, const char *name)
         StageLoops *s = c->stages.items[i];
         if (strcmp(s->name, name) == 0) {
             s->label = arena_printf(c->arena, "'%s'", s->name);
+            s->written = s->name;
             return s;
         }
     }
@@ -56,7 +58,8 @@ static StageLoops *find_stage(Checker *c, const char *name)
         StageLoops *s = c->stages.items[i];
         for (int k = 0; s->tensor && k < s->tensor->naliases; k++)
             if (strcmp(s->tensor->aliases[k], name) == 0) {
-                s->label = arena_printf(c->arena, "'%s' (fused into '%s')", name, s->name);
+                s->label = sch_stage_label(c->arena, s->tensor, name);
+                s->written = s->tensor->aliases[k];
                 return s;
             }
     }
@@ -85,6 +88,7 @@ static StageLoops *add_stage(Checker *c, const char *name, const Tensor *t)
     StageLoops *s = arena_alloc(c->arena, sizeof *s);
     s->name = name;
     s->label = arena_printf(c->arena, "'%s'", name);
+    s->written = name;
     s->tensor = t;
     vec_push(c->arena, &c->stages, s);
     return s;
@@ -115,6 +119,47 @@ static const char *loop_list(Checker *c, const StageLoops *s)
     return out;
 }
 
+/* Why stage S, as the statement named it, has no loop NAME when the
+ * optimizer is to blame: fusion gave the kernel its anchor's loop names,
+ * or the statement named a stage merged into another, whose loops these
+ * are.  "" otherwise. */
+static const char *loop_hint(Checker *c, const StageLoops *s, const char *name)
+{
+    const Tensor *t = s->tensor;
+    if (!t)
+        return "";
+    PassId by = sch_merged_by(t, s->written);
+    const StageOrigin *o = te_stage_origin(c->g, s->written);
+    /* stages merged point to point: the same loops under other names */
+    bool pointwise = by == PASS_cse || by == PASS_dce ||
+                     (t->anchor && strcmp(t->anchor, s->written) != 0 && by == PASS_COUNT);
+    for (int d = 0; pointwise && o && o->tensor->rank == t->rank && d < t->rank; d++) {
+        if (strcmp(o->var_names[d], name) != 0 || strcmp(t->vars[d]->name, name) == 0)
+            continue;
+        if (by == PASS_COUNT) {
+            by = sch_merged_by(t, t->anchor);
+            return arena_printf(c->arena,
+                                ": '%s' is fused with the reduction '%s' and has its loop names, so '%s' is '%s' now (or use -fno-%s)",
+                                s->written, t->anchor, name, t->vars[d]->name,
+                                te_pass_name(by));
+        }
+        return arena_printf(c->arena, ", those of '%s', so '%s' is '%s' now (or use -fno-%s)",
+                            s->name, name, t->vars[d]->name, te_pass_name(by));
+    }
+    /* a name the stage had as written that the kernel never had (the
+     * kernel's loops are its anchor's, and a loop a statement renamed is
+     * the schedule's doing) */
+    bool had = false;
+    for (int d = 0; o && d < o->tensor->rank; d++)
+        had = had || strcmp(o->var_names[d], name) == 0;
+    for (int d = 0; d < t->rank; d++)
+        had = had && strcmp(t->vars[d]->name, name) != 0;
+    if (by == PASS_COUNT || !had || (t->anchor && strcmp(t->anchor, s->written) == 0))
+        return "";
+    return arena_printf(c->arena, ", those of '%s' (schedule '%s', or use -fno-%s)", s->name,
+                        s->name, te_pass_name(by));
+}
+
 static bool check_loop(Checker *c, const StageLoops *s, const SchedArg *a)
 {
     if (a->kind != SA_NAME) {
@@ -124,8 +169,8 @@ static bool check_loop(Checker *c, const StageLoops *s, const SchedArg *a)
         return false;
     }
     if (find_loop(s, a->name) < 0) {
-        diag_error(c->g->src, a->span, "stage %s has no loop '%s'; its loops are %s",
-                   s->label, a->name, loop_list(c, s));
+        diag_error(c->g->src, a->span, "stage %s has no loop '%s'; its loops are %s%s",
+                   s->label, a->name, loop_list(c, s), loop_hint(c, s, a->name));
         return false;
     }
     return true;
@@ -226,6 +271,19 @@ static const char *signature(Prim prim)
     }
 }
 
+/* A stage the program wrote that the optimizer removed, named at SPAN. */
+static void removed_stage(Checker *c, Span span, const StageOrigin *o)
+{
+    if (o->tensor->body->kind == EX_CONST)
+        diag_error(c->g->src, span,
+                   "stage '%s' is not computed: constant folding put its value into its readers; remove its schedule, or use -fno-constfold",
+                   o->name);
+    else
+        diag_error(c->g->src, span,
+                   "stage '%s' is not computed: no output needs it, so the optimizer removed it; remove its schedule",
+                   o->name);
+}
+
 static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                        const char *sig, StageLoops *s)
 {
@@ -257,6 +315,11 @@ static bool check_args(Checker *c, const SchedStmt *st, Prim prim,
                 break;
             case 'S': {
                 StageLoops *t = a->kind == SA_NAME ? find_stage(c, a->name) : NULL;
+                const StageOrigin *o = a->kind == SA_NAME ? te_stage_origin(c->g, a->name) : NULL;
+                if (!t && o) {
+                    removed_stage(c, a->span, o);
+                    return false;
+                }
                 if (!t) {
                     diag_error(src, a->span, "expected a stage, got '%.*s'",
                                (int)(a->span.end - a->span.begin), src->text + a->span.begin);
@@ -338,8 +401,11 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         }
     } else if (!s) {
         const Tensor *t = find_tensor(c->g, st->stage);
+        const StageOrigin *o = te_stage_origin(c->g, st->stage);
         if (t) {
             diag_error(src, st->stage_span, "'%s' is an input, not a stage", st->stage);
+        } else if (o) {
+            removed_stage(c, st->stage_span, o);
         } else {
             const char *known = "";
             for (int k = 0; k < c->stages.len; k++)
@@ -463,10 +529,8 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
         break;
     }
     case PR_COMPUTE_INLINE:
-        if (s->tensor && s->tensor->is_output) {
-            diag_error(src, st->stage_span, "cannot inline %s: it is an output", s->label);
+        if (s->tensor && sch_inline_refused(c->arena, src, st, s->tensor))
             return false;
-        }
         break;
     default:
         break;

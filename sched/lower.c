@@ -629,17 +629,30 @@ static Stmt *lower_stage(Lower *L, SStage *s)
     for (int i = 0; i < n; i++) {
         Loop *l = s->loops.items[i];
         whole_range(L, s, l);
+        /* the stage the statement named, which may be merged into S */
+        const char *written = l->kind_stage ? l->kind_stage : s->name;
+        const char *stage = sch_stage_label(a, s->tensor, written);
         if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64) {
             diag_error(L->st->g->src, l->kind_span,
-                       "cannot unroll '%s' of '%s': its extent %lld is more than 64; split it first",
-                       l->name, s->name, (long long)sch_trip_bound(l));
+                       "cannot unroll '%s' of %s: its extent %lld is more than 64; split it first",
+                       l->name, stage, (long long)sch_trip_bound(l));
             L->failed = true;
             return NULL;
         }
         if (l->kind == LOOP_VECTORIZED && i != n - 1) {
-            diag_error(L->st->g->src, l->kind_span,
-                       "cannot vectorize '%s' of '%s': it is not the innermost loop (inside it: '%s'); reorder first",
-                       l->name, s->name, ((Loop *)s->loops.items[i + 1])->name);
+            Loop *inner = s->loops.items[i + 1];
+            const char *anchor = s->tensor->anchor;
+            if (inner->reduce && !l->reduce && anchor && strcmp(anchor, written) != 0) {
+                /* the reduction's loops came with fusion */
+                diag_error(L->st->g->src, l->kind_span,
+                           "cannot vectorize '%s' of %s: it is not the innermost loop (inside it: '%s'); '%s' is fused with the reduction '%s' (its loop '%s' is inside '%s''s loops now): reorder first, or use -fno-%s",
+                           l->name, stage, inner->name, s->name, anchor, inner->name, s->name,
+                           te_pass_name(sch_merged_by(s->tensor, anchor)));
+            } else {
+                diag_error(L->st->g->src, l->kind_span,
+                           "cannot vectorize '%s' of %s: it is not the innermost loop (inside it: '%s'); reorder first",
+                           l->name, stage, inner->name);
+            }
             L->failed = true;
             return NULL;
         }

@@ -162,6 +162,8 @@ typedef struct Loop {
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
     Span pipeline_span; /* that statement, for errors */
     Span kind_span;   /* the statement that set kind, for later errors */
+    const char *kind_stage; /* ... and the stage it named (an alias of the
+                               loop's stage, maybe) */
     int64_t trip_bound; /* lowering: the most iterations a loop over a
                            region makes (its variable's range is then not
                            0..extent-1, so var->extent is 0: unknown) */
@@ -261,6 +263,20 @@ SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 bool sch_stage_named(const SStage *s, const char *name);
 /* Is NAME tensor T's name or one of its aliases (the stages fused into it)? */
 bool sch_tensor_named(const Tensor *t, const char *name);
+/* How the optimizer merged the stage the program calls NAME into T (NAME
+ * one of T's aliases): the pass that did it; PASS_COUNT when NAME is T's
+ * own name. */
+PassId sch_merged_by(const Tensor *t, const char *name);
+/* A stage a statement called NAME, which resolved to T, for messages:
+ * 'NAME', or 'NAME' (fused into 'T') and the like when the optimizer
+ * merged it into T. */
+const char *sch_stage_label(Arena *a, const Tensor *t, const char *name);
+/* What the optimizer did to NAME, as a clause: "'a' is fused into 'y'". */
+const char *sch_merge_clause(Arena *a, const Tensor *t, const char *name);
+/* Reports, and returns true, when the stage STMT names (resolved to T)
+ * cannot be inlined for what the graph says of it: an output, a reduction
+ * fused into T, or a stage fusion has already substituted into T. */
+bool sch_inline_refused(Arena *a, const Source *src, const SchedStmt *stmt, const Tensor *t);
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);

@@ -63,6 +63,85 @@ bool sch_stage_named(const SStage *s, const char *name)
     return sch_tensor_named(s->tensor, name); /* a stage is named as its tensor */
 }
 
+PassId sch_merged_by(const Tensor *t, const char *name)
+{
+    if (strcmp(t->name, name) == 0)
+        return PASS_COUNT;
+    for (int i = 0; i < t->naliases; i++)
+        if (strcmp(t->aliases[i], name) == 0)
+            return (PassId)t->alias_pass[i];
+    return PASS_COUNT;
+}
+
+const char *sch_stage_label(Arena *a, const Tensor *t, const char *name)
+{
+    if (strcmp(t->name, name) == 0)
+        return arena_printf(a, "'%s'", name);
+    switch (sch_merged_by(t, name)) {
+    case PASS_fuse:
+        return arena_printf(a, "'%s' (fused into '%s')", name, t->name);
+    case PASS_simplify:
+        return arena_printf(a, "'%s' (fused with its scale into '%s')", name, t->name);
+    case PASS_cse:
+        return arena_printf(a, "'%s' (merged into '%s', which computes the same)", name, t->name);
+    case PASS_dce:
+        return arena_printf(a, "'%s' (merged into '%s': one is an identity of the other)", name,
+                            t->name);
+    default:
+        return arena_printf(a, "'%s' (merged into '%s')", name, t->name);
+    }
+}
+
+const char *sch_merge_clause(Arena *a, const Tensor *t, const char *name)
+{
+    switch (sch_merged_by(t, name)) {
+    case PASS_fuse:
+        return arena_printf(a, "'%s' is fused into '%s'", name, t->name);
+    case PASS_simplify:
+        return arena_printf(a, "'%s' is fused with its scale into '%s'", name, t->name);
+    case PASS_cse:
+        return arena_printf(a, "'%s' computes the same as '%s' and is merged into it", name,
+                            t->name);
+    case PASS_dce:
+        return arena_printf(a, "'%s' is merged into '%s' (one is an identity of the other)",
+                            name, t->name);
+    case PASS_COUNT:
+        return arena_printf(a, "'%s' is '%s'", name, t->name);
+    default:
+        return arena_printf(a, "'%s' is merged into '%s' by %s", name, t->name,
+                            te_pass_description(sch_merged_by(t, name)));
+    }
+}
+
+bool sch_inline_refused(Arena *a, const Source *src, const SchedStmt *stmt, const Tensor *t)
+{
+    const char *w = stmt->stage;
+    bool is_anchor = t->anchor && strcmp(t->anchor, w) == 0;
+    PassId by = sch_merged_by(t, w);
+    if (by == PASS_fuse && !is_anchor) {
+        /* fusion's rule 1 is inlining */
+        diag_error(src, stmt->stage_span,
+                   "cannot inline '%s': fusion has substituted it into '%s' already; remove this statement, or use -fno-fuse",
+                   w, t->name);
+    } else if (is_anchor) {
+        diag_error(src, stmt->stage_span, "cannot inline %s: it is a reduction; use compute_at",
+                   sch_stage_label(a, t, w));
+    } else if (t->is_output && by != PASS_COUNT) {
+        diag_error(src, stmt->stage_span, "cannot inline '%s': %s, an output; use -fno-%s", w,
+                   sch_merge_clause(a, t, w), te_pass_name(by));
+    } else if (t->is_output) {
+        diag_error(src, stmt->stage_span, "cannot inline '%s': it is an output", w);
+    } else if (t->anchor) {
+        diag_error(src, stmt->stage_span,
+                   "cannot inline %s: %s, and a reduction cannot be inlined; use -fno-%s",
+                   sch_stage_label(a, t, w), sch_merge_clause(a, t, t->anchor),
+                   te_pass_name(sch_merged_by(t, t->anchor)));
+    } else {
+        return false;
+    }
+    return true;
+}
+
 SStage *sch_find_stage(SchedState *st, const char *name)
 {
     for (int i = 0; i < st->stages.len; i++) {
