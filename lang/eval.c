@@ -201,7 +201,8 @@ static double eval_op(Evaluator *ev, const Expr *e)
         a = A;
         return a / B;
     case OP_MOD:
-        /* (sema allows % on i32 only, which wraps above) */
+        /* i32 % is te_i32_arith's (above); a float % (sema allows none) is
+         * fmod, exact, with the dividend's sign like C's % */
         a = A;
         return fmod(a, B);
     case OP_LT:
