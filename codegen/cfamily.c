@@ -25,13 +25,18 @@
  * helper it does not need, not even in a comment.
  *
  * Arithmetic is the reference evaluator's in both: i32 values computed in
- * the printer's int_type and saturated when stored, integer division by
- * zero 0 (te_div_*), float-to-int casts saturating with NaN to 0
- * (te_f2i), min/max/relu propagating NaN, f16 and bf16 computed in float.
+ * the printer's int_type, wrapping modulo 2^32 at every +, -, * and
+ * unary - that could leave i32's range (te_add_i32 and the like, through
+ * the 32-bit unsigned type, so that no overflow is undefined; what the
+ * operands' ranges keep inside, index arithmetic above all, is written
+ * plainly), integer division by zero 0 and INT32_MIN / -1 INT32_MIN
+ * (te_div_*), float-to-int casts saturating with NaN to 0 (te_f2i),
+ * min/max/relu propagating NaN, f16 and bf16 computed in float.
  */
 #include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "codegen/codegen.h"
@@ -94,6 +99,7 @@ const CgDialect cg_dialect_c = {
     .round_bf16 = { "te_round_bf16(", ")" },
     .helper = "static inline",
     .i32_type = "int32_t",
+    .u32_type = "uint32_t",
 };
 
 const CgDialect cg_dialect_cuda = {
@@ -112,6 +118,7 @@ const CgDialect cg_dialect_cuda = {
     .round_bf16 = { "__bfloat162float(__float2bfloat16_rn(", "))" },
     .helper = "TE_DEVICE",
     .i32_type = "int",
+    .u32_type = "unsigned int",
 };
 
 /* ------------------------------------------------------------------ */
@@ -342,6 +349,136 @@ static void emit_const(CgPrinter *p, DType t, double v)
     fprintf(out, v < 0 ? "(%s%s)" : "%s%s", buf, dbl ? "" : "f");
 }
 
+/* i32 ranges.  An i32 operation is written plainly, in int_type, where
+ * its operands' ranges keep its exact result inside i32's: then the plain
+ * result is the wrapped one.  Elsewhere it wraps, and its value may be any
+ * i32.  A loaded i32, a cast to i32, an operand deeper than RANGE_DEPTH:
+ * any i32 too. */
+
+enum { RANGE_DEPTH = 32 };
+
+typedef struct Range {
+    int64_t lo, hi;
+} Range;
+
+static const Range any_i32 = { INT32_MIN, INT32_MAX };
+
+static bool in_i32(Range r)
+{
+    return r.lo >= INT32_MIN && r.hi <= INT32_MAX;
+}
+
+static Range i32_range(const Expr *x, int depth);
+
+/* The exact range of X (an i32 +, -, * or unary -) from its operands',
+ * or false when it does not fit in int64. */
+static bool exact_range(const Expr *x, int depth, Range *out)
+{
+    Range a = i32_range(x->args[0], depth + 1);
+    if (x->op == OP_NEG)
+        return !__builtin_sub_overflow(0, a.hi, &out->lo) &&
+               !__builtin_sub_overflow(0, a.lo, &out->hi);
+    Range b = i32_range(x->args[1], depth + 1);
+    bool over = false;
+    switch (x->op) {
+    case OP_ADD:
+        over = __builtin_add_overflow(a.lo, b.lo, &out->lo) ||
+               __builtin_add_overflow(a.hi, b.hi, &out->hi);
+        break;
+    case OP_SUB:
+        over = __builtin_sub_overflow(a.lo, b.hi, &out->lo) ||
+               __builtin_sub_overflow(a.hi, b.lo, &out->hi);
+        break;
+    case OP_MUL: {
+        int64_t c[4];
+        over = __builtin_mul_overflow(a.lo, b.lo, &c[0]) ||
+               __builtin_mul_overflow(a.lo, b.hi, &c[1]) ||
+               __builtin_mul_overflow(a.hi, b.lo, &c[2]) ||
+               __builtin_mul_overflow(a.hi, b.hi, &c[3]);
+        if (over)
+            break;
+        *out = (Range){ c[0], c[0] };
+        for (int i = 1; i < 4; i++) {
+            out->lo = c[i] < out->lo ? c[i] : out->lo;
+            out->hi = c[i] > out->hi ? c[i] : out->hi;
+        }
+        break;
+    }
+    default:
+        TE_UNREACHABLE();
+    }
+    return !over;
+}
+
+static bool wraps_at(const Expr *x, int depth)
+{
+    if (x->kind != EX_OP || x->dtype != DT_I32)
+        return false;
+    if (x->op != OP_ADD && x->op != OP_SUB && x->op != OP_MUL && x->op != OP_NEG)
+        return false;
+    Range r;
+    return !exact_range(x, depth, &r) || !in_i32(r);
+}
+
+bool cg_i32_wraps(const Expr *x)
+{
+    return wraps_at(x, 0);
+}
+
+/* The values X (of dtype i32 or bool) takes in the generated code. */
+static Range i32_range(const Expr *x, int depth)
+{
+    if (x->dtype == DT_BOOL)
+        return (Range){ 0, 1 };
+    if (x->dtype != DT_I32 || depth > RANGE_DEPTH)
+        return any_i32;
+    switch (x->kind) {
+    case EX_CONST:
+        return (Range){ (int64_t)x->value, (int64_t)x->value };
+    case EX_VAR: {
+        const IterVar *v = x->var;
+        if (v->extent > 0)
+            return (Range){ v->lo, v->lo + v->extent - 1 };
+        if (v->region_lo && v->region_trip > 0) {
+            Range r = i32_range(v->region_lo, depth + 1);
+            if (in_i32(r))
+                return (Range){ r.lo, r.hi + v->region_trip - 1 };
+        }
+        return any_i32;
+    }
+    case EX_LOAD:
+    case EX_REDUCE:
+        return any_i32;
+    case EX_OP:
+        break;
+    }
+    Range a, b, r;
+    switch (x->op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_NEG:
+        if (!exact_range(x, depth, &r) || !in_i32(r))
+            return any_i32;
+        return r;
+    case OP_MIN: case OP_MAX:
+        a = i32_range(x->args[0], depth + 1);
+        b = i32_range(x->args[1], depth + 1);
+        if (x->op == OP_MIN)
+            return (Range){ a.lo < b.lo ? a.lo : b.lo, a.hi < b.hi ? a.hi : b.hi };
+        return (Range){ a.lo > b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi };
+    case OP_RELU:
+        a = i32_range(x->args[0], depth + 1);
+        return (Range){ a.lo > 0 ? a.lo : 0, a.hi > 0 ? a.hi : 0 };
+    case OP_SELECT:
+        a = i32_range(x->args[1], depth + 1);
+        b = i32_range(x->args[2], depth + 1);
+        return (Range){ a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi };
+    case OP_CAST:
+        return x->args[0]->dtype == DT_BOOL ? (Range){ 0, 1 } : any_i32;
+    default:
+        /* abs, / and % keep to i32 (INT32_MIN's wrap to INT32_MIN) */
+        return any_i32;
+    }
+}
+
 /* "FN(args of X)". */
 static void emit_call(CgPrinter *p, const char *fn, const Expr *x)
 {
@@ -416,8 +553,8 @@ static void emit_cast(CgPrinter *p, const Expr *x)
 }
 
 /* A load, converted to the type it is computed in: i32 values widen to
- * int_type, like the evaluator's exact arithmetic (they saturate when
- * stored); f16 and bf16 become float. */
+ * int_type, where the arithmetic that could leave i32's range wraps;
+ * f16 and bf16 become float. */
 static void emit_load(CgPrinter *p, const Expr *x)
 {
     const Tensor *t = x->tensor;
@@ -469,6 +606,10 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
     switch (x->op) {
     case OP_NEG:
     case OP_NOT:
+        if (cg_i32_wraps(x)) {
+            emit_call(p, "te_neg_i32", x);
+            return;
+        }
         fputs(x->op == OP_NEG ? "-" : "!", out);
         cg_emit_expr(p, x->args[0], 7);
         return;
@@ -496,7 +637,14 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
             }
         }
         break;
-    case OP_ADD: case OP_SUB: case OP_MUL: case OP_LT: case OP_LE: case OP_GT:
+    case OP_ADD: case OP_SUB: case OP_MUL:
+        if (cg_i32_wraps(x)) {
+            const char *f = x->op == OP_ADD ? "add" : x->op == OP_SUB ? "sub" : "mul";
+            emit_call(p, arena_printf(p->a, "te_%s_i32", f), x);
+            return;
+        }
+        break;
+    case OP_LT: case OP_LE: case OP_GT:
     case OP_GE: case OP_EQ: case OP_NE: case OP_AND: case OP_OR:
         break;
     default:
@@ -537,14 +685,28 @@ static const CgHelper math_helpers[] = {
     { "te_relu_f64", "$Q double te_relu_f64(double x) { return x > 0.0 || x != x ? x : 0.0; }\n" },
     { "te_min_$S", "$Q $I te_min_$S($I a, $I b) { return a < b ? a : b; }\n" },
     { "te_max_$S", "$Q $I te_max_$S($I a, $I b) { return a > b ? a : b; }\n" },
-    { "te_abs_$S", "$Q $I te_abs_$S($I a) { return a < 0 ? -a : a; }\n" },
+    { "te_abs_$S", "$Q $I te_abs_$S($I a) { return a < 0 && a != -2147483647 - 1 ? -a : a; }\n" },
     { "te_relu_$S", "$Q $I te_relu_$S($I a) { return a > 0 ? a : 0; }\n" },
     { "te_sat_i32", "/* an i32 stage's value saturates to the i32 range when stored */\n"
                     "$Q $W te_sat_i32($I a) { return a > 2147483647 ? 2147483647 : "
                     "a < -2147483647 - 1 ? -2147483647 - 1 : ($W)a; }\n" },
-    { "te_div_$S te_mod_$S", "/* integer division by zero is 0, as in the reference evaluator */\n" },
-    { "te_div_$S", "$Q $I te_div_$S($I a, $I b) { return b == 0 ? 0 : b == -1 ? -a : a / b; }\n" },
+    { "te_div_$S te_mod_$S", "/* integer division by zero is 0, and INT32_MIN / -1 wraps, as in the\n"
+                             " * reference evaluator */\n" },
+    { "te_div_$S", "$Q $I te_div_$S($I a, $I b)\n"
+                   "{\n"
+                   "    return b == 0 ? 0 : b == -1 ? (a == -2147483647 - 1 ? a : -a) : a / b;\n"
+                   "}\n" },
     { "te_mod_$S", "$Q $I te_mod_$S($I a, $I b) { return b == 0 || b == -1 ? 0 : a % b; }\n" },
+    { "te_add_i32 te_sub_i32 te_mul_i32 te_neg_i32",
+      "/* i32 arithmetic wraps modulo 2^32, as in the reference evaluator */\n" },
+    { "te_wrap_i32", "$Q $I te_wrap_i32($U u)\n"
+                     "{\n"
+                     "    return u < 0x80000000u ? ($I)u : ($I)(u - 0x80000000u) - 2147483647 - 1;\n"
+                     "}\n" },
+    { "te_add_i32", "$Q $I te_add_i32($I a, $I b) { return te_wrap_i32(($U)a + ($U)b); }\n" },
+    { "te_sub_i32", "$Q $I te_sub_i32($I a, $I b) { return te_wrap_i32(($U)a - ($U)b); }\n" },
+    { "te_mul_i32", "$Q $I te_mul_i32($I a, $I b) { return te_wrap_i32(($U)a * ($U)b); }\n" },
+    { "te_neg_i32", "$Q $I te_neg_i32($I a) { return te_wrap_i32(0u - ($U)a); }\n" },
     { "te_f2i", "/* float to i32: NaN is 0, out of range saturates */\n"
                 "$Q $I te_f2i(double x)\n"
                 "{\n"
@@ -567,6 +729,7 @@ static char *expand(CgPrinter *p, const char *text)
             case 'Q': sub = p->d->helper; break;
             case 'I': sub = p->int_type; break;
             case 'W': sub = p->d->i32_type; break;
+            case 'U': sub = p->d->u32_type; break;
             case 'S': sub = p->d->int_suffix; break;
             }
         }

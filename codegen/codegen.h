@@ -156,6 +156,7 @@ typedef struct CgDialect {
     const char *round_bf16[2];    /* ... to bf16 */
     const char *helper;           /* what a prelude helper is declared with */
     const char *i32_type;         /* the type an i32 is stored in */
+    const char *u32_type;         /* 32-bit unsigned, where i32 wraps */
 } CgDialect;
 
 extern const CgDialect cg_dialect_c;    /* C11 with GCC/Clang extensions */
@@ -186,7 +187,8 @@ typedef struct CgHelper {
                           separated by spaces */
     const char *text;  /* its text, in which $Q is the dialect's helper
                           qualifier, $I the int_type, $W the i32 storage
-                          type and $S the integer helpers' suffix */
+                          type, $U the 32-bit unsigned type and $S the
+                          integer helpers' suffix */
 } CgHelper;
 
 /* vmath.c: branch-free vector exp, erf, tanh, gelu, sigmoid: the C
@@ -215,6 +217,10 @@ int cg_prec(Op op);
 /* cfamily.c: X as a C expression, parenthesised where an operator of
  * precedence PREC (cg_prec's scale; 0: none) surrounds it. */
 void cg_emit_expr(CgPrinter *p, const Expr *x, int prec);
+/* cfamily.c: is X an i32 +, -, * or unary - that may leave i32's range,
+ * so that cg_emit_expr writes it wrapping (te_add_i32)?  Not where the
+ * ranges of its operands keep it inside (index arithmetic, mostly). */
+bool cg_i32_wraps(const Expr *x);
 /* cfamily.c: a statement's text at the indentation (FMT ends the line). */
 void cg_line(CgPrinter *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* cfamily.c: S in upper case (a macro's name), allocated in A. */

@@ -764,9 +764,10 @@ static void emit_store(Emitter *e, const Stmt *s)
                                                                                            : s->buf->dtype)
                       : s->buf->dtype;
     /* y = y + v is written y += v where no conversion is needed (and
-     * where y is one place: an epilogue reads the sums, stores memory) */
+     * where y is one place: an epilogue reads the sums, stores memory),
+     * nor wrapping (an i32 sum) */
     bool plain = (to_acc || dt == DT_F32 || dt == DT_F64) && !(acc && e->acc_mode == ACC_EPILOGUE);
-    if (plain && v->kind == EX_OP && (v->op == OP_ADD || v->op == OP_MUL) &&
+    if (plain && v->kind == EX_OP && (v->op == OP_ADD || v->op == OP_MUL) && !cg_i32_wraps(v) &&
         same_element(v->args[0], s->buf, s->index)) {
         fprintf(out, " %s= ", v->op == OP_ADD ? "+" : "*");
         cg_emit_expr(&e->p, v->args[1], 0);

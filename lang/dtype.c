@@ -218,6 +218,54 @@ bool op_is_call(Op op)
     return op_calls[op];
 }
 
+/* i32 arithmetic.  The bits are worked in uint32_t, where C defines
+ * wrap-around, and read back as two's complement without an
+ * implementation-defined conversion. */
+
+static int32_t from_bits(uint32_t u)
+{
+    return u < 0x80000000u ? (int32_t)u : (int32_t)(u - 0x80000000u) + INT32_MIN;
+}
+
+int32_t te_i32_wrap(double v)
+{
+    if (!isfinite(v))
+        return 0;
+    /* fmod is exact: the remainder of an integer is the integer mod 2^32 */
+    double m = fmod(trunc(v), 4294967296.0);
+    if (m < 0)
+        m += 4294967296.0;
+    return from_bits((uint32_t)m);
+}
+
+bool te_i32_wraps(Op op)
+{
+    switch (op) {
+    case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_MOD: case OP_NEG: case OP_ABS:
+        return true;
+    default:
+        return false;
+    }
+}
+
+int32_t te_i32_arith(Op op, double a, double b)
+{
+    int32_t x = te_i32_wrap(a), y = te_i32_wrap(b);
+    uint32_t ux = (uint32_t)x, uy = (uint32_t)y;
+    switch (op) {
+    case OP_ADD: return from_bits(ux + uy);
+    case OP_SUB: return from_bits(ux - uy);
+    case OP_MUL: return from_bits(ux * uy);
+    case OP_NEG: return from_bits(0u - ux);
+    case OP_ABS: return x < 0 ? from_bits(0u - ux) : x;
+    /* C's / and % trap on 0 and on INT32_MIN / -1; these are defined */
+    case OP_DIV: return y == 0 ? 0 : y == -1 ? from_bits(0u - ux) : x / y;
+    case OP_MOD: return y == 0 || y == -1 ? 0 : x % y;
+    default: break;
+    }
+    TE_UNREACHABLE();
+}
+
 /* Reducers. */
 
 static const char *const reducer_names[RED_COUNT] = { TE_REDUCERS(TE_ENUM_NAME) };

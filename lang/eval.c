@@ -5,10 +5,12 @@
  * generated kernel is checked against, so it is ideal rather than faithful
  * to a dtype: float stages are not rounded to their dtype (only an explicit
  * cast rounds), while i32 and bool stages are, since integer results must
- * match exactly.  Integer division and remainder (an OP_DIV or OP_MOD whose
- * dtype is i32) truncate toward zero like C, and dividing by zero gives 0
- * instead of a trap.  &&, || and select evaluate lazily, so a select can
- * guard a load that would be out of bounds.
+ * match exactly.  i32 arithmetic wraps modulo 2^32 at every operation
+ * (te_i32_arith: + - * / %, unary -, abs, and the steps of sum and prod),
+ * as the generated code's does; its division and remainder truncate toward
+ * zero like C, and dividing by zero gives 0 instead of a trap.  &&, || and
+ * select evaluate lazily, so a select can guard a load that would be out
+ * of bounds.
  *
  * Speed matters (stages of 10^9 operations): the interpreter is a
  * recursive switch over the Expr tree with no allocation and no strings on
@@ -152,6 +154,11 @@ static double eval_op(Evaluator *ev, const Expr *e)
 #define A eval(ev, args[0])
 #define B eval(ev, args[1])
     double a, b;
+    if (e->dtype == DT_I32 && te_i32_wraps(e->op)) {
+        a = A;
+        b = e->nargs > 1 ? B : 0.0;
+        return te_i32_arith(e->op, a, b);
+    }
     switch (e->op) {
     case OP_NEG:
         return -A;
@@ -192,17 +199,12 @@ static double eval_op(Evaluator *ev, const Expr *e)
         return a * B;
     case OP_DIV:
         a = A;
-        b = B;
-        if (e->dtype == DT_I32)
-            return b == 0.0 ? 0.0 : trunc(a / b);
-        return a / b;
+        return a / B;
     case OP_MOD:
-        /* fmod is exact and takes the dividend's sign, like C's %. */
+        /* i32 % is te_i32_arith's (above); a float % (sema allows none) is
+         * fmod, exact, with the dividend's sign like C's % */
         a = A;
-        b = B;
-        if (e->dtype == DT_I32 && b == 0.0)
-            return 0.0;
-        return fmod(a, b);
+        return fmod(a, B);
     case OP_LT:
         a = A;
         return a < B;
@@ -246,13 +248,14 @@ static double eval_op(Evaluator *ev, const Expr *e)
     TE_UNREACHABLE();
 }
 
-static double combine(Reducer r, double acc, double v)
+/* ACC combined with V by R, in dtype T. */
+static double combine(Reducer r, DType t, double acc, double v)
 {
     switch (r) {
     case RED_SUM:
-        return acc + v;
+        return t == DT_I32 ? te_i32_arith(OP_ADD, acc, v) : acc + v;
     case RED_PROD:
-        return acc * v;
+        return t == DT_I32 ? te_i32_arith(OP_MUL, acc, v) : acc * v;
     case RED_MAX:
         /* A NaN, once in, stays: NaN > x and x > NaN are both false. */
         return v > acc || isnan(v) ? v : acc;
@@ -278,12 +281,12 @@ static double eval_reduce(Evaluator *ev, const Expr *e)
         /* The common case, without the odometer. */
         int64_t *slot = &slots[axes[0]->id];
         int64_t end = axes[0]->lo + axes[0]->extent;
-        if (r == RED_SUM) {
+        if (r == RED_SUM && e->dtype != DT_I32) {
             for (*slot = axes[0]->lo; *slot < end; ++*slot)
                 acc += eval(ev, body);
         } else {
             for (*slot = axes[0]->lo; *slot < end; ++*slot)
-                acc = combine(r, acc, eval(ev, body));
+                acc = combine(r, e->dtype, acc, eval(ev, body));
         }
         return ev->failed ? 0.0 : acc;
     }
@@ -293,7 +296,7 @@ static double eval_reduce(Evaluator *ev, const Expr *e)
         slots[axes[i]->id] = axes[i]->lo;
     }
     for (;;) {
-        acc = combine(r, acc, eval(ev, body));
+        acc = combine(r, e->dtype, acc, eval(ev, body));
         if (ev->failed)
             return 0.0;
         int i = n - 1;

@@ -28,7 +28,11 @@
  *     constant that the program as written does not have.  (A constant's
  *     value need not be representable in its dtype: sema keeps the
  *     literal 0.1 in an f16 expression as written, too.)
- *   - i32 and bool: exact integers (see below).
+ *   - i32: + - * / %, unary - and abs wrap modulo 2^32 (te_i32_arith, the
+ *     evaluator's and the generated code's arithmetic), so
+ *     1000000000 * 1000000000 folds to -1486618624; the other operators'
+ *     results are exact integers in range already.
+ *   - bool: 0 or 1.
  * The evaluator, which works in double without rounding, therefore sees a
  * folded f32 constant as rounded (1.0 / 3.0), a difference of at most
  * half an f32 ulp.  Folding is done even under -fstrict-fp, whose promise
@@ -36,10 +40,7 @@
  *
  * Results that are NaN or infinite are folded too: IEEE arithmetic gives
  * the same NaN or infinity at run time, and the printer and the code
- * generator both spell them (nan, inf / NAN, INFINITY).  An i32 operation
- * whose exact result is outside i32's range is NOT folded: the evaluator
- * keeps the wide value until it is stored and C would overflow, so the
- * folder must not pick either answer.
+ * generator both spell them (nan, inf / NAN, INFINITY).
  */
 #include <math.h>
 #include <stdint.h>
@@ -57,6 +58,10 @@ typedef struct Fold {
 static bool apply(Op op, DType t, const double *v, double *out)
 {
     double a = v[0], b = v[1];
+    if (t == DT_I32 && te_i32_wraps(op)) {
+        *out = te_i32_arith(op, a, b);
+        return true;
+    }
     switch (op) {
     case OP_NEG: *out = -a; return true;
     case OP_NOT: *out = a == 0.0; return true;
@@ -74,15 +79,8 @@ static bool apply(Op op, DType t, const double *v, double *out)
     case OP_ADD: *out = a + b; return true;
     case OP_SUB: *out = a - b; return true;
     case OP_MUL: *out = a * b; return true;
-    case OP_DIV:
-        if (t == DT_I32)
-            *out = b == 0.0 ? 0.0 : trunc(a / b);
-        else
-            *out = a / b;
-        return true;
-    case OP_MOD:
-        *out = t == DT_I32 && b == 0.0 ? 0.0 : fmod(a, b);
-        return true;
+    case OP_DIV: *out = a / b; return true;
+    case OP_MOD: *out = fmod(a, b); return true;
     case OP_LT: *out = a < b; return true;
     case OP_LE: *out = a <= b; return true;
     case OP_GT: *out = a > b; return true;
@@ -101,7 +99,7 @@ static bool apply(Op op, DType t, const double *v, double *out)
 }
 
 /* The folded value of E (an EX_OP over constants ARGS) in *OUT, or false
- * when it must stay (an i32 overflow). */
+ * when it must stay. */
 static bool fold_value(const Expr *e, Expr **args, double *out)
 {
     double v[3] = { 0, 0, 0 };
@@ -109,9 +107,6 @@ static bool fold_value(const Expr *e, Expr **args, double *out)
         v[i] = args[i]->value;
     double r;
     if (!apply(e->op, e->dtype, v, &r))
-        return false;
-    if (e->dtype == DT_I32 && e->op != OP_CAST &&
-        !(r >= (double)INT32_MIN && r <= (double)INT32_MAX))
         return false;
     /* a cast rounds to its dtype: that is what it is for */
     *out = e->op == OP_CAST ? dtype_round(e->dtype, r) : te_arith_round(e->dtype, r);

@@ -196,6 +196,16 @@ const char *op_text(Op op);
 int op_arity(Op op);
 bool op_is_call(Op op);
 
+/* i32 arithmetic, which wraps modulo 2^32 at every operation: V (an
+ * integer, as a double) taken modulo 2^32 into i32's range (NaN and the
+ * infinities are 0, a fraction is truncated), and OP (+ - * / % of two
+ * operands, unary - and abs) applied to A and B (B unused by the unary
+ * ones) so taken.  x / 0 and x % 0 are 0; INT32_MIN / -1 wraps to
+ * INT32_MIN and INT32_MIN % -1 is 0; abs(INT32_MIN) is INT32_MIN. */
+int32_t te_i32_wrap(double v);
+bool te_i32_wraps(Op op); /* is OP one te_i32_arith computes? */
+int32_t te_i32_arith(Op op, double a, double b);
+
 /* Reductions. */
 #define TE_REDUCERS(X)  \
     X(RED_SUM, "sum")   \

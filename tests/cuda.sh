@@ -1,8 +1,9 @@
 #!/bin/sh
 # cuda.sh — the cuda target on a machine without a GPU.
 #
-# The programs: every sample (the table at the bottom) and tests/cuda/*.te
-# (f16/bf16 and i32 values).  Their CUDA schedules:
+# The programs: every sample (the table at the bottom), tests/cuda/*.te
+# (f16/bf16 and i32 values) and tests/e2e/i32_wrap.te (i32 at its
+# boundaries, which e2e.sh runs as C).  Their CUDA schedules:
 #   own      the file's own cuda schedule, if it has one;
 #   default  the file with its schedule blocks stripped (sch_default_cuda);
 #   N        tests/cuda/NAME.N.sched appended to the stripped file.
@@ -276,6 +277,7 @@ program transpose_add "$samples/transpose_add.te" "M=16 N=64"               "M=1
 program transformer_block "$samples/transformer_block.te" "S=16 D=32 H=2 F=64" "S=13 D=36 H=3 F=40"
 program half          "$scheds/half.te"           "M=64 N=64 K=32"          "M=33 N=40 K=24"
 program ints          "$scheds/ints.te"           "M=16 N=64"               "M=9 N=37"
+program i32_wrap      "$srcdir/tests/e2e/i32_wrap.te" "M=64"                "M=37"
 
 [ ! -s "$nvrtc_cases" ] || xargs -P "$jobs" -n 1 sh "$0" --nvrtc <"$nvrtc_cases"
 [ ! -s "$preps" ] || xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"

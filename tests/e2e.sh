@@ -3,7 +3,9 @@
 # schedules and at two sets of sizes, compiled with the sanitizers, run on
 # the reference evaluator's inputs, and compared with its outputs.
 #
-# For each sample (the table at the bottom) and each of its two size sets
+# For each sample (the table at the bottom; tests/e2e/*.te are programs
+# of the tests' own, i32_wrap.te the i32 boundaries) and each of its two
+# size sets
 # (one the sample's tiles divide, one they do not), the schedules are:
 #   own      the file's own cpu schedule, if it has one;
 #   default  the file with its schedule blocks stripped (sch_default);
@@ -102,7 +104,8 @@ else
     work=$tmp
 fi
 
-# prepare SAMPLE SMALL-SIZES ODD-SIZES: a --prep directory per size
+# prepare SAMPLE SMALL-SIZES ODD-SIZES [FILE]: a --prep directory per size;
+# FILE, if not samples/SAMPLE.te
 preps=$tmp/preps
 : >"$preps"
 prepare() {
@@ -112,7 +115,8 @@ prepare() {
     for sizes in "$2" "$3"; do
         dir=$work/$1.$(echo "$sizes" | tr ' =' '_-')
         mkdir -p "$dir"
-        strip_schedules "$samples/$1.te" >"$dir/plain.te"
+        echo "${4:-$samples/$1.te}" >"$dir/source"
+        strip_schedules "$(cat "$dir/source")" >"$dir/plain.te"
         defines=
         for d in $sizes; do defines="$defines -D $d"; done
         echo "$defines" >"$dir/defines"
@@ -130,6 +134,7 @@ prepare maxpool       "N=1 C=4 H=8 W=32"          "N=2 C=3 H=11 W=37"
 prepare softmax       "M=8 N=64"                  "M=7 N=37"
 prepare transpose_add "M=16 N=64"                 "M=13 N=37"
 prepare transformer_block "S=16 D=32 H=2 F=64"    "S=13 D=36 H=3 F=40"
+prepare i32_wrap      "M=64"                      "M=37"  "$scheds/i32_wrap.te"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 
@@ -156,8 +161,8 @@ while read -r prep; do
         not_ok "$*: $(cat "$prep/status" 2>/dev/null || echo preparing) failed" "$prep/log"
         continue
     fi
-    if grep -q '^[ \t]*schedule[ \t][ \t]*cpu' "$samples/$name.te"; then
-        add_case "$prep" own "$samples/$name.te"
+    if grep -q '^[ \t]*schedule[ \t][ \t]*cpu' "$(cat "$prep/source")"; then
+        add_case "$prep" own "$(cat "$prep/source")"
     fi
     add_case "$prep" default "$prep/plain.te"
     for sched in "$scheds/$name".*.sched; do

@@ -580,6 +580,9 @@ static void test_eval_ops(void)
         { OP_MOD, DT_I32, 2, { -1, 0, -1, 0, 1, 0, 1 } },
         { OP_DIV, DT_I32, 0, { 0, 0, 0, 0, 0, 0, 0 } },
         { OP_MOD, DT_I32, 0, { 0, 0, 0, 0, 0, 0, 0 } },
+        /* wraps modulo 2^32, not saturating when stored */
+        { OP_MUL, DT_I32, 1e9,
+          { 1294967296, -2000000000, -1e9, 0, 1e9, 2e9, 3e9 - 4294967296.0 } },
         { OP_DIV, DT_F64, 2, { -1.5, -1, -0.5, 0, 0.5, 1, 1.5 } },
         { OP_MAX, DT_F64, NAN, { NAN, NAN, NAN, NAN, NAN, NAN, NAN } },
         { OP_MIN, DT_F64, 0, { -3, -2, -1, 0, 0, 0, 0 } },
@@ -957,6 +960,50 @@ static void test_src_load(void)
     arena_free(&a);
 }
 
+/* i32 arithmetic wraps modulo 2^32 (te_i32_arith, which the evaluator and
+ * the constant folder share): each case at the boundaries, and operands
+ * out of i32's range taken modulo 2^32 first. */
+static void test_i32_arith(void)
+{
+    const double max = 2147483647.0, min = -2147483648.0;
+    struct {
+        Op op;
+        double a, b, want;
+    } cases[] = {
+        { OP_ADD, max, 1, min },
+        { OP_ADD, min, -1, max },
+        { OP_ADD, max, max, -2 },
+        { OP_SUB, min, 1, max },
+        { OP_SUB, 0, min, min },
+        { OP_MUL, min, -1, min },
+        { OP_MUL, 65536, 65536, 0 },
+        { OP_MUL, 46341, 46341, -2147479015 },
+        { OP_MUL, 1000000000, 1000000000, -1486618624 },
+        { OP_NEG, min, 0, min },
+        { OP_NEG, max, 0, -max },
+        { OP_ABS, min, 0, min },
+        { OP_ABS, -max, 0, max },
+        { OP_DIV, min, -1, min },
+        { OP_DIV, 7, 0, 0 },
+        { OP_DIV, -7, 2, -3 },
+        { OP_MOD, min, -1, 0 },
+        { OP_MOD, 7, 0, 0 },
+        { OP_MOD, -7, 2, -1 },
+        { OP_ADD, 4294967296.0 + 5, 0, 5 },  /* an operand beyond i32 */
+        { OP_ADD, -2147483649.0, 0, max },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int32_t got = te_i32_arith(cases[i].op, cases[i].a, cases[i].b);
+        check(got == cases[i].want, "te_i32_arith: %.0f %s %.0f = %.0f (got %d)", cases[i].a,
+              op_text(cases[i].op), cases[i].b, cases[i].want, got);
+    }
+    check(te_i32_wrap(NAN) == 0 && te_i32_wrap(INFINITY) == 0 && te_i32_wrap(-2.5) == -2 &&
+              te_i32_wrap(1e300) == te_i32_wrap(fmod(1e300, 4294967296.0)),
+          "te_i32_wrap: NaN and infinities are 0, fractions truncate, huge values wrap");
+    check(te_i32_wraps(OP_MUL) && !te_i32_wraps(OP_MIN) && !te_i32_wraps(OP_CAST),
+          "te_i32_wraps: the operators that wrap, not min or a cast");
+}
+
 int main(void)
 {
     char templ[] = "/tmp/unit_lang.XXXXXX";
@@ -971,6 +1018,7 @@ int main(void)
     test_eval();
     test_eval_chain();
     test_eval_ops();
+    test_i32_arith();
     test_eval_oob();
     test_print();
     test_npy();
