@@ -3,8 +3,11 @@
  * Each input is a whole log file, written to a private temporary file
  * (the reader takes a path: it checks that it reads a regular file within
  * its limit).  What reads it:
- *   - tune_log_read, as every user does, and tune_record_matches of each
- *     record against a small matmul's workload on this machine;
+ *   - tune_log_read in two steps, as a tuner reads on while another
+ *     appends (the first half of the file, then the rest from where it
+ *     stopped), then whole, as every other user does;
+ *   - tune_record_matches of each record against a small matmul's
+ *     workload on this machine;
  *   - --log-summary (tune_log_summary), its table sent to /dev/null;
  *   - a build that takes its schedule from the log (tune_best), for the
  *     matmul once with its knobs and once without a schedule (the auto
@@ -68,16 +71,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     fuzz_quiet();
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size) {
-        perror("fuzz_log: writing the log");
-        abort();
-    }
     FILE *saved_out = stdout, *saved_err = stderr;
     stdout = stderr = fuzz_devnull(); /* glibc lets them be assigned */
 
+    /* a tuner reading on while another appends: the first half, then the
+       rest from where it stopped (a line may be cut anywhere) */
+    LogPlace place = {0};
+    size_t half = size / 2;
     json_t **recs = NULL;
-    int invalid = 0;
-    int n = tune_log_read(path, &recs, &invalid, true);
+    int invalid = 0, n;
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, half, 0) != (ssize_t)half) {
+        perror("fuzz_log: writing the log");
+        abort();
+    }
+    n = tune_log_read(path, &place, &recs, &invalid, true);
+    for (int i = 0; i < n; i++)
+        json_decref(recs[i]);
+    free(recs);
+    if (pwrite(fd, data + half, size - half, (off_t)half) != (ssize_t)(size - half)) {
+        perror("fuzz_log: writing the log");
+        abort();
+    }
+    n = tune_log_read(path, &place, &recs, &invalid, true);
+    for (int i = 0; i < n; i++)
+        json_decref(recs[i]);
+    free(recs);
+
+    recs = NULL;
+    n = tune_log_read(path, NULL, &recs, &invalid, true);
     if (n > 0) {
         Arena arena = {0};
         FuzzProgram p;
