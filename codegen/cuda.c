@@ -31,7 +31,7 @@
  *     sums in a per-thread array (registers, when the loops indexing it
  *     are unrolled) and stores them once, after the last reduction step;
  *   - local buffers are per-thread arrays; unrolled loops get #pragma
- *     unroll; vectorized loops are plain loops;
+ *     unroll (sched/apply.c refuses vectorize on cuda);
  *   - values are computed as the CPU backend computes them: f16 and bf16
  *     in float, rounded when stored; min, max and relu propagate NaN;
  *     integer division by zero is 0; float-to-i32 casts saturate;
@@ -977,7 +977,7 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
             emit_for_header(e, s, end, "");
         }
     } else {
-        emit_for_header(e, s, end, l->kind == LOOP_VECTORIZED ? " /* vectorized on the CPU */" : "");
+        emit_for_header(e, s, end, "");
     }
     e->p.indent++;
     emit_stmt(e, s->body, uniform);

@@ -249,6 +249,14 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         l->kind = LOOP_UNROLLED;
         break;
     case PR_VECTORIZE:
+        if (st->target != TARGET_CPU) {
+            /* a cuda kernel's loops run one element a step: it would be a plain loop */
+            diag_error(src, stmt->span,
+                       "vectorize is for cpu schedules; a cuda kernel has no vector loops: bind "
+                       "'%s' to a thread axis instead, or unroll it",
+                       l->name);
+            return false;
+        }
         l->kind = LOOP_VECTORIZED;
         break;
     case PR_PARALLEL:
