@@ -21,9 +21,7 @@
  *     flattened into one index strided over the block's threads, and a
  *     __syncthreads() comes before anything reads what it wrote; another
  *     ends the body of each block-uniform loop that wrote such a buffer,
- *     before its next iteration overwrites it.  A shared buffer inside a
- *     thread loop would need one copy per thread: it becomes a per-thread
- *     array, with a warning;
+ *     before its next iteration overwrites it;
  *   - pipeline(L, n) on a block-uniform loop whose body begins with shared
  *     buffers gives each buffer n slots: the tiles of iteration L + n - 1
  *     are fetched while iteration L computes, with cp.async on sm_80 and
@@ -33,12 +31,19 @@
  *     sums in a per-thread array (registers, when the loops indexing it
  *     are unrolled) and stores them once, after the last reduction step;
  *   - local buffers are per-thread arrays; unrolled loops get #pragma
- *     unroll; vectorized loops are plain loops;
+ *     unroll (sched/apply.c refuses vectorize on cuda);
  *   - values are computed as the CPU backend computes them: f16 and bf16
  *     in float, rounded when stored; min, max and relu propagate NaN;
  *     integer division by zero is 0; float-to-i32 casts saturate;
  *   - indices are int when every tensor has fewer than 2^31 elements and
  *     the program has no i32 values, else long long.
+ *
+ * A schedule it cannot honour is a user error at the statement that asked
+ * for it, never other code: a shared buffer inside a thread loop (it would
+ * need one copy per thread), a block's shared buffers beyond the device's
+ * shared memory (smem_limit, dynamic shared memory opted into above 48
+ * KiB), a pipeline on a loop that is bound, inside a thread loop, or whose
+ * body does not begin with shared tiles.
  *
  * Expressions and names are cfamily.c's, in its CUDA dialect; this file
  * writes the statements, barriers, shared memory and kernels around them.
@@ -161,11 +166,14 @@ static const char *storage_type(DType t)
 /* ------------------------------------------------------------------ */
 /* Errors.                                                             */
 
-/* A user error about the kernel being emitted, at SP when there is one. */
+/* A user error about the kernel being emitted, at SP when there is one;
+ * only the first is reported. */
 static void kernel_error(Emitter *e, Span sp, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 static void kernel_error(Emitter *e, Span sp, const char *fmt, ...)
 {
+    if (e->failed)
+        return;
     va_list ap;
     va_start(ap, fmt);
     if (sp.end > sp.begin) {
@@ -472,15 +480,27 @@ static ShBuf *add_shared(Emitter *e, const Tensor *t)
     return b;
 }
 
-static void demote(Emitter *e, const Tensor *t, const char *why)
+/* " at 'L' of 'S'": where the stage stored in BUF is computed, for
+ * messages ("" if it is not found). */
+static const char *staged_where(Emitter *e, const Tensor *buf)
 {
-    vec_push(e->p.a, &e->locals, (void *)t);
-    if (!diag_quiet)
-        fprintf(stderr,
-                "texc: warning: kernel '%s': '%s' is staged in shared memory %s, so each thread "
-                "would need its own copy: it is kept per thread instead; stage it at a loop "
-                "outside the thread loops\n",
-                e->k->name, t->name, why);
+    for (int i = 0; i < e->st->stages.len; i++) {
+        const SStage *s = e->st->stages.items[i];
+        if (s->storage == buf && s->attach_loop)
+            return arena_printf(e->p.a, " at '%s' of '%s'", s->attach_loop->name, s->attach->name);
+    }
+    return "";
+}
+
+/* The stage whose loop L is, for messages. */
+static const char *stage_of_loop(Emitter *e, const Loop *l)
+{
+    for (int i = 0; i < e->st->stages.len; i++) {
+        SStage *s = e->st->stages.items[i];
+        if (sch_loop_index(s, l) >= 0)
+            return s->name;
+    }
+    return e->stage->name;
 }
 
 /* Is the pipelined loop S (block-uniform) a chain of shared buffers, each
@@ -533,8 +553,9 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
         return;
     }
     switch (s->kind) {
-    case S_FOR:
-        if (uniform && s->loop->pipeline >= 2 && s->loop->kind != LOOP_BOUND) {
+    case S_FOR: {
+        const Loop *l = s->loop;
+        if (uniform && l->pipeline >= 2 && l->kind != LOOP_BOUND) {
             Pipe *p = plan_pipe(e, s);
             if (p) {
                 vec_push(e->p.a, &e->pipes, p);
@@ -544,8 +565,31 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
                 return;
             }
         }
+        /* sched/lower.c saw that something is staged at it */
+        if (l->pipeline >= 2) {
+            const SStage *local = NULL;
+            for (int i = 0; i < e->st->stages.len && !local; i++) {
+                const SStage *c = e->st->stages.items[i];
+                if (c->attach_loop == l && !c->inlined && c->scope != SCOPE_SHARED)
+                    local = c;
+            }
+            const char *why =
+                l->kind == LOOP_BOUND
+                    ? "it is bound to a GPU axis, so it is no loop that could fetch ahead"
+                : !uniform ? "it runs inside a thread loop; a pipeline fetches shared tiles, "
+                             "staged at a loop outside the thread loops"
+                : local ? arena_printf(e->p.a,
+                                       "'%s' is computed at it, not in shared memory; a pipeline "
+                                       "fetches shared tiles only",
+                                       local->name)
+                        : "what is staged at it is not a chain of shared tiles, each copied from "
+                          "memory by the block's threads without reading another";
+            kernel_error(e, l->pipeline_span, "cannot pipeline '%s' of '%s': %s", l->name,
+                         stage_of_loop(e, l), why);
+        }
         plan_buffers(e, s->body, uniform && !is_thread_loop(s));
         return;
+    }
     case S_SEQ:
         for (int i = 0; i < s->n; i++)
             plan_buffers(e, s->stmts[i], uniform);
@@ -557,9 +601,14 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
         if (s->scope == SCOPE_SHARED && uniform)
             add_shared(e, s->buf);
         else if (s->scope == SCOPE_SHARED)
-            demote(e, s->buf, "inside a thread loop");
-        else
-            vec_push(e->p.a, &e->locals, (void *)s->buf);
+            kernel_error(e, s->buf->span,
+                         "cannot stage '%s' in shared memory%s: it is computed inside a thread "
+                         "loop (or inside another staged tile's copy), so each thread would need "
+                         "its own copy; stage it at a loop outside the thread loops, or in local "
+                         "memory",
+                         s->buf->name, staged_where(e, s->buf));
+        if (s->scope != SCOPE_SHARED || !uniform)
+            vec_push(e->p.a, &e->locals, (void *)s->buf); /* per thread */
         plan_buffers(e, s->body, uniform);
         return;
     case S_STORE:
@@ -914,9 +963,6 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
     int before = e->distributed;
     Expr *end = sch_simplify(e->p.a, sch_add(e->p.a, s->min, s->extent));
     bool guarded = false;
-    if (l->pipeline >= 2)
-        cg_line(&e->p, "/* pipeline(%s, %d) has no effect: no shared tile is staged at %s outside the "
-                "thread loops */\n", l->name, l->pipeline, l->name);
     if (l->kind == LOOP_UNROLLED) {
         cg_line(&e->p, "#pragma unroll\n");
         if (!constant) {
@@ -932,7 +978,7 @@ static void emit_loop(Emitter *e, const Stmt *s, bool uniform)
             emit_for_header(e, s, end, "");
         }
     } else {
-        emit_for_header(e, s, end, l->kind == LOOP_VECTORIZED ? " /* vectorized on the CPU */" : "");
+        emit_for_header(e, s, end, "");
     }
     e->p.indent++;
     emit_stmt(e, s->body, uniform);
@@ -1361,7 +1407,7 @@ static void emit_stmt(Emitter *e, const Stmt *s, bool uniform)
             fputs("[1]", e->p.out);
         for (int d = 0; d < s->buf->rank; d++)
             fprintf(e->p.out, "[%lld]", (long long)s->buf->shape[d]);
-        fprintf(e->p.out, ";%s\n", s->scope == SCOPE_SHARED ? " /* asked for in shared memory */" : "");
+        fputs(";\n", e->p.out);
         emit_stmt(e, s->body, uniform);
         e->p.indent--;
         cg_line(&e->p, "}\n");
@@ -1405,10 +1451,31 @@ static void emit_shared_decls(Emitter *e)
     }
     e->dynamic_smem = total > 48 * 1024;
     if (total > smem_limit(e->sm)) {
-        kernel_error(e, (Span){ 0, 0 },
-                     "kernel '%s' needs %lld bytes of shared memory; sm_%d allows a block %lld: "
-                     "stage smaller tiles",
-                     e->k->name, (long long)total, e->sm, (long long)smem_limit(e->sm));
+        /* at the tile that does not fit beside those before it, naming all */
+        const ShBuf *over = NULL;
+        bool slots = false;
+        char *list = NULL;
+        size_t list_len = 0;
+        FILE *f = open_memstream(&list, &list_len);
+        if (!f)
+            te_internal_error(__FILE__, __LINE__, "out of memory");
+        for (int i = 0; i < e->shared.len; i++) {
+            const ShBuf *b = e->shared.items[i];
+            if (!over && b->offset + b->bytes > smem_limit(e->sm))
+                over = b;
+            fprintf(f, "%s'%s' %lld", i ? ", " : "", b->buf->name, (long long)b->bytes);
+            if (b->slots > 1)
+                fprintf(f, " (%d pipeline slots)", b->slots);
+            slots = slots || b->slots > 1;
+        }
+        fclose(f);
+        kernel_error(e, over->buf->span,
+                     "kernel '%s' needs %lld bytes of shared memory (%s); sm_%d allows a block "
+                     "%lld, dynamic shared memory included: stage smaller tiles (split the loop "
+                     "they are staged at smaller%s)",
+                     e->k->name, (long long)total, list, e->sm, (long long)smem_limit(e->sm),
+                     slots ? ", or pipeline fewer stages" : "");
+        free(list);
         return;
     }
     if (e->dynamic_smem) {

@@ -257,6 +257,14 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
         l->kind = LOOP_UNROLLED;
         break;
     case PR_VECTORIZE:
+        if (st->target != TARGET_CPU) {
+            /* a cuda kernel's loops run one element a step: it would be a plain loop */
+            diag_error(src, stmt->span,
+                       "vectorize is for cpu schedules; a cuda kernel has no vector loops: bind "
+                       "'%s' to a thread axis instead, or unroll it",
+                       l->name);
+            return false;
+        }
         l->kind = LOOP_VECTORIZED;
         break;
     case PR_PARALLEL:
@@ -443,12 +451,15 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
     return true;
 }
 
-/* A new stage computing T (or S's computation) with fresh variables. */
+/* A new stage computing T (or S's computation) with fresh variables,
+ * defined by the statement at SPAN (later errors about its buffer point
+ * there). */
 static SStage *new_copy_stage(SchedState *st, const char *name, Tensor *src_tensor,
-                              BufScope scope)
+                              BufScope scope, Span span)
 {
     Tensor *t = arena_alloc(st->arena, sizeof *t);
     t->name = name;
+    t->span = span;
     t->kind = TK_STAGE;
     t->dtype = src_tensor->dtype;
     t->rank = src_tensor->rank;
@@ -558,7 +569,7 @@ static bool do_cache_read(SchedState *st, const SchedStmt *stmt, Tensor *t, SSta
             return false;
         }
     }
-    SStage *r = new_copy_stage(st, stmt->result, t, scope_of(stmt->args[0].name));
+    SStage *r = new_copy_stage(st, stmt->result, t, scope_of(stmt->args[0].name), stmt->span);
     init_loops_of(st, r);
     c->value = redirect(st->arena, c->value, t, r->tensor);
     insert_before(st, c, r);
@@ -586,7 +597,8 @@ static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
         }
     }
     /* W takes S's computation, with S's variables renamed. */
-    SStage *w = new_copy_stage(st, stmt->result, s->tensor, scope_of(stmt->args[0].name));
+    SStage *w = new_copy_stage(st, stmt->result, s->tensor, scope_of(stmt->args[0].name),
+                               stmt->span);
     if (s->epilogue)
         w->tensor->dtype = s->value->dtype; /* the accumulator's type */
     int nmap = st->next_var;

@@ -16,7 +16,12 @@
  *     constant and the stage is no output;
  *   - guards from splits that do not divide their extent either shorten
  *     the innermost loop they involve or become an if around the body.
- * Errors: a vectorized loop that is not innermost.
+ *   - a shared stage is always a buffer of its region's size (the backend
+ *     checks it against the block's shared memory), never a whole tensor.
+ * Errors: a vectorized loop that is not innermost; a pipeline with nothing
+ * staged at its loop; a shared stage computed at no loop, or whose region
+ * has no constant size.  Warning: a cpu pipeline whose loop stages a whole
+ * tensor, which it cannot prefetch.
  */
 #include <math.h>
 #include <string.h>
@@ -481,11 +486,24 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         }
     }
     /* a constant-sized region of a stage nobody else reads gets a buffer of
-     * its own size, whatever scope was asked for */
+     * its own size, whatever scope was asked for; on the stack up to 64
+     * KiB, else a whole tensor.  A shared one cannot be a whole tensor:
+     * it is a buffer of the region's size, which the backend checks
+     * against the block's shared memory */
     bool local = constant && !t->is_output;
     int64_t bytes = dtype_bytes(t->dtype);
     for (int d = 0; local && d < t->rank; d++)
-        local = !__builtin_mul_overflow(bytes, shape[d], &bytes) && bytes <= (64 << 10); /* stays on the stack */
+        local = !__builtin_mul_overflow(bytes, shape[d], &bytes) &&
+                (c->scope == SCOPE_SHARED || bytes <= (64 << 10)); /* stays on the stack */
+    if (c->scope == SCOPE_SHARED && !local) {
+        Loop *at = s->loops.items[pos];
+        diag_error(L->st->g->src, c->tensor->span,
+                   "cannot stage '%s' in shared memory at '%s' of '%s': the region of it read "
+                   "there has no constant size, so it would be a whole tensor in global memory; "
+                   "split '%s' so that a tile of fixed size is read at '%s'",
+                   c->name, at->name, s->name, s->name, at->name);
+        L->failed = true;
+    }
     if (local) {
         overcompute_edges(L, c, ext, shape);
         Tensor *buf = arena_alloc(a, sizeof *buf);
@@ -755,6 +773,20 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
             }
         }
     }
+    /* shared memory lives while one block runs: a stage computed at no
+     * loop would be a whole tensor in global memory, in a kernel of its
+     * own */
+    for (int i = 0; i < st->stages.len && !L.failed; i++) {
+        SStage *s = st->stages.items[i];
+        if (s->scope == SCOPE_SHARED && !s->attach && !s->inlined) {
+            diag_error(st->g->src, s->tensor->span,
+                       "cannot keep '%s' in shared memory: it is computed at no loop, so it would "
+                       "be a whole tensor in global memory; stage it at a loop of the stage that "
+                       "reads it, outside the thread loops (cache_read(...) at LOOP)",
+                       s->name);
+            L.failed = true;
+        }
+    }
     Stmt *body = NULL;
     for (int i = 0; i < st->stages.len && !L.failed; i++) {
         SStage *s = st->stages.items[i];
@@ -771,5 +803,26 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         body = seq2(&L, body, lower_stage(&L, s));
     }
     out->body = body;
+    /* a cpu pipeline prefetches the tiles staged at the start of its
+     * loop's body, buffers of their own (codegen/c.c); a stage there that
+     * is a whole tensor ends them.  A hint: the code is right without it */
+    for (int i = 0; i < st->stages.len && !L.failed && st->target == TARGET_CPU; i++) {
+        SStage *s = st->stages.items[i];
+        for (int k = 0; k < s->loops.len; k++) {
+            Loop *l = s->loops.items[k];
+            for (int c = 0; c < st->stages.len && l->pipeline >= 2; c++) {
+                SStage *t = st->stages.items[c];
+                if (t->attach_loop == l && !t->inlined && t->storage == t->tensor) {
+                    diag_warning(st->g->src, l->pipeline_span,
+                                 "pipeline '%s' of '%s' does not prefetch '%s' (nor what is "
+                                 "staged after it): the region of '%s' computed at '%s' is a whole "
+                                 "tensor, not a tile (it has no constant size, or more than 64 "
+                                 "KiB); split the loops of '%s' so that a smaller tile is read there",
+                                 l->name, s->name, t->name, t->name, l->name, s->name);
+                    break;
+                }
+            }
+        }
+    }
     return !L.failed;
 }

@@ -405,6 +405,33 @@ no_files "too much shared memory: nothing written" "$mg/smem"
 expect "the same fits sm_80 (dynamic shared memory)" 0 "$TEXC" "$mg/in_smem.te" -D M=20 -D K=256 \
     --target cuda --arch sm_80 -o "$mg/smem"
 contains "the header launches it with dynamic shared memory" "$mg/smem.h" "}, 86016, 0 }"
+# a 16 x 16 thread tile, k in steps of 2048, both operands staged: 256 KiB
+# of shared memory, which was once quietly two global buffers (issue 15)
+printf 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 2048) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n}\n' \
+    >"$mg/in_tile.sched"
+strip_schedules "$mgte" | cat - "$mg/in_tile.sched" >"$mg/in_tile.te"
+expect "shared tiles beyond the architecture's limit" 1 "$TEXC" "$mg/in_tile.te" -D K=4096 \
+    --target cuda --arch sm_80 -o "$mg/tile"
+contains "its message gives the bytes" "$mg/err" "needs 262144 bytes of shared memory ('xs' 131072, 'ws' 131072)"
+contains "its message points at the cache_read" "$mg/err" "  ws = w.cache_read(shared, y) at ko;"
+no_files "oversized shared tiles: nothing written" "$mg/tile"
+# 128 x 128 blocks, k in steps of 256, pipelined 8 deep: the pipeline was
+# once dropped with only a comment in the .cu
+printf 'schedule cuda {\n  y.split(i, 128) -> bi, ib;\n  y.split(ib, 16) -> ri, ty;\n  y.split(j, 128) -> bj, jb;\n  y.split(jb, 16) -> rj, tx;\n  y.split(k, 256) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki, ri, rj);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n  y.pipeline(ko, 8);\n}\n' \
+    >"$mg/in_pipe.sched"
+strip_schedules "$mgte" | cat - "$mg/in_pipe.sched" >"$mg/in_pipe.te"
+expect "a pipeline of shared tiles beyond the architecture's limit" 1 "$TEXC" "$mg/in_pipe.te" \
+    -D K=4096 --target cuda --arch sm_80 -o "$mg/pipe"
+contains "its message counts the slots" "$mg/err" "'xs' 1048576 (8 pipeline slots)"
+no_files "an oversized pipeline: nothing written" "$mg/pipe"
+printf 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 16) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xl = x.cache_read(local, y) at ko;\n  y.pipeline(ko, 2);\n}\n' \
+    >"$mg/in_pipe_local.sched"
+strip_schedules "$mgte" | cat - "$mg/in_pipe_local.sched" >"$mg/in_pipe_local.te"
+# shellcheck disable=SC2086
+expect "a pipeline of local tiles" 1 "$TEXC" "$mg/in_pipe_local.te" $small --target cuda --arch sm_80 \
+    -o "$mg/pipe_local"
+contains "its message says why" "$mg/err" "'xl' is computed at it, not in shared memory"
+no_files "a pipeline of local tiles: nothing written" "$mg/pipe_local"
 if [ -n "$CXX_OK" ] && [ -z "${CUDA_DEVICE:-}" ]; then
     # the same computed, emulated: an --emu case of its own
     mkdir -p "$mg/smem_prep" "$mg/smem_emu"
