@@ -128,6 +128,17 @@ done
 check "plants: no failed candidate wins" test -z "$bad"
 check "plants: the summary counts them" grep -q "1 wrong, 1 crash, 1 timeout" "$tmp/p.err"
 
+# every candidate wrong or crashing, the default schedule too: the tuning
+# failed (exit 1), the log keeps the records, nothing is built
+log=$tmp/w.jsonl
+TEXC_TUNE_PLANT=wrong:1,crash:2,wrong:3,wrong:4,crash:5 "$TEXC" "$small" --tune --log "$log" \
+    -o "$tmp/w" >"$tmp/w.out" 2>"$tmp/w.err"
+rc=$?
+check "none right: exit 1, said so, 5 records, no output files" sh -c "
+    test $rc -eq 1 && test $(lines "$log") -eq 5 &&
+    grep -q 'tuning failed: none of the 5 candidates measured built and ran correctly' '$tmp/w.err' &&
+    ! test -e '$tmp/w.c' && ! test -e '$tmp/w.h'"
+
 # --- 4. killed with SIGKILL, then resumed ---------------------------------
 log=$tmp/k.jsonl
 TEXC_TUNE_PLANT=best:5 "$TEXC" "$small" --tune --log "$log" -o "$tmp/k" >/dev/null 2>&1 &

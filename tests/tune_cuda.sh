@@ -113,7 +113,13 @@ log=$tmp/f.jsonl
 TEXRT_LIBCUDA=$fake "$TEXC" "$sample" -D M=64 -D N=128 -D K=64 --tune --target cuda --trials 4 \
     --seed 3 --log "$log" -o "$tmp/f" >"$tmp/f.out" 2>"$tmp/f.err"
 rc=$?
-check "fake device: texc --tune --target cuda exits 0" test "$rc" -eq 0
+# (a fake device runs no kernel: every candidate is wrong, so the tuning
+# fails, exit 1, and nothing is built with it)
+check "fake device: texc --tune --target cuda fails, exit 1: nothing ran correctly" sh -c "
+    test $rc -eq 1 && grep -q 'tuning failed: none of the 5 candidates measured built and ran correctly' '$tmp/f.err'"
+check "fake device: no output files after a failed tuning" sh -c "! test -e '$tmp/f.cubin' && ! test -e '$tmp/f.h'"
+TEXRT_LIBCUDA=$fake "$TEXC" "$sample" -D M=64 -D N=128 -D K=64 --target cuda --log "$log" \
+    -o "$tmp/f" >"$tmp/fb.out" 2>"$tmp/fb.err"
 check "fake device: the default and 4 candidates recorded" test "$(lines "$log")" -eq 5
 check "fake device: every one wrong (outputs still poisoned: NaN)" sh -c "
     test $(count "$log" '"status":"wrong"') -eq 5 && test $(count "$log" 'got nan') -eq 5"
@@ -127,9 +133,9 @@ check "fake device: no time recorded for a wrong result" sh -c "! grep -q '\"tim
 check "fake device: the summary says nothing was valid" sh -c "
     grep -q '5 candidates measured (0 ok, 5 wrong)' '$tmp/f.err' &&
     grep -q 'no valid measurement: the default schedule stays' '$tmp/f.err'"
-check "fake device: the build after tuning keeps the file's schedule, and says why" \
+check "fake device: a build after tuning keeps the file's schedule, and says why" \
     grep -q "no record in $log applies to matmul_gelu on this machine (5 without a valid time): using the file's schedule" \
-    "$tmp/f.err"
+    "$tmp/fb.err"
 check "fake device: the build wrote the header and the cubin, for the device's sm_86" sh -c "
     test -s '$tmp/f.cubin' && grep -q 'F_ARCH \"sm_86\"' '$tmp/f.h'"
 TEXRT_LIBCUDA=$fake "$TEXC" "$sample" -D M=64 -D N=128 -D K=64 --target cuda --log "$log" \
@@ -162,8 +168,8 @@ log=$tmp/e.jsonl
 TEXC_TUNE_KEEP=$tmp/keep TEXRT_LIBCUDA=$fake "$TEXC" "$small" --tune --target cuda --trials 200 \
     --log "$log" -o "$tmp/e" >"$tmp/e.out" 2>"$tmp/e.err"
 rc=$?
-check "every point: an exhaustive search of the 136 points" sh -c "
-    test $rc -eq 0 && grep -q 'exhaustive search of 136 points' '$tmp/e.err'"
+check "every point: an exhaustive search of the 136 points (none right: exit 1)" sh -c "
+    test $rc -eq 1 && grep -q 'exhaustive search of 136 points' '$tmp/e.err'"
 check "every point: the default and 136 points recorded, all built and loaded (wrong)" sh -c "
     test $(lines "$log") -eq 137 && test $(count "$log" '"status":"wrong"') -eq 137"
 check "every point: none pruned as illegal" sh -c "! grep -q 'pruned as illegal' '$tmp/e.err'"
@@ -229,8 +235,8 @@ log=$tmp/d.jsonl
 FAKE_CUDA_DEVICES=2 TEXRT_LIBCUDA=$fake "$TEXC" "$small" --tune --target cuda --trials 7 --seed 5 \
     --log "$log" -o "$tmp/d" >"$tmp/d.out" 2>"$tmp/d.err"
 rc=$?
-check "two devices: exit 0, every candidate recorded" sh -c "
-    test $rc -eq 0 && test $(lines "$log") -eq 8 && test $(count "$log" '"status":"wrong"') -eq 8"
+check "two devices: every candidate recorded (none right: exit 1)" sh -c "
+    test $rc -eq 1 && test $(lines "$log") -eq 8 && test $(count "$log" '"status":"wrong"') -eq 8"
 check "two devices: the records say 2 devices" test "$(count "$log" '"devices":2')" -eq 8
 check "two devices: both measured candidates" sh -c "
     test $(count "$log" '"measured_on":0') -ge 1 && test $(count "$log" '"measured_on":1') -ge 1"
@@ -247,7 +253,7 @@ TEXC_TUNE_PLANT=crash:2 TEXRT_LIBCUDA=$fake "$TEXC" "$small" --tune --target cud
     --log "$log" -o "$tmp/p" >"$tmp/p.out" 2>"$tmp/p.err"
 rc=$?
 check "a measurement that crashes: recorded as crash, the search goes on" sh -c "
-    test $rc -eq 0 && test $(lines "$log") -eq 3 && test '$(field "$log" 2 status)' = '\"crash\"' &&
+    test $rc -eq 1 && test $(lines "$log") -eq 3 && test '$(field "$log" 2 status)' = '\"crash\"' &&
     test '$(field "$log" 3 status)' = '\"wrong\"'"
 check "no temporary directory left" test "$(leftover)" -eq 0
 

@@ -1046,7 +1046,15 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         if (!plotted)
             goto restore;
     }
-    status = tune_interrupted || t->log_lost || t->lock_failed ? 1 : 0;
+    /* a run that measured candidates and found none right, not even the
+       default schedule, has nothing to build with: the environment (a
+       compiler, fork, a driver) or texc itself is broken */
+    bool none_right = t->measured > 0 && t->counts[TS_OK] == 0 && !tune_interrupted;
+    if (none_right)
+        fprintf(stderr, "texc: tuning failed: none of the %d candidate%s measured built and ran "
+                        "correctly, not even the default schedule (see the trials above)\n",
+                t->measured, t->measured == 1 ? "" : "s");
+    status = tune_interrupted || t->log_lost || t->lock_failed || none_right ? 1 : 0;
     if (t->log_lost)
         fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
                         "tuning stopped\n",
