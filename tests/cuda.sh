@@ -387,17 +387,19 @@ for a in sm_86 sm_89 sm_90a sm_100 sm_120; do
 done
 
 # schedules CUDA cannot run: an error at the statement, no files
-printf 'schedule cuda {\n  y.split(i, 32) -> io, ii;\n  y.bind(ii, thread.x);\n  y.bind(j, thread.y);\n}\n' \
-    >"$mg/in_threads.sched"
-strip_schedules "$mgte" | cat - "$mg/in_threads.sched" >"$mg/in_threads.te"
+# with_schedule NAME 'TEXT': $mg/NAME.te, the program of $mgte under the
+# schedule TEXT (its backslash escapes interpreted) instead of its own
+with_schedule() {
+    printf '%b' "$2" >"$mg/$1.sched"
+    strip_schedules "$mgte" | cat - "$mg/$1.sched" >"$mg/$1.te"
+}
+with_schedule in_threads 'schedule cuda {\n  y.split(i, 32) -> io, ii;\n  y.bind(ii, thread.x);\n  y.bind(j, thread.y);\n}\n'
 # shellcheck disable=SC2086
 expect "a block of too many threads" 1 "$TEXC" "$mg/in_threads.te" $small --target cuda --arch sm_80 \
     -o "$mg/threads"
 contains "its message gives the count and the limit" "$mg/err" "CUDA allows 1024"
 no_files "too many threads: nothing written" "$mg/threads"
-printf 'schedule cuda {\n  y.split(j, 64) -> bj, tj;\n  y.reorder(bj, i, tj, k);\n  y.bind(bj, block.x);\n  y.bind(tj, thread.x);\n  xs = x.cache_read(shared, y) at bj;\n  ws = w.cache_read(shared, y) at bj;\n}\n' \
-    >"$mg/in_smem.sched"
-strip_schedules "$mgte" | cat - "$mg/in_smem.sched" >"$mg/in_smem.te"
+with_schedule in_smem 'schedule cuda {\n  y.split(j, 64) -> bj, tj;\n  y.reorder(bj, i, tj, k);\n  y.bind(bj, block.x);\n  y.bind(tj, thread.x);\n  xs = x.cache_read(shared, y) at bj;\n  ws = w.cache_read(shared, y) at bj;\n}\n'
 expect "shared memory beyond the architecture's limit" 1 "$TEXC" "$mg/in_smem.te" -D M=20 -D K=256 \
     --target cuda --arch sm_75 -o "$mg/smem"
 contains "its message gives the bytes and the limit" "$mg/err" "sm_75 allows a block 65536"
@@ -407,9 +409,7 @@ expect "the same fits sm_80 (dynamic shared memory)" 0 "$TEXC" "$mg/in_smem.te" 
 contains "the header launches it with dynamic shared memory" "$mg/smem.h" "}, 86016, 0 }"
 # a 16 x 16 thread tile, k in steps of 2048, both operands staged: 256 KiB
 # of shared memory, which was once quietly two global buffers (issue 15)
-printf 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 2048) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n}\n' \
-    >"$mg/in_tile.sched"
-strip_schedules "$mgte" | cat - "$mg/in_tile.sched" >"$mg/in_tile.te"
+with_schedule in_tile 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 2048) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n}\n'
 expect "shared tiles beyond the architecture's limit" 1 "$TEXC" "$mg/in_tile.te" -D K=4096 \
     --target cuda --arch sm_80 -o "$mg/tile"
 contains "its message gives the bytes" "$mg/err" "needs 262144 bytes of shared memory ('xs' 131072, 'ws' 131072)"
@@ -417,16 +417,12 @@ contains "its message points at the cache_read" "$mg/err" "  ws = w.cache_read(s
 no_files "oversized shared tiles: nothing written" "$mg/tile"
 # 128 x 128 blocks, k in steps of 256, pipelined 8 deep: the pipeline was
 # once dropped with only a comment in the .cu
-printf 'schedule cuda {\n  y.split(i, 128) -> bi, ib;\n  y.split(ib, 16) -> ri, ty;\n  y.split(j, 128) -> bj, jb;\n  y.split(jb, 16) -> rj, tx;\n  y.split(k, 256) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki, ri, rj);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n  y.pipeline(ko, 8);\n}\n' \
-    >"$mg/in_pipe.sched"
-strip_schedules "$mgte" | cat - "$mg/in_pipe.sched" >"$mg/in_pipe.te"
+with_schedule in_pipe 'schedule cuda {\n  y.split(i, 128) -> bi, ib;\n  y.split(ib, 16) -> ri, ty;\n  y.split(j, 128) -> bj, jb;\n  y.split(jb, 16) -> rj, tx;\n  y.split(k, 256) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki, ri, rj);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xs = x.cache_read(shared, y) at ko;\n  ws = w.cache_read(shared, y) at ko;\n  y.pipeline(ko, 8);\n}\n'
 expect "a pipeline of shared tiles beyond the architecture's limit" 1 "$TEXC" "$mg/in_pipe.te" \
     -D K=4096 --target cuda --arch sm_80 -o "$mg/pipe"
 contains "its message counts the slots" "$mg/err" "'xs' 1048576 (8 pipeline slots)"
 no_files "an oversized pipeline: nothing written" "$mg/pipe"
-printf 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 16) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xl = x.cache_read(local, y) at ko;\n  y.pipeline(ko, 2);\n}\n' \
-    >"$mg/in_pipe_local.sched"
-strip_schedules "$mgte" | cat - "$mg/in_pipe_local.sched" >"$mg/in_pipe_local.te"
+with_schedule in_pipe_local 'schedule cuda {\n  y.split(i, 16) -> bi, ty;\n  y.split(j, 16) -> bj, tx;\n  y.split(k, 16) -> ko, ki;\n  y.reorder(bi, bj, ko, ty, tx, ki);\n  y.bind(bi, block.y);\n  y.bind(bj, block.x);\n  y.bind(ty, thread.y);\n  y.bind(tx, thread.x);\n  xl = x.cache_read(local, y) at ko;\n  y.pipeline(ko, 2);\n}\n'
 # shellcheck disable=SC2086
 expect "a pipeline of local tiles" 1 "$TEXC" "$mg/in_pipe_local.te" $small --target cuda --arch sm_80 \
     -o "$mg/pipe_local"

@@ -57,9 +57,25 @@ static void build_from_log(const char *path, size_t length)
     arena_free(&arena);
 }
 
+static char path[64];
+
+/* Writes DATA[FROM..TO) at FROM of the log FD and reads on from *PLACE. */
+static void append_and_read(int fd, const uint8_t *data, size_t from, size_t to, LogPlace *place)
+{
+    if (pwrite(fd, data + from, to - from, (off_t)from) != (ssize_t)(to - from)) {
+        perror("fuzz_log: writing the log");
+        abort();
+    }
+    json_t **recs = NULL;
+    int invalid = 0;
+    int n = tune_log_read(path, place, &recs, &invalid, true);
+    for (int i = 0; i < n; i++)
+        json_decref(recs[i]);
+    free(recs);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static char path[64];
     static int fd = -1;
     if (fd < 0) {
         const char *tmp = getenv("TMPDIR");
@@ -78,27 +94,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
        rest from where it stopped (a line may be cut anywhere) */
     LogPlace place = {0};
     size_t half = size / 2;
-    json_t **recs = NULL;
-    int invalid = 0, n;
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, data, half, 0) != (ssize_t)half) {
-        perror("fuzz_log: writing the log");
+    if (ftruncate(fd, 0) != 0)
         abort();
-    }
-    n = tune_log_read(path, &place, &recs, &invalid, true);
-    for (int i = 0; i < n; i++)
-        json_decref(recs[i]);
-    free(recs);
-    if (pwrite(fd, data + half, size - half, (off_t)half) != (ssize_t)(size - half)) {
-        perror("fuzz_log: writing the log");
-        abort();
-    }
-    n = tune_log_read(path, &place, &recs, &invalid, true);
-    for (int i = 0; i < n; i++)
-        json_decref(recs[i]);
-    free(recs);
+    append_and_read(fd, data, 0, half, &place);
+    append_and_read(fd, data, half, size, &place);
 
-    recs = NULL;
-    n = tune_log_read(path, NULL, &recs, &invalid, true);
+    json_t **recs = NULL;
+    int invalid = 0;
+    int n = tune_log_read(path, NULL, &recs, &invalid, true);
     if (n > 0) {
         Arena arena = {0};
         FuzzProgram p;
