@@ -77,7 +77,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     json_t **recs = NULL;
     int invalid = 0;
-    int n = tune_log_read(path, &recs, &invalid, true);
+    int n = tune_log_read(path, NULL, &recs, &invalid, true); /* the whole log */
     if (n > 0) {
         Arena arena = {0};
         FuzzProgram p;
