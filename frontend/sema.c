@@ -1129,8 +1129,8 @@ static bool define_range_dim(Sema *s, Dim *d, const Node *n, const DimOverride *
     d->range_span = span_join(lo_node->span, hi_node->span);
     if (hint_node && names_something(hint_node)) {
         FAIL(s, d->range_span,
-             "dim '%s' is given by an expression, which decides its range: drop 'in %.*s' "
-             "(after a range, '=' gives a hint, a number)",
+             "dim '%s' is given by an expression of dims, which decides its range: drop 'in %.*s' "
+             "(after a range, '=' gives a hint: a number)",
              d->name, (int)(d->range_span.end - d->range_span.begin),
              s->src->text + d->range_span.begin);
         return false;
