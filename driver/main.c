@@ -691,6 +691,11 @@ int main(int argc, char **argv)
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
+    /* run-time dims are checked and dumped, but nothing below sema takes a
+       size at run time yet (doc/runtime-dims.md): one diagnostic here, for
+       builds, --check, --tune and --eval alike */
+    if (!te_require_static_dims(g))
+        goto out;
     /* --eval runs the program as written: it is the reference */
     OptStats stats = {0};
     if (!o.eval || o.eval_optimized) {

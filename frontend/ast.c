@@ -69,6 +69,10 @@ static void print_node(FILE *out, const Node *n, int depth)
     case N_INPUT:
         fprintf(out, " : %s%s", n->is_const ? "const " : "", n->dtype_name);
         break;
+    case N_DIM:
+        if (n->is_range)
+            fputs(n->nkids == 3 ? " in LO..HI = HINT" : " in LO..HI", out);
+        break;
     default:
         break;
     }

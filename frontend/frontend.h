@@ -27,7 +27,8 @@
     X(N_CALL)     /* name(kids): intrinsic, select or cast               */ \
     X(N_REDUCE)   /* name(kids[0..n-1]) kids[n-1 is body]; axes N_AXIS   */ \
     X(N_AXIS)     /* name [in kids[0] [.. kids[1]]]: an index variable   */ \
-    X(N_DIM)      /* dim name = kids[0]                                  */ \
+    X(N_DIM)      /* dim name = kids[0], or is_range: dim name in        */ \
+                  /* kids[0]..kids[1] [= kids[2], the hint]              */ \
     X(N_INPUT)    /* input name : [const] dtype_name[kids]               */ \
     X(N_LET)      /* let name = kids[0]                                  */ \
     X(N_STAGE)    /* name[kids[0..n-1] are N_AXIS] = kids[n-1]           */ \
@@ -45,6 +46,7 @@ struct Node {
     double num;          /* N_NUM */
     bool is_int;         /* N_NUM: written without '.' or exponent */
     bool is_const;       /* N_INPUT: marked const */
+    bool is_range;       /* N_DIM: a run-time dim, declared with a range */
     Op op;               /* N_UNARY, N_BINARY */
     const char *dtype_name; /* N_INPUT */
     Span dtype_span;

@@ -132,7 +132,7 @@ program:
 | program item  { if ($2) vec_push(p->arena, &p->items, $2); }
 ;
 
-/* item = "dim" dimdef {"," dimdef} ";"
+/* item = "dim" dimdef {"," dimdef} ";"               (dimdef: below)
  *      | "input" NAME ":" ["const"] DTYPE ["[" expr {"," expr} "]"] ";"
  *      | "let" NAME "=" expr ";"
  *      | NAME ["[" axis {"," axis} "]"] "=" expr ";"
@@ -197,10 +197,26 @@ dimdefs:
 | dimdefs ',' dimdef  { $$ = $1; vec_push(p->arena, &$$, $3); }
 ;
 
+/* dimdef = NAME "=" expr                       a static dim (or computed)
+ *        | NAME "in" expr ".." expr ["=" expr]  a run-time dim: its range,
+ *                                               inclusive, and a hint */
 dimdef:
   IDENT '=' expr  {
       $$ = mk_named(p, N_DIM, @$, $1, @1);
       node_add(p, $$, $3);
+  }
+| IDENT IN expr DOTDOT expr  {
+      $$ = mk_named(p, N_DIM, @$, $1, @1);
+      $$->is_range = true;
+      node_add(p, $$, $3);
+      node_add(p, $$, $5);
+  }
+| IDENT IN expr DOTDOT expr '=' expr  {
+      $$ = mk_named(p, N_DIM, @$, $1, @1);
+      $$->is_range = true;
+      node_add(p, $$, $3);
+      node_add(p, $$, $5);
+      node_add(p, $$, $7);
   }
 ;
 

@@ -100,16 +100,89 @@ static Symbol *lookup(Sema *s, const char *name)
 /* ------------------------------------------------------------------ */
 /* Integer constant expressions: dims, shapes, ranges.                 */
 
-static bool eval_int(Sema *s, const Node *n, int64_t *out)
+/* The value of an integer constant expression of numbers and dims.  Over
+ * run-time dims it is a set: every value it may take as they range over
+ * theirs lies in LO..HI (interval arithmetic: sound but not always tight,
+ * M - M is -4095..4095 for M in 1..4096).  MAX is its value when every
+ * declared range is at its maximum, the instance the graph is built at
+ * (lang/texc.h, Dim), and HINT its value at the hints.  A static value
+ * has all four equal and RUNTIME false. */
+typedef struct IntRange {
+    int64_t lo, hi, max, hint;
+    bool runtime;
+} IntRange;
+
+static IntRange int_const(int64_t v)
 {
-    int64_t a, b;
+    return (IntRange){ v, v, v, v, false };
+}
+
+/* A op B for + - * / (B != 0 for /); false if it overflows int64. */
+static bool int_arith(Op op, int64_t a, int64_t b, int64_t *out)
+{
+    switch (op) {
+    case OP_ADD: return !__builtin_add_overflow(a, b, out);
+    case OP_SUB: return !__builtin_sub_overflow(a, b, out);
+    case OP_MUL: return !__builtin_mul_overflow(a, b, out);
+    case OP_DIV:
+        if (a == INT64_MIN && b == -1)
+            return false;
+        *out = a / b;
+        return true;
+    case OP_MOD:
+        *out = a == INT64_MIN && b == -1 ? 0 : a % b;
+        return true;
+    default:
+        TE_UNREACHABLE();
+    }
+}
+
+/* A op B over ranges.  + and - are monotonic in each operand, and so are
+ * * and / (truncating, B of one sign) once the other is fixed: the
+ * extremes lie at the corners.  % is bounded by the divisor's magnitude
+ * and keeps the dividend's sign.  False if a value may overflow. */
+static bool range_arith(Op op, IntRange a, IntRange b, IntRange *out)
+{
+    if (!int_arith(op, a.max, b.max, &out->max) || !int_arith(op, a.hint, b.hint, &out->hint))
+        return false;
+    out->runtime = a.runtime || b.runtime;
+    if (!out->runtime) {
+        out->lo = out->hi = out->max;
+        return true;
+    }
+    if (op == OP_MOD) {
+        /* |a % b| < |b| <= m; a % b has a's sign (or is 0) */
+        int64_t m = b.lo == INT64_MIN ? INT64_MAX : b.lo < 0 ? -b.lo : b.lo;
+        int64_t mh = b.hi < 0 ? -b.hi : b.hi;
+        m = (mh > m ? mh : m) - 1;
+        out->lo = a.lo >= 0 ? 0 : a.lo > -m ? a.lo : -m;
+        out->hi = a.hi <= 0 ? 0 : a.hi < m ? a.hi : m;
+        return true;
+    }
+    int64_t c[4];
+    if (!int_arith(op, a.lo, b.lo, &c[0]) || !int_arith(op, a.lo, b.hi, &c[1]) ||
+        !int_arith(op, a.hi, b.lo, &c[2]) || !int_arith(op, a.hi, b.hi, &c[3]))
+        return false;
+    out->lo = out->hi = c[0];
+    for (int i = 1; i < 4; i++) {
+        if (c[i] < out->lo)
+            out->lo = c[i];
+        if (c[i] > out->hi)
+            out->hi = c[i];
+    }
+    return true;
+}
+
+static bool eval_range(Sema *s, const Node *n, IntRange *out)
+{
+    IntRange a, b;
     switch (n->kind) {
     case N_NUM:
         if (!n->is_int) {
             FAIL(s, n->span, "expected an integer, got %g", n->num);
             return false;
         }
-        *out = (int64_t)n->num;
+        *out = int_const((int64_t)n->num);
         return true;
     case N_NAME: {
         Symbol *sym = lookup(s, n->name);
@@ -128,44 +201,46 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
             diag_note(s->src, sym->node->name_span, "'%s' is defined here", n->name);
             return false;
         }
-        *out = sym->dim->value;
+        const Dim *d = sym->dim;
+        *out = (IntRange){ d->lo, d->hi, d->value, d->hint, d->runtime };
         return true;
     }
     case N_UNARY:
-        if (n->op != OP_NEG || !eval_int(s, n->kids[0], &a))
+        if (n->op != OP_NEG || !eval_range(s, n->kids[0], &a))
             break;
-        if (a == INT64_MIN) {
+        if (a.lo == INT64_MIN) {
             FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
-        *out = -a;
+        *out = (IntRange){ -a.hi, -a.lo, -a.max, -a.hint, a.runtime };
         return true;
     case N_BINARY: {
-        if (!eval_int(s, n->kids[0], &a) || !eval_int(s, n->kids[1], &b))
+        if (!eval_range(s, n->kids[0], &a) || !eval_range(s, n->kids[1], &b))
             return false;
-        bool overflow = false;
         switch (n->op) {
-        case OP_ADD: overflow = __builtin_add_overflow(a, b, out); break;
-        case OP_SUB: overflow = __builtin_sub_overflow(a, b, out); break;
-        case OP_MUL: overflow = __builtin_mul_overflow(a, b, out); break;
+        case OP_ADD:
+        case OP_SUB:
+        case OP_MUL:
+            break;
         case OP_DIV:
         case OP_MOD:
-            if (b == 0) {
+            if (!b.runtime && b.max == 0) {
                 FAIL(s, n->kids[1]->span, "division by zero: this divisor is 0");
                 return false;
             }
-            if (a == INT64_MIN && b == -1) {
-                overflow = true;
-                break;
+            if (b.lo <= 0 && b.hi >= 0) {
+                FAIL(s, n->kids[1]->span,
+                     "division by zero: this divisor may be 0 (over the ranges of its run-time dims it lies in %lld..%lld)",
+                     (long long)b.lo, (long long)b.hi);
+                return false;
             }
-            *out = n->op == OP_DIV ? a / b : a % b;
             break;
         default:
             FAIL(s, n->span, "'%s' is not allowed in an integer constant expression",
                  op_text(n->op));
             return false;
         }
-        if (overflow) {
+        if (!range_arith(n->op, a, b, out)) {
             FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
@@ -174,9 +249,13 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
     case N_CALL:
         if ((strcmp(n->name, "min") == 0 || strcmp(n->name, "max") == 0) &&
             n->nkids == 2) {
-            if (!eval_int(s, n->kids[0], &a) || !eval_int(s, n->kids[1], &b))
+            if (!eval_range(s, n->kids[0], &a) || !eval_range(s, n->kids[1], &b))
                 return false;
-            *out = (strcmp(n->name, "min") == 0) == (a < b) ? a : b;
+            bool is_min = strcmp(n->name, "min") == 0;
+#define PICK(x, y) ((is_min == ((x) < (y))) ? (x) : (y))
+            *out = (IntRange){ PICK(a.lo, b.lo), PICK(a.hi, b.hi), PICK(a.max, b.max),
+                               PICK(a.hint, b.hint), a.runtime || b.runtime };
+#undef PICK
             return true;
         }
         FAIL(s, n->span, "%s(...) is not allowed in an integer constant expression: only min(a, b) and max(a, b) are",
@@ -190,15 +269,75 @@ static bool eval_int(Sema *s, const Node *n, int64_t *out)
     return false;
 }
 
-/* An extent: a positive integer constant expression. */
-static bool eval_extent(Sema *s, const Node *n, const char *what, int64_t *out)
+/* An integer constant expression's value in the graph: at every declared
+ * range's maximum when it depends on run-time dims. */
+static bool eval_int(Sema *s, const Node *n, int64_t *out)
 {
-    if (!eval_int(s, n, out))
+    IntRange r;
+    if (!eval_range(s, n, &r))
         return false;
-    if (*out <= 0) {
-        FAIL(s, n->span, "%s must be positive, got %lld", what, (long long)*out);
+    *out = r.max;
+    return true;
+}
+
+/* The first name in N that is a run-time dim, or NULL. */
+static const Node *runtime_name(Sema *s, const Node *n)
+{
+    if (n->kind == N_NAME) {
+        Symbol *sym = lookup(s, n->name);
+        return sym && sym->dim && sym->dim->runtime ? n : NULL;
+    }
+    for (int i = 0; i < n->nkids; i++) {
+        const Node *r = runtime_name(s, n->kids[i]);
+        if (r)
+            return r;
+    }
+    return NULL;
+}
+
+/* A compile-time constant (the bounds of a run-time dim's range): an
+ * integer constant expression of numbers and static dims. */
+static bool eval_static(Sema *s, const Node *n, const char *what, int64_t *out)
+{
+    IntRange r;
+    if (!eval_range(s, n, &r))
+        return false;
+    if (r.runtime) {
+        const Node *name = runtime_name(s, n);
+        FAIL(s, name ? name->span : n->span, "'%s' is a run-time dim: %s must be a compile-time constant",
+             name ? name->name : "?", what);
         return false;
     }
+    *out = r.max;
+    return true;
+}
+
+/* A size: positive, over the whole range when it depends on run-time
+ * dims. */
+static bool eval_size(Sema *s, const Node *n, const char *what, IntRange *out)
+{
+    if (!eval_range(s, n, out))
+        return false;
+    if (!out->runtime && out->max <= 0) {
+        FAIL(s, n->span, "%s must be positive, got %lld", what, (long long)out->max);
+        return false;
+    }
+    if (out->runtime && out->lo <= 0) {
+        FAIL(s, n->span, "%s must be positive, but over the ranges of its run-time dims it may be as small as %lld",
+             what, (long long)out->lo);
+        return false;
+    }
+    return true;
+}
+
+/* An extent: a positive integer constant expression, at every declared
+ * range's maximum. */
+static bool eval_extent(Sema *s, const Node *n, const char *what, int64_t *out)
+{
+    IntRange r;
+    if (!eval_size(s, n, what, &r))
+        return false;
+    *out = r.max;
     return true;
 }
 
@@ -971,6 +1110,75 @@ static bool define_symbols(Sema *s, const Program *prog)
     return true;
 }
 
+/* Does N name a dim (or anything else)? */
+static bool names_something(const Node *n)
+{
+    if (n->kind == N_NAME)
+        return true;
+    for (int i = 0; i < n->nkids; i++)
+        if (names_something(n->kids[i]))
+            return true;
+    return false;
+}
+
+/* dim NAME in LO..HI [= HINT]: a run-time dim, or a static one under -D. */
+static bool define_range_dim(Sema *s, Dim *d, const Node *n, const DimOverride *ov)
+{
+    const Node *lo_node = n->kids[0], *hi_node = n->kids[1];
+    const Node *hint_node = n->nkids > 2 ? n->kids[2] : NULL;
+    d->range_span = span_join(lo_node->span, hi_node->span);
+    if (hint_node && names_something(hint_node)) {
+        FAIL(s, d->range_span,
+             "dim '%s' is given by an expression of dims, which decides its range: drop 'in %.*s' "
+             "(after a range, '=' gives a hint: a number)",
+             d->name, (int)(d->range_span.end - d->range_span.begin),
+             s->src->text + d->range_span.begin);
+        return false;
+    }
+    int64_t lo, hi, hint;
+    const char *what = arena_printf(s->arena, "the range of '%s'", d->name);
+    if (!eval_static(s, lo_node, what, &lo) || !eval_static(s, hi_node, what, &hi))
+        return false;
+    if (lo > hi) {
+        FAIL(s, d->range_span,
+             "the range %lld..%lld of '%s' is empty: a dim's LO..HI includes both ends, so LO may not exceed HI",
+             (long long)lo, (long long)hi, d->name);
+        return false;
+    }
+    if (lo < 1) {
+        FAIL(s, lo_node->span, "the range of '%s' starts at %lld: a size is at least 1", d->name,
+             (long long)lo);
+        return false;
+    }
+    hint = hi; /* the rule: without a hint, the range's maximum */
+    if (hint_node) {
+        if (!eval_int(s, hint_node, &hint))
+            return false;
+        if (hint < lo || hint > hi) {
+            FAIL(s, hint_node->span, "the hint %lld of '%s' is outside its range %lld..%lld",
+                 (long long)hint, d->name, (long long)lo, (long long)hi);
+            return false;
+        }
+    }
+    if (ov) {
+        /* -D specializes it: a static dim like any other */
+        if (ov->value < lo || ov->value > hi) {
+            FAIL(s, d->range_span, "-D %s=%lld: outside the range %lld..%lld of '%s'", d->name,
+                 (long long)ov->value, (long long)lo, (long long)hi, d->name);
+            return false;
+        }
+        d->value = d->lo = d->hi = d->hint = ov->value;
+        d->overridden = true;
+        return true;
+    }
+    d->runtime = d->declared = true;
+    d->lo = lo;
+    d->hi = hi;
+    d->hint = hint;
+    d->value = hi;
+    return true;
+}
+
 static bool define_dims(Sema *s, DimOverride *ov, int nov)
 {
     PtrVec dims = {0};
@@ -982,19 +1190,32 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
         d->name = sym->name;
         d->span = sym->node->name_span;
         const Node *val = sym->node->kids[0];
+        DimOverride *given = NULL;
         for (int k = 0; k < nov; k++)
             if (strcmp(ov[k].name, sym->name) == 0) {
-                d->value = ov[k].value;
-                d->overridden = ov[k].used = true;
+                given = &ov[k];
+                ov[k].used = true;
             }
-        if (!d->overridden) {
-            if (!eval_extent(s, val, arena_printf(s->arena, "dim '%s'", sym->name),
-                             &d->value))
+        if (sym->node->is_range) {
+            if (!define_range_dim(s, d, sym->node, given))
                 return false;
-        } else if (d->value <= 0) {
-            FAIL(s, sym->node->name_span, "-D %s=%lld: a dim must be positive",
-                 sym->name, (long long)d->value);
-            return false;
+        } else if (given) {
+            d->value = given->value;
+            d->overridden = true;
+            if (d->value <= 0) {
+                FAIL(s, sym->node->name_span, "-D %s=%lld: a dim must be positive",
+                     sym->name, (long long)d->value);
+                return false;
+            }
+            d->lo = d->hi = d->hint = d->value;
+        } else {
+            /* computed from run-time dims: a run-time dim whose range is
+               its expression's over theirs */
+            IntRange r;
+            if (!eval_size(s, val, arena_printf(s->arena, "dim '%s'", sym->name), &r))
+                return false;
+            *d = (Dim){ .name = d->name, .span = d->span, .value = r.max, .runtime = r.runtime,
+                        .lo = r.lo, .hi = r.hi, .hint = r.hint };
         }
         sym->dim = d;
         vec_push(s->arena, &dims, d);

@@ -394,6 +394,8 @@ static void note_loads(const Expr *e, int stage, int *last)
  * what the graph needs at once, not the sum of every stage. */
 int te_eval(const Graph *g, double *const *inputs, double **outputs)
 {
+    if (!te_require_static_dims(g))
+        return -1;
     Evaluator ev = { .g = g };
     int nt = g->ntensors;
     int nslots = g->nvars;

@@ -1,4 +1,5 @@
-/* graph.c — keeping a graph's tensor list in order after a rewrite.
+/* graph.c — keeping a graph's tensor list in order after a rewrite, and
+ * the guard that keeps graphs with run-time dims from the backends.
  *
  * A pass that removes or adds stages calls te_graph_compact, which puts
  * g->tensors back in dependency order (inputs first, then every stage
@@ -63,4 +64,36 @@ void te_graph_compact(Arena *a, Graph *g)
     for (int i = 0; i < g->ntensors; i++)
         if (g->tensors[i]->kind == TK_STAGE)
             count_uses(g->tensors[i]->body);
+}
+
+/* Run-time dims (lang/texc.h, Dim) are parsed and checked, but nothing
+ * below sema takes a size at run time yet (doc/runtime-dims.md, the
+ * phases): until it does, this one message says so at the declaration of
+ * the first run-time dim, which is always one declared with a range (a
+ * computed one comes after the dims it uses), and names the -D for every
+ * declared one, so that one run of texc tells the whole fix. */
+bool te_require_static_dims(const Graph *g)
+{
+    const Dim *first = NULL;
+    int ndeclared = 0;
+    for (int i = 0; i < g->ndims; i++)
+        if (g->dims[i].runtime && g->dims[i].declared) {
+            if (!first)
+                first = &g->dims[i];
+            ndeclared++;
+        }
+    if (!first)
+        return true;
+    char fix[512] = "";
+    size_t len = 0;
+    for (int i = 0; i < g->ndims && len < sizeof fix; i++)
+        if (g->dims[i].runtime && g->dims[i].declared)
+            len += (size_t)snprintf(fix + len, sizeof fix - len, "%s-D %s=VALUE", len ? " " : "",
+                                    g->dims[i].name);
+    diag_error(g->src, first->span,
+               "run-time dim '%s' (%lld..%lld): this texc cannot compile run-time sizes yet; "
+               "give %s a size with %s",
+               first->name, (long long)first->lo, (long long)first->hi,
+               ndeclared > 1 ? "each run-time dim" : "it", fix);
+    return false;
 }

@@ -337,9 +337,15 @@ static void print_tensor(Printer *p, const Tensor *t)
 static void print_graph(Printer *p, const Graph *g)
 {
     if (!p->canonical)
-        for (int i = 0; i < g->ndims; i++)
-            fprintf(p->out, "dim %s = %lld\n", g->dims[i].name,
-                    (long long)g->dims[i].value);
+        for (int i = 0; i < g->ndims; i++) {
+            const Dim *d = &g->dims[i];
+            if (!d->runtime)
+                fprintf(p->out, "dim %s = %lld\n", d->name, (long long)d->value);
+            else
+                fprintf(p->out, "dim %s in %lld..%lld = %lld  # run-time%s; the graph is at %lld\n",
+                        d->name, (long long)d->lo, (long long)d->hi, (long long)d->hint,
+                        d->declared ? "" : ", computed", (long long)d->value);
+        }
     p->g = g;
     for (int i = 0; i < g->ntensors; i++)
         if (!p->canonical || !g->tensors[i]->packs)

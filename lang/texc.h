@@ -308,11 +308,29 @@ struct Tensor {
     int64_t pack_width;
 };
 
+/* A size.  A static dim is a compile-time constant: VALUE, and LO = HI =
+ * HINT = VALUE.  A run-time dim (RUNTIME) is one the caller will give at
+ * run time: declared with a range (dim M in 1..4096 [= 512]), or computed
+ * from such dims (dim MP = M + 2), whose range sema derives by interval
+ * arithmetic.  Until the backends take run-time sizes (doc/runtime-dims.md)
+ * the graph of a program with one is the instance at every declared range's
+ * maximum: VALUE is this dim's value there, and te_require_static_dims
+ * keeps such a graph from being built, tuned or evaluated.  -D NAME=V
+ * makes a run-time dim static (V in its range). */
 typedef struct Dim {
     const char *name;
     Span span;
-    int64_t value;
+    int64_t value;   /* static: the size; run-time: its value when every
+                        declared range is at its maximum */
     bool overridden; /* set with -D */
+    bool runtime;    /* a size known only at run time */
+    bool declared;   /* run-time with a range written in the program
+                        (not computed from other dims) */
+    int64_t lo, hi;  /* the values it may take, inclusive (1 <= lo) */
+    int64_t hint;    /* the size estimates and default schedules use: the
+                        written hint, else hi; a computed dim's is its
+                        value at its operands' hints */
+    Span range_span; /* declared: where LO..HI is written */
 } Dim;
 
 /* A stage as the program wrote it, kept by te_optimize so that messages
@@ -367,6 +385,14 @@ Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
 /* Does PRED(x, CTX) hold for E or any expression inside it? */
 bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx);
 
+/* graph.c: does every dim of G have a compile-time size?  If one is a
+ * run-time dim, prints the one diagnostic that says this texc cannot yet
+ * compile it (at the first such dim, naming the -D that fixes it) and
+ * returns false.  Every consumer that needs static sizes (the driver's
+ * build, --check, --eval and --tune, and sch_build, tune_run, te_eval as
+ * a backstop) asks it first. */
+bool te_require_static_dims(const Graph *g);
+
 /* print.c — the graph printer (--dump=graph) and the canonical form. */
 void te_print_expr(FILE *out, const Expr *e);
 void te_print_graph(FILE *out, const Graph *g);
@@ -393,7 +419,8 @@ void te_random_input(const Tensor *t, uint64_t seed, double *out);
 /* Evaluates G.  INPUTS[i] holds G->inputs[i]'s values; on success OUTPUTS[i]
  * receives a malloc'ed array for G->outputs[i] and 0 is returned.  A load
  * out of bounds (only possible where a select guards it wrongly) is a
- * diagnostic at the load, and -1 is returned. */
+ * diagnostic at the load, and -1 is returned; so is a graph with a
+ * run-time dim (te_require_static_dims). */
 int te_eval(const Graph *g, double *const *inputs, double **outputs);
 
 /* npy.c — NumPy .npy files (format 1.0). */

@@ -52,6 +52,10 @@ void sch_build_layout(const SchedBuild *b)
 
 SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
 {
+    /* loops take static extents only, until run-time dims lower (the
+       driver asks first; this keeps every other caller honest) */
+    if (!te_require_static_dims(b->g))
+        return NULL;
     sch_build_layout(b);
     SchedState *st = sch_state_new(b->arena, b->g, b->target);
     FILE *loops = b->dump_loops;

@@ -499,7 +499,8 @@ typedef struct SchedBuild {
     FILE *dump_loops;      /* --dump=loops: before, after each step, lowered */
 } SchedBuild;
 /* Builds B->g for B->target under B->sched into *FN: see build.c.
- * Returns the SchedState, or NULL after a diagnostic. */
+ * Returns the SchedState, or NULL after a diagnostic (among them: a graph
+ * with a run-time dim, te_require_static_dims). */
 SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn);
 /* Its first step alone (the layouts and their dumps): for --eval=optimized,
  * which evaluates the graph a build of the file's schedule compiles. */

@@ -224,4 +224,39 @@ timeout 30 "$TEXC" /dev/zero >/dev/null 2>"$tmp/zero.err"
 rc=$?
 check "texc /dev/zero: refused past the size limit, not read without bound" sh -c "
     test $rc -eq 1 && grep -q 'cannot read /dev/zero: longer than 64 MiB' '$tmp/zero.err'"
+# Run-time dims (issue 16, its first phase): -D specializes one to a
+# constant, and the program then compiles exactly as the static one does;
+# without -D every action refuses it with one diagnostic at the dim.
+mkdir -p "$tmp/rt/static" "$tmp/rt/dyn"
+cp "$samples/matmul_gelu.te" "$tmp/rt/static/"
+sed 's/^dim M = 512, N = 3072, K = 768;/dim M in 1..4096 = 512, N = 3072, K = 768;/' \
+    "$samples/matmul_gelu.te" >"$tmp/rt/dyn/matmul_gelu.te"
+check "the run-time matmul_gelu declares M in 1..4096" grep -q '^dim M in 1..4096 = 512,' "$tmp/rt/dyn/matmul_gelu.te"
+(cd "$tmp/rt/static" && "$TEXC" --log=/dev/null --harness matmul_gelu.te) >"$tmp/rt/err" 2>&1 &&
+    (cd "$tmp/rt/dyn" && "$TEXC" --log=/dev/null --harness -D M=512 matmul_gelu.te) >>"$tmp/rt/err" 2>&1 &&
+    cmp "$tmp/rt/static/matmul_gelu.c" "$tmp/rt/dyn/matmul_gelu.c" >>"$tmp/rt/err" 2>&1 &&
+    cmp "$tmp/rt/static/matmul_gelu.h" "$tmp/rt/dyn/matmul_gelu.h" >>"$tmp/rt/err" 2>&1 &&
+    cmp "$tmp/rt/static/matmul_gelu_harness.c" "$tmp/rt/dyn/matmul_gelu_harness.c" >>"$tmp/rt/err" 2>&1 &&
+    ok "dim M in 1..4096 = 512 with -D M=512: the static program's C, byte for byte" ||
+    not_ok "dim M in 1..4096 = 512 with -D M=512: the static program's C, byte for byte" "$tmp/rt/err"
+expect_status "-D M=100 on a run-time dim: --eval" 0 "$TEXC" --eval -D M=100 -o "$tmp/rt/e" "$tmp/rt/dyn/matmul_gelu.te"
+check "-D M=100 on a run-time dim: the output is 100 rows" sh -c "
+    head -c 128 '$tmp/rt/e.z.npy' | grep -q \"'shape': (100, 3072)\""
+expect_status "-D M=4097 outside the range" 1 "$TEXC" --check -D M=4097 "$tmp/rt/dyn/matmul_gelu.te"
+grep -q "matmul_gelu.te:7:10: error: -D M=4097: outside the range 1..4096 of 'M'" "$tmp/err" &&
+    ok "-D outside the range: the range's place" || not_ok "-D outside the range: the range's place" "$tmp/err"
+rtmsg="matmul_gelu.te:7:5: error: run-time dim 'M' (1..4096): this texc cannot compile run-time sizes yet; give it a size with -D M=VALUE"
+for action in "" --check --eval --tune "--target=cuda --arch=sm_90 --check"; do
+    rm -f "$tmp/rt/r".*
+    # shellcheck disable=SC2086 # ACTION is words
+    expect_status "a run-time dim without -D: texc ${action:-(build)} refuses it" 1 \
+        "$TEXC" $action --log="$tmp/rt/log" -o "$tmp/rt/r" "$tmp/rt/dyn/matmul_gelu.te"
+    if [ "$(grep -c error: "$tmp/err")" -eq 1 ] && grep -qF "$rtmsg" "$tmp/err" &&
+        ! ls "$tmp/rt/r".* >/dev/null 2>&1 && [ ! -s "$tmp/rt/log" ]; then
+        ok "texc ${action:-(build)}: one diagnostic at the dim, nothing written"
+    else
+        not_ok "texc ${action:-(build)}: one diagnostic at the dim, nothing written" "$tmp/err"
+    fi
+done
+
 done_testing

@@ -875,6 +875,8 @@ static void summary(Tuner *t, double model_corr)
 
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
+    if (!te_require_static_dims(g))
+        return 1;
     bool cuda = o->target == TARGET_CUDA;
     if (cuda && !cuda_ready(o))
         return 1;

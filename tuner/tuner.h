@@ -29,7 +29,8 @@ typedef struct TuneOptions {
 } TuneOptions;
 
 /* --tune: searches G's schedule space for O->target and appends every
- * measurement to the log.  Returns 0, or 1 after a message. */
+ * measurement to the log.  Returns 0, or 1 after a message (a graph with
+ * a run-time dim is refused: te_require_static_dims). */
 int tune_run(Arena *a, Graph *g, const TuneOptions *o);
 
 /* For a normal build: the fastest valid logged schedule for G's workload
