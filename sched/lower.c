@@ -513,24 +513,46 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         buf->is_output = false;
         c->storage = buf;
     } else {
+        /* why the region cannot have a buffer of its own */
+        int64_t total = dtype_bytes(t->dtype);
+        bool huge = false;
+        for (int d = 0; constant && d < t->rank; d++)
+            huge = huge || __builtin_mul_overflow(total, shape[d], &total);
+        const char *why =
+            !constant ? "has no constant size"
+            : t->is_output ? "is part of an output"
+            : huge ? "is more than 64 KiB, which texc keeps on a thread's stack at most"
+                   : arena_printf(a, "is %lld bytes, more than the 64 KiB texc keeps on a "
+                                     "thread's stack",
+                                  (long long)total);
         /* a whole-tensor buffer inside a parallel loop would be written by
-         * several threads at once */
-        const Loop *par = NULL;
+         * several threads at once; inside a GPU-bound loop, by every
+         * thread, and a `local` copy would quietly be global memory */
+        const Loop *par = NULL, *bound = NULL;
         const SStage *o = s;
         int limit = pos;
         while (o && !par) {
-            for (int i = 0; i <= limit && i < o->loops.len; i++)
-                if (((Loop *)o->loops.items[i])->kind == LOOP_PARALLEL)
-                    par = o->loops.items[i];
+            for (int i = 0; i <= limit && i < o->loops.len; i++) {
+                const Loop *l = o->loops.items[i];
+                if (l->kind == LOOP_PARALLEL)
+                    par = l;
+                if (l->kind == LOOP_BOUND && !bound)
+                    bound = l;
+            }
             if (o->attach)
                 limit = sch_loop_index(o->attach, o->attach_loop);
             o = o->attach;
         }
+        Loop *at = s->loops.items[pos];
         if (par) {
-            Loop *at = s->loops.items[pos];
             diag_error(L->st->g->src, c->tensor->span,
-                       "cannot compute '%s' at '%s' of '%s': the region it needs there has no constant size, so it would be a whole tensor that the parallel loop '%s' shares between threads; tile '%s' so that the region is a fixed tile",
-                       c->name, at->name, s->name, par->name, s->name);
+                       "cannot compute '%s' at '%s' of '%s': the region it needs there %s, so it would be a whole tensor that the parallel loop '%s' shares between threads; tile '%s' so that the region is a fixed tile of at most 64 KiB",
+                       c->name, at->name, s->name, why, par->name, s->name);
+            L->failed = true;
+        } else if (bound && c->scope == SCOPE_LOCAL) {
+            diag_error(L->st->g->src, c->tensor->span,
+                       "cannot keep '%s' in local memory at '%s' of '%s': the region it needs there %s, so it would be a whole tensor in global memory that every thread writes (the loop '%s' is bound to the GPU); split '%s' so that a smaller tile is read at '%s', or stage it in shared memory",
+                       c->name, at->name, s->name, why, bound->name, s->name, at->name);
             L->failed = true;
         }
         c->storage = c->tensor;
