@@ -72,6 +72,8 @@ typedef struct Sema {
     Graph *g;
     Symbol *syms;
     int nsyms;
+    int *by_name;      /* open-addressed: 1 + index into syms, or 0 */
+    size_t by_name_cap; /* a power of two, more than twice nsyms */
     PtrVec order;      /* tensors in dependency order */
     PtrVec active;     /* stages being resolved, for cycle messages */
     int nvars;
@@ -89,12 +91,24 @@ typedef struct Sema {
 static Value convert(Sema *s, const Node *n, Scope *scope);
 static bool resolve_stage(Sema *s, Symbol *sym, Span use);
 
+/* NAME's slot in s->by_name: where its symbol is, or the empty slot
+ * where it would go.  Hashed, so that a program of many stages resolves
+ * its names in linear time. */
+static size_t name_slot(const Sema *s, const char *name)
+{
+    uint64_t h = 0xcbf29ce484222325u; /* FNV-1a */
+    for (const char *c = name; *c; c++)
+        h = (h ^ (unsigned char)*c) * 0x100000001b3u;
+    size_t i = (size_t)h & (s->by_name_cap - 1);
+    while (s->by_name[i] && strcmp(s->syms[s->by_name[i] - 1].name, name) != 0)
+        i = (i + 1) & (s->by_name_cap - 1);
+    return i;
+}
+
 static Symbol *lookup(Sema *s, const char *name)
 {
-    for (int i = 0; i < s->nsyms; i++)
-        if (strcmp(s->syms[i].name, name) == 0)
-            return &s->syms[i];
-    return NULL;
+    int k = s->by_name_cap ? s->by_name[name_slot(s, name)] : 0;
+    return k ? &s->syms[k - 1] : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1088,6 +1102,9 @@ static bool resolve_stage(Sema *s, Symbol *sym, Span use)
 static bool define_symbols(Sema *s, const Program *prog)
 {
     s->syms = arena_alloc(s->arena, sizeof *s->syms * (prog->nitems + 1));
+    for (s->by_name_cap = 16; s->by_name_cap < 2 * (size_t)prog->nitems + 2;)
+        s->by_name_cap *= 2;
+    s->by_name = arena_alloc(s->arena, sizeof *s->by_name * s->by_name_cap);
     for (int i = 0; i < prog->nitems; i++) {
         const Node *n = prog->items[i];
         SymKind kind;
@@ -1105,6 +1122,7 @@ static bool define_symbols(Sema *s, const Program *prog)
                       sym_kind_names[old->kind], n->name);
             return false;
         }
+        s->by_name[name_slot(s, n->name)] = s->nsyms + 1;
         s->syms[s->nsyms++] = (Symbol){ .name = n->name, .kind = kind, .node = n };
     }
     return true;

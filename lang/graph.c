@@ -7,35 +7,84 @@
  * lives apart from the pass list (passes.c) that calls the passes, so
  * that the calls go one way: passes.c -> pass_NAME.c -> graph.c.
  */
+#include <stdint.h>
+
 #include "texc.h"
 
-/* Depth-first from the outputs: reachable stages in dependency order.
- * Graphs hold hundreds of stages at most, so a linear "seen" list will do. */
-static bool seen_before(PtrVec *seen, Tensor *t)
+/* The tensors seen so far: an open-addressed set of pointers, kept at
+ * most half full, so a graph of any size compacts in linear time. */
+typedef struct SeenSet {
+    Tensor **slots;
+    size_t cap; /* a power of two */
+    size_t len;
+} SeenSet;
+
+static size_t slot_of(const SeenSet *s, const Tensor *t)
 {
-    for (int i = 0; i < seen->len; i++)
-        if (seen->items[i] == t)
-            return true;
-    return false;
+    size_t h = (size_t)((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15u;
+    size_t i = h & (s->cap - 1);
+    while (s->slots[i] && s->slots[i] != t)
+        i = (i + 1) & (s->cap - 1);
+    return i;
 }
 
-static void visit(Arena *a, Tensor *t, PtrVec *order, PtrVec *seen)
+/* Adds T; returns false if it was there already. */
+static bool seen_add(Arena *a, SeenSet *s, Tensor *t)
 {
-    if (seen_before(seen, t))
+    if (2 * (s->len + 1) > s->cap) {
+        SeenSet grown = { arena_alloc(a, sizeof(Tensor *) * s->cap * 2), s->cap * 2, 0 };
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slots[i])
+                grown.slots[slot_of(&grown, s->slots[i])] = s->slots[i], grown.len++;
+        *s = grown;
+    }
+    size_t i = slot_of(s, t);
+    if (s->slots[i])
+        return false;
+    s->slots[i] = t;
+    s->len++;
+    return true;
+}
+
+/* Depth-first from T: the stages it needs, then T, appended to ORDER in
+ * dependency order.  Iterative, with one stack of expressions still to
+ * walk per stage being visited, so that a chain of stages as long as the
+ * program allows does not exhaust the C stack.  Each load's tensor is
+ * visited as soon as the load is reached, before its indices. */
+typedef struct Visit {
+    Tensor *t;
+    PtrVec todo; /* Expr *: parts of t's body still to walk */
+} Visit;
+
+static void visit(Arena *a, Tensor *t, PtrVec *order, SeenSet *seen)
+{
+    if (!seen_add(a, seen, t))
         return;
-    vec_push(a, seen, t);
     if (t->kind != TK_STAGE)
         return;
-    PtrVec stack = {0};
-    vec_push(a, &stack, t->body);
-    while (stack.len) {
-        Expr *e = stack.items[--stack.len];
-        if (e->kind == EX_LOAD)
-            visit(a, e->tensor, order, seen);
+    PtrVec visits = {0};
+    Visit *v = arena_alloc(a, sizeof *v);
+    v->t = t;
+    vec_push(a, &v->todo, t->body);
+    vec_push(a, &visits, v);
+    while (visits.len) {
+        Visit *top = visits.items[visits.len - 1];
+        if (!top->todo.len) {
+            vec_push(a, order, top->t);
+            visits.len--;
+            continue;
+        }
+        Expr *e = top->todo.items[--top->todo.len];
         for (int i = 0; i < e->nargs; i++)
-            vec_push(a, &stack, e->args[i]);
+            vec_push(a, &top->todo, e->args[i]);
+        if (e->kind == EX_LOAD && seen_add(a, seen, e->tensor) &&
+            e->tensor->kind == TK_STAGE) {
+            Visit *next = arena_alloc(a, sizeof *next);
+            next->t = e->tensor;
+            vec_push(a, &next->todo, e->tensor->body);
+            vec_push(a, &visits, next);
+        }
     }
-    vec_push(a, order, t);
 }
 
 static void count_uses(Expr *e)
@@ -48,9 +97,10 @@ static void count_uses(Expr *e)
 
 void te_graph_compact(Arena *a, Graph *g)
 {
-    PtrVec order = {0}, seen = {0};
+    PtrVec order = {0};
+    SeenSet seen = { arena_alloc(a, sizeof(Tensor *) * 16), 16, 0 };
     for (int i = 0; i < g->ninputs; i++) {
-        vec_push(a, &seen, g->inputs[i]);
+        seen_add(a, &seen, g->inputs[i]);
         vec_push(a, &order, g->inputs[i]);
     }
     for (int i = 0; i < g->noutputs; i++)

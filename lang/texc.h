@@ -29,6 +29,10 @@
 
 #define TE_VERSION PACKAGE_VERSION
 #define TE_MAX_RANK 16 /* deeper tensors are rejected with a diagnostic */
+/* Fusion merges stages into a kernel while its body, expanded, holds at
+ * most this many expression nodes (pass_fuse.c); the default schedule
+ * inlines under the same bound (sched/default.c). */
+#define TE_MAX_KERNEL_NODES 1024
 
 /* ------------------------------------------------------------------ */
 /* arena.c — bump allocation; a compilation frees everything at once.  */

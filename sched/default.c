@@ -8,7 +8,11 @@
  *     prepack stage (layout.c) is inlined into its readers
  *     (Halide's default, and the graph optimizer's fusion in miniature),
  *     except a select that a reduction reads (a padded image), computed
- *     once (selects_for_reduction);
+ *     once (selects_for_reduction), and a stage whose value, with the
+ *     stages inlined into it, holds more than TE_MAX_KERNEL_NODES
+ *     expression nodes (inlined_size): each reader would copy all of it,
+ *     and a chain of stages that each read the one before twice would
+ *     double with every link;
  *   - a reduction with two or more spatial axes and a wide innermost one
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
@@ -140,17 +144,49 @@ static bool selects_for_reduction(const SchedState *st, const SStage *s)
     return false;
 }
 
+/* Expression nodes in E once the stages INLINED (by Tensor.id) are
+ * substituted into it, SIZE[id] being each one's own count; saturates
+ * past the bound, which is all the caller asks about. */
+static int64_t inlined_size(const Expr *e, const bool *inlined, const int64_t *size, int ntensors)
+{
+    int64_t n = 1;
+    if (e->kind == EX_LOAD && e->tensor->id < ntensors && inlined[e->tensor->id])
+        n = size[e->tensor->id];
+    for (int i = 0; i < e->nargs && n <= TE_MAX_KERNEL_NODES; i++)
+        n += inlined_size(e->args[i], inlined, size, ntensors);
+    return n;
+}
+
+/* Is S's value small enough to copy into its readers?  Stages come in
+ * dependency order, so the ones S reads are decided already. */
+static bool small_enough(const SchedState *st, const SStage *s, bool *inlined, int64_t *size)
+{
+    int n = st->g->ntensors, id = s->tensor->id;
+    if (id >= n || st->g->tensors[id] != s->tensor)
+        return true; /* not one of the graph's own stages */
+    size[id] = inlined_size(s->value, inlined, size, n);
+    inlined[id] = size[id] <= TE_MAX_KERNEL_NODES;
+    return inlined[id];
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
     sched->target = st->target;
     SchEmit b = { st->arena, sched, NULL, { 0, 0 } };
+    bool *inlined = arena_alloc(st->arena, sizeof *inlined * (size_t)(st->g->ntensors + 1));
+    int64_t *size = arena_alloc(st->arena, sizeof *size * (size_t)(st->g->ntensors + 1));
+    bool *kept = arena_alloc(st->arena, sizeof *kept * (size_t)(st->stages.len + 1));
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
         if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
-            !sch_mentioned(written, s) && !selects_for_reduction(st, s))
-            emit(&b, s->name, "compute_inline", 0);
+            !sch_mentioned(written, s) && !selects_for_reduction(st, s)) {
+            if (small_enough(st, s, inlined, size))
+                emit(&b, s->name, "compute_inline", 0);
+            else
+                kept[i] = true;
+        }
     }
     if (st->target != TARGET_CPU) {
         sch_default_cuda(st, sched, written);
@@ -160,7 +196,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
         if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
-             !selects_for_reduction(st, s)) ||
+             !selects_for_reduction(st, s) && !kept[i]) ||
             s->nsvars == 0 || sch_mentioned(written, s) || s->attach)
             continue;
         int lanes = lanes_of(s->tensor->dtype);
