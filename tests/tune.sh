@@ -128,6 +128,17 @@ done
 check "plants: no failed candidate wins" test -z "$bad"
 check "plants: the summary counts them" grep -q "1 wrong, 1 crash, 1 timeout" "$tmp/p.err"
 
+# an i32 output computed from an f32 through a cast: the kernels compute
+# x * 4294962875 in f32, the reference in double, so the integers differ by
+# some units; the check takes the f32 tolerance for it (once every candidate
+# came out wrong: the differential fuzzer's first finding)
+printf 'dim N = 64;\ninput x : f32[N];\nq[i] = i32(x[i] * 4294962875.0);\noutput q;\n' >"$tmp/fcast.te"
+log=$tmp/fc.jsonl
+"$TEXC" "$tmp/fcast.te" --tune --trials 2 --log "$log" -o "$tmp/fc" >"$tmp/fc.out" 2>"$tmp/fc.err"
+rc=$?
+check "an integer from a float cast: the candidates are right (exit 0)" sh -c "
+    test $rc -eq 0 && grep -q '\"status\":\"ok\"' '$log' && ! grep -q '\"status\":\"wrong\"' '$log'"
+
 # every candidate wrong or crashing, the default schedule too: the tuning
 # failed (exit 1), the log keeps the records, nothing is built
 log=$tmp/w.jsonl

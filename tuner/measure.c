@@ -51,7 +51,10 @@
  * reductions of a few hundred terms.  matmul_gelu's K = 768 gives 1.7e-4
  * for f32, still far below what a real mistake produces (a missed or
  * doubled term is off by ~|x w| ~ 0.3).  NaN passes only where the
- * reference is NaN.
+ * reference is NaN.  An integer output whose value goes through a cast of
+ * an f32 (f16, bf16) value takes that float's relative tolerance and one
+ * unit: the kernels compute the float in f32, the reference in double,
+ * and the cast keeps the difference (narrowest_cast_to_int).
  *
  * CUDA candidates go through the same machinery: tune_build forks the
  * same children, in which NVRTC replaces the C compiler, and run_harness
@@ -119,6 +122,31 @@ static int64_t longest_reduction(const Expr *e)
         int64_t inner = longest_reduction(e->args[i]);
         if (inner > best)
             best = inner;
+    }
+    return best;
+}
+
+/* The narrowest float dtype below f64 (f16, bf16, f32) whose value X, or
+ * a stage it reads (SEEN marks the stages visited, by id), casts to an
+ * integer or bool; DT_NONE if none does. */
+static DType narrowest_cast_to_int(const Expr *x, bool *seen)
+{
+    if (!x)
+        return DT_NONE;
+    DType best = DT_NONE;
+    if (x->kind == EX_OP && x->op == OP_CAST && !dtype_is_float(x->dtype) && x->nargs == 1 &&
+        dtype_is_float(x->args[0]->dtype) && x->args[0]->dtype != DT_F64)
+        best = x->args[0]->dtype;
+    if (x->kind == EX_LOAD && x->tensor->kind == TK_STAGE && !seen[x->tensor->id]) {
+        seen[x->tensor->id] = true;
+        DType d = narrowest_cast_to_int(x->tensor->body, seen);
+        if (d != DT_NONE && (best == DT_NONE || dtype_bytes(d) < dtype_bytes(best)))
+            best = d;
+    }
+    for (int i = 0; i < x->nargs; i++) {
+        DType d = narrowest_cast_to_int(x->args[i], seen);
+        if (d != DT_NONE && (best == DT_NONE || dtype_bytes(d) < dtype_bytes(best)))
+            best = d;
     }
     return best;
 }
@@ -271,10 +299,25 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     double scale = fmax(1.0, sqrt((double)red / 256.0));
     b->rtol = arena_alloc(a, sizeof *b->rtol * (size_t)(g->noutputs + 1));
     b->atol = arena_alloc(a, sizeof *b->atol * (size_t)(g->noutputs + 1));
+    bool *seen = calloc((size_t)g->ntensors + 1, sizeof *seen);
     for (int i = 0; i < g->noutputs; i++) {
-        double tol = base_tolerance(g->outputs[i]->dtype);
-        b->rtol[i] = b->atol[i] = tol * (dtype_is_float(g->outputs[i]->dtype) ? scale : 1);
+        const Tensor *t = g->outputs[i];
+        double tol = base_tolerance(t->dtype);
+        b->rtol[i] = b->atol[i] = tol * (dtype_is_float(t->dtype) ? scale : 1);
+        /* an integer computed from a narrow float through a cast carries
+           the float's rounding: the kernels compute that float in f32,
+           the reference in double, so x * 4294962875.0 truncates to
+           integers some units apart.  Such an output is compared with the
+           float's relative tolerance, and one unit for the truncation */
+        if (seen)
+            memset(seen, 0, sizeof *seen * (size_t)g->ntensors);
+        DType from = t->kind == TK_STAGE && seen ? narrowest_cast_to_int(t->body, seen) : DT_NONE;
+        if (!dtype_is_float(t->dtype) && from != DT_NONE) {
+            b->rtol[i] = base_tolerance(from) * scale;
+            b->atol[i] = 1;
+        }
     }
+    free(seen);
     return true;
 }
 
