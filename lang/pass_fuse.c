@@ -112,8 +112,7 @@ bool te_pass_fuse(OptCtx *c, Graph *g)
                 if (has_select(p->body) && has_reduce(r->body))
                     continue;
                 r->body = substitute(a, r->body, p);
-            } else if (loads == 1 && at_point && !has_reduce(r->body) && r->rank == p->rank &&
-                       memcmp(r->shape, p->shape, sizeof r->shape[0] * (size_t)r->rank) == 0) {
+            } else if (loads == 1 && at_point && !has_reduce(r->body) && te_same_shape(r, p)) {
                 /* rule 2: a reduction into its reader's epilogue; the
                  * reader's variables take the anchor's names */
                 r->body = substitute(a, r->body, p);
