@@ -172,6 +172,14 @@ static bool size_arith(SizeKind k, int64_t x, int64_t y, int64_t *out)
     }
 }
 
+int64_t te_size_at(const SizeExpr *e, const int64_t *values)
+{
+    int64_t v;
+    if (!te_size_eval(e, values, &v))
+        te_internal_error(__FILE__, __LINE__, "a size overflows or divides by 0 in its dims' ranges");
+    return v;
+}
+
 bool te_size_eval(const SizeExpr *e, const int64_t *values, int64_t *out)
 {
     int64_t x, y;

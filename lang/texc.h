@@ -287,6 +287,9 @@ bool te_size_range(const SizeExpr *e, const struct Dim *dims, int64_t *lo, int64
 bool te_size_exact(const SizeExpr *e);
 /* E at the dims' values VALUES[dim]; false on overflow or division by 0. */
 bool te_size_eval(const SizeExpr *e, const int64_t *values, int64_t *out);
+/* The same where sema has proved it defined (a size in its dims' ranges):
+ * failure is an internal error. */
+int64_t te_size_at(const SizeExpr *e, const int64_t *values);
 /* Does E use dim number DIM? */
 bool te_size_uses(const SizeExpr *e, int dim);
 /* "M + 2", fewest parentheses, as --dump=graph and messages print it; the
