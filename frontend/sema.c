@@ -12,7 +12,9 @@
  *      declaration order, which gives the dependency order and finds
  *      cycles; each body's names are resolved, dtypes inferred, extents of
  *      index variables inferred from the dimensions they index directly,
- *      and constant index offsets checked against the bounds;
+ *      and constant index offsets checked against the bounds (over the
+ *      ranges of run-time dims with size expressions: an error where they
+ *      fail at some size, a Graph.checks entry where that is undecided);
  *   5. outputs; unused inputs (a warning); the schedules are collected
  *      (sched/check.c checks them after the optimizer: a schedule may name
  *      a fused kernel's loops by any stage merged into it).

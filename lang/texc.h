@@ -387,11 +387,12 @@ struct Tensor {
  * HINT = VALUE.  A run-time dim (RUNTIME) is one the caller will give at
  * run time: declared with a range (dim M in 1..4096 [= 512]), or computed
  * from such dims (dim MP = M + 2), whose range sema derives by interval
- * arithmetic.  Until the backends take run-time sizes (doc/runtime-dims.md)
- * the graph of a program with one is the instance at every declared range's
- * maximum: VALUE is this dim's value there, and te_require_static_dims
- * keeps such a graph from being built, tuned or evaluated.  -D NAME=V
- * makes a run-time dim static (V in its range). */
+ * arithmetic and its SIZE expression.  Extents and shapes over run-time
+ * dims carry size expressions beside their static bounds (IterVar,
+ * Tensor); until the backends take run-time sizes (doc/runtime-dims.md)
+ * te_require_static_dims keeps such a graph from being built, tuned or
+ * evaluated but by te_eval_at.  -D NAME=V makes a run-time dim static (V
+ * in its range). */
 typedef struct Dim {
     const char *name;
     Span span;
