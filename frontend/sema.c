@@ -12,7 +12,9 @@
  *      declaration order, which gives the dependency order and finds
  *      cycles; each body's names are resolved, dtypes inferred, extents of
  *      index variables inferred from the dimensions they index directly,
- *      and constant index offsets checked against the bounds;
+ *      and constant index offsets checked against the bounds (over the
+ *      ranges of run-time dims with size expressions: an error where they
+ *      fail at some size, a Graph.checks entry where that is undecided);
  *   5. outputs; unused inputs (a warning); the schedules are collected
  *      (sched/check.c checks them after the optimizer: a schedule may name
  *      a fused kernel's loops by any stage merged into it).
@@ -79,6 +81,7 @@ typedef struct Sema {
     int nvars;
     int depth;        /* levels of convert() active: the depth of the node */
     int64_t expanded; /* nodes added by expanding lets, FE_MAX_EXPANDED at most */
+    PtrVec checks;    /* RtCheck *: what the ranges could not decide */
     bool failed;
 } Sema;
 
@@ -120,15 +123,46 @@ static Symbol *lookup(Sema *s, const char *name)
  * M - M is -4095..4095 for M in 1..4096).  MAX is its value when every
  * declared range is at its maximum, the instance the graph is built at
  * (lang/texc.h, Dim), and HINT its value at the hints.  A static value
- * has all four equal and RUNTIME false. */
+ * has all four equal and RUNTIME false.  A run-time value also has its
+ * SIZE, an expression over the declared run-time dims (lang/size.c);
+ * size_normalize simplifies it and narrows LO..HI by it. */
 typedef struct IntRange {
     int64_t lo, hi, max, hint;
     bool runtime;
+    const SizeExpr *size; /* RUNTIME: the value over the declared dims */
 } IntRange;
 
 static IntRange int_const(int64_t v)
 {
-    return (IntRange){ v, v, v, v, false };
+    return (IntRange){ v, v, v, v, false, NULL };
+}
+
+/* R's size expression: a number when R is static. */
+static const SizeExpr *range_size(Sema *s, IntRange r)
+{
+    return r.runtime ? r.size : te_size_num(s->arena, r.max);
+}
+
+/* Puts R's size expression in normal form.  Where it is a number (M - M
+ * + 1), R is static; else the interval of the normal form, which knows
+ * that M - M is 0, narrows R's (both are sound, so their intersection
+ * is). */
+static void size_normalize(Sema *s, IntRange *r)
+{
+    if (!r->runtime)
+        return;
+    r->size = te_size_simplify(s->arena, r->size);
+    int64_t v, lo, hi;
+    if (te_size_is_num(r->size, &v)) {
+        *r = int_const(v);
+        return;
+    }
+    if (te_size_range(r->size, s->g->dims, &lo, &hi)) {
+        if (lo > r->lo)
+            r->lo = lo;
+        if (hi < r->hi)
+            r->hi = hi;
+    }
 }
 
 /* A op B for + - * / (B != 0 for /); false if it overflows int64. */
@@ -216,7 +250,7 @@ static bool eval_range(Sema *s, const Node *n, IntRange *out)
             return false;
         }
         const Dim *d = sym->dim;
-        *out = (IntRange){ d->lo, d->hi, d->value, d->hint, d->runtime };
+        *out = (IntRange){ d->lo, d->hi, d->value, d->hint, d->runtime, d->size };
         return true;
     }
     case N_UNARY:
@@ -226,7 +260,9 @@ static bool eval_range(Sema *s, const Node *n, IntRange *out)
             FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
-        *out = (IntRange){ -a.hi, -a.lo, -a.max, -a.hint, a.runtime };
+        *out = (IntRange){ -a.hi, -a.lo, -a.max, -a.hint, a.runtime,
+                           a.runtime ? te_size_op(s->arena, SZ_SUB, te_size_num(s->arena, 0), a.size)
+                                     : NULL };
         return true;
     case N_BINARY: {
         if (!eval_range(s, n->kids[0], &a) || !eval_range(s, n->kids[1], &b))
@@ -258,6 +294,10 @@ static bool eval_range(Sema *s, const Node *n, IntRange *out)
             FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
+        static const SizeKind kinds[] = { [OP_ADD] = SZ_ADD, [OP_SUB] = SZ_SUB, [OP_MUL] = SZ_MUL,
+                                          [OP_DIV] = SZ_DIV, [OP_MOD] = SZ_MOD };
+        out->size = out->runtime ? te_size_op(s->arena, kinds[n->op], range_size(s, a), range_size(s, b))
+                                 : NULL;
         return true;
     }
     case N_CALL:
@@ -268,8 +308,11 @@ static bool eval_range(Sema *s, const Node *n, IntRange *out)
             bool is_min = strcmp(n->name, "min") == 0;
 #define PICK(x, y) ((is_min == ((x) < (y))) ? (x) : (y))
             *out = (IntRange){ PICK(a.lo, b.lo), PICK(a.hi, b.hi), PICK(a.max, b.max),
-                               PICK(a.hint, b.hint), a.runtime || b.runtime };
+                               PICK(a.hint, b.hint), a.runtime || b.runtime, NULL };
 #undef PICK
+            if (out->runtime)
+                out->size = te_size_op(s->arena, is_min ? SZ_MIN : SZ_MAX, range_size(s, a),
+                                       range_size(s, b));
             return true;
         }
         FAIL(s, n->span, "%s(...) is not allowed in an integer constant expression: only min(a, b) and max(a, b) are",
@@ -326,17 +369,112 @@ static bool eval_static(Sema *s, const Node *n, const char *what, int64_t *out)
     return true;
 }
 
+/* ------------------------------------------------------------------ */
+/* Checks over the ranges of run-time dims.                            */
+
+/* What the ranges say of a condition V >= 0. */
+typedef enum Verdict {
+    V_HOLDS,     /* at every size */
+    V_FAILS,     /* at some size, for certain (the interval is exact) */
+    V_UNDECIDED, /* intervals cannot tell: a run-time check */
+} Verdict;
+
+/* Decides V >= 0 (V in normal form) over the dims' ranges: the symbolic
+ * simplification has already cancelled what it can, then intervals. */
+static Verdict decide_nonneg(Sema *s, const SizeExpr *v)
+{
+    int64_t lo, hi;
+    if (!te_size_range(v, s->g->dims, &lo, &hi))
+        return V_UNDECIDED;
+    if (lo >= 0)
+        return V_HOLDS;
+    return hi < 0 || te_size_exact(v) ? V_FAILS : V_UNDECIDED;
+}
+
+/* The sizes where V >= 0 fails, V exact and failing somewhere: "for
+ * every M in 1..4096" (everywhere), "for M in 1..99" (one dim: V is
+ * linear in it, so the failures are one end of its range), else the
+ * corner where V is least, "at M = 1, N = 4096".  When V is a number (the
+ * dims cancelled), "for every" names the dims of CONTEXT (may be NULL). */
+static const char *where_fails(Sema *s, const SizeExpr *v, const SizeExpr *context)
+{
+    const Dim *dims = s->g->dims;
+    int used[16], nused = 0;
+    for (int i = 0; i < s->g->ndims && nused < 16; i++)
+        if (te_size_uses(v, i) || (te_size_is_num(v, NULL) && context && te_size_uses(context, i)))
+            used[nused++] = i;
+    if (nused == 0)
+        return "at every size";
+    int64_t lo, hi;
+    TE_ASSERT(te_size_range(v, dims, &lo, &hi));
+    const char *text = "";
+    if (hi < 0 || te_size_is_num(v, NULL)) {
+        for (int k = 0; k < nused; k++)
+            text = arena_printf(s->arena, "%s%s%s in %lld..%lld", text, k ? " and " : "for every ",
+                                dims[used[k]].name, (long long)dims[used[k]].lo,
+                                (long long)dims[used[k]].hi);
+        return text;
+    }
+    int64_t *values = arena_alloc(s->arena, sizeof *values * (size_t)(s->g->ndims + 1));
+    int64_t at;
+    if (nused == 1) {
+        const Dim *d = &dims[used[0]];
+        values[used[0]] = d->lo;
+        TE_ASSERT(te_size_eval(v, values, &at));
+        bool prefix = at < 0;
+        int64_t pass = prefix ? d->hi : d->lo, fail = prefix ? d->lo : d->hi;
+        while (pass - fail > 1 || fail - pass > 1) { /* fail < 0 <= pass, V monotone */
+            values[used[0]] = fail + (pass - fail) / 2;
+            TE_ASSERT(te_size_eval(v, values, &at));
+            *(at < 0 ? &fail : &pass) = values[used[0]];
+        }
+        return arena_printf(s->arena, "for %s in %lld..%lld", d->name,
+                            (long long)(prefix ? d->lo : fail), (long long)(prefix ? fail : d->hi));
+    }
+    int64_t best = 0;
+    unsigned best_corner = 0;
+    unsigned ncorners = nused < 12 ? 1u << nused : 1u << 12;
+    for (unsigned c = 0; c < ncorners; c++) {
+        for (int k = 0; k < nused; k++)
+            values[used[k]] = c >> k & 1 ? dims[used[k]].hi : dims[used[k]].lo;
+        if (te_size_eval(v, values, &at) && (c == 0 || at < best)) {
+            best = at;
+            best_corner = c;
+        }
+    }
+    for (int k = 0; k < nused; k++)
+        text = arena_printf(s->arena, "%s%s%s = %lld", text, k ? ", " : "at ", dims[used[k]].name,
+                            (long long)(best_corner >> k & 1 ? dims[used[k]].hi : dims[used[k]].lo));
+    return text;
+}
+
+/* Records that V >= 0 must hold at run time, checked at SP. */
+static void add_check(Sema *s, const SizeExpr *v, Span sp, const char *message)
+{
+    RtCheck *c = arena_alloc(s->arena, sizeof *c);
+    *c = (RtCheck){ v, sp, message };
+    vec_push(s->arena, &s->checks, c);
+}
+
 /* A size: positive, over the whole range when it depends on run-time
- * dims. */
+ * dims (a run-time check where the ranges cannot tell). */
 static bool eval_size(Sema *s, const Node *n, const char *what, IntRange *out)
 {
     if (!eval_range(s, n, out))
         return false;
+    size_normalize(s, out);
     if (!out->runtime && out->max <= 0) {
         FAIL(s, n->span, "%s must be positive, got %lld", what, (long long)out->max);
         return false;
     }
     if (out->runtime && out->lo <= 0) {
+        const SizeExpr *v = te_size_simplify(
+            s->arena, te_size_op(s->arena, SZ_SUB, out->size, te_size_num(s->arena, 1)));
+        Verdict verdict = decide_nonneg(s, v);
+        if (verdict == V_UNDECIDED) {
+            add_check(s, v, n->span, arena_printf(s->arena, "%s must be positive", what));
+            return true;
+        }
         FAIL(s, n->span, "%s must be positive, but over the ranges of its run-time dims it may be as small as %lld",
              what, (long long)out->lo);
         return false;
@@ -344,15 +482,24 @@ static bool eval_size(Sema *s, const Node *n, const char *what, IntRange *out)
     return true;
 }
 
-/* An extent: a positive integer constant expression, at every declared
- * range's maximum. */
-static bool eval_extent(Sema *s, const Node *n, const char *what, int64_t *out)
+/* An extent: a positive integer constant expression.  Over run-time dims
+ * *OUT is its static bound (the hi of its range) and *SIZE its
+ * expression; else *SIZE is NULL. */
+static bool eval_extent(Sema *s, const Node *n, const char *what, int64_t *out,
+                        const SizeExpr **size)
 {
     IntRange r;
     if (!eval_size(s, n, what, &r))
         return false;
-    *out = r.max;
+    *out = r.runtime ? r.hi : r.max;
+    *size = r.runtime ? r.size : NULL;
     return true;
+}
+
+/* "512" or "M + 2": an extent as messages print it. */
+static const char *extent_text(Sema *s, int64_t bound, const SizeExpr *size)
+{
+    return size ? te_size_str(s->arena, size) : arena_printf(s->arena, "%lld", (long long)bound);
 }
 
 /* Checks that a tensor's element count and byte size fit in int64. */
@@ -507,6 +654,17 @@ static Value convert_name(Sema *s, const Node *n, Scope *scope)
     case SYM_DIM:
         if (!sym->dim) {
             FAIL(s, n->span, "dim '%s' is used before it is defined", n->name);
+            return fail_value();
+        }
+        if (sym->dim->runtime) {
+            /* Its value differs from size to size, and an Expr holds one
+             * number: until the IR has dims in expressions, -D it. */
+            FAIL(s, n->span,
+                 "run-time dim '%s' is used as a value: this texc takes run-time dims only in "
+                 "shapes and ranges; %s",
+                 n->name, sym->dim->declared
+                              ? arena_printf(s->arena, "give it a size with -D %s=VALUE", n->name)
+                              : "give the dims it is computed from sizes with -D");
             return fail_value();
         }
         return (Value){ ex_const(s->arena, n->span, DT_NONE, (double)sym->dim->value),
@@ -797,15 +955,17 @@ static bool infer_extent(Sema *s, const Expr *e, IterVar *v, int64_t *extent,
             if (ix->kind != EX_VAR || ix->var != v)
                 continue;
             int64_t ext = e->tensor->shape[d];
-            if (*seen && ext != *extent) {
+            const SizeExpr *size = e->tensor->shape_size[d];
+            if (*seen && (ext != *extent || !te_size_same(size, v->extent_size))) {
                 FAIL(s, ix->span,
-                     "'%s' indexes dimension %d of '%s' (size %lld) here but dimension %d of '%s' (size %lld) elsewhere; give its range explicitly",
-                     v->name, d, e->tensor->name, (long long)ext, *seen_dim,
-                     (*seen)->tensor->name, (long long)*extent);
+                     "'%s' indexes dimension %d of '%s' (size %s) here but dimension %d of '%s' (size %s) elsewhere; give its range explicitly",
+                     v->name, d, e->tensor->name, extent_text(s, ext, size), *seen_dim,
+                     (*seen)->tensor->name, extent_text(s, *extent, v->extent_size));
                 diag_note(s->src, (*seen)->args[*seen_dim]->span, "the other use");
                 return false;
             }
             *extent = ext;
+            v->extent_size = size;
             *seen = e;
             *seen_dim = d;
         }
@@ -822,25 +982,57 @@ static bool var_range(Sema *s, IterVar *v, const Node *def, const Expr *body,
 {
     if (def->kind == N_AXIS && def->nkids > 0) {
         int64_t lo = 0, hi;
+        const SizeExpr *hi_size = NULL;
         if (def->nkids == 2) {
             if (spatial) {
                 FAIL(s, def->span, "a stage's index variable starts at 0: write %s in EXTENT",
                      v->name);
                 return false;
             }
-            if (!eval_int(s, def->kids[0], &lo) || !eval_int(s, def->kids[1], &hi))
+            IntRange r;
+            if (!eval_static(s, def->kids[0],
+                             arena_printf(s->arena, "the start of the range of '%s'", v->name), &lo) ||
+                !eval_range(s, def->kids[1], &r))
                 return false;
-            if (hi <= lo) {
+            size_normalize(s, &r);
+            hi = r.runtime ? r.hi : r.max;
+            hi_size = r.runtime ? r.size : NULL;
+            if (!r.runtime && hi <= lo) {
                 FAIL(s, def->span, "the range %lld..%lld of '%s' is empty: LO..HI stops before HI",
                      (long long)lo, (long long)hi, v->name);
                 return false;
             }
         } else if (!eval_extent(s, def->kids[0],
                                 arena_printf(s->arena, "the extent of '%s'", v->name),
-                                &hi)) {
+                                &hi, &hi_size)) {
             return false;
         }
         v->lo = lo;
+        if (hi_size) {
+            /* over run-time dims: the extent HI - LO, positive at every size */
+            Arena *a = s->arena;
+            v->extent_size = te_size_simplify(a, te_size_op(a, SZ_SUB, hi_size, te_size_num(a, lo)));
+            int64_t elo, ehi;
+            if (!te_size_range(v->extent_size, s->g->dims, &elo, &ehi)) {
+                FAIL(s, def->span, "the range of '%s' is too large", v->name);
+                return false;
+            }
+            v->extent = ehi;
+            const SizeExpr *pos = te_size_simplify(a, te_size_op(a, SZ_SUB, v->extent_size, te_size_num(a, 1)));
+            switch (decide_nonneg(s, pos)) {
+            case V_HOLDS:
+                break;
+            case V_FAILS:
+                FAIL(s, def->span, "the range %lld..%s of '%s' is empty %s: LO..HI stops before HI",
+                     (long long)lo, te_size_str(a, hi_size), v->name, where_fails(s, pos, hi_size));
+                return false;
+            case V_UNDECIDED:
+                add_check(s, pos, def->span,
+                          arena_printf(a, "the range of '%s' is empty", v->name));
+                break;
+            }
+            return true;
+        }
         if (__builtin_sub_overflow(hi, lo, &v->extent)) {
             FAIL(s, def->span, "the range of '%s' is too large", v->name);
             return false;
@@ -999,11 +1191,163 @@ static Interval interval(const Expr *e)
     }
 }
 
+/* Does E use an index variable whose extent depends on run-time dims? */
+static bool has_runtime_var(const Expr *e)
+{
+    if (e->kind == EX_VAR)
+        return e->var->extent_size != NULL;
+    for (int i = 0; i < e->nargs; i++)
+        if (has_runtime_var(e->args[i]))
+            return true;
+    return false;
+}
+
+/* interval() over run-time dims: the least and greatest value of an index
+ * as size expressions, so that i + 2 with i in 0..M reaches M + 1, which
+ * the simplifier can then compare with an extent exactly. */
+typedef struct SymInterval {
+    const SizeExpr *lo, *hi; /* in normal form */
+    bool known;
+} SymInterval;
+
+static bool known_at_least(Sema *s, const SizeExpr *e, int64_t least)
+{
+    int64_t lo, hi;
+    return te_size_range(e, s->g->dims, &lo, &hi) && lo >= least;
+}
+
+static SymInterval sym_interval(Sema *s, const Expr *e)
+{
+    Arena *a = s->arena;
+    SymInterval r = { NULL, NULL, false };
+#define NUM(v) te_size_num(a, (v))
+#define OP(k, x, y) te_size_op(a, (k), (x), (y))
+    if (e->kind == EX_CONST) {
+        if (e->value != (double)(int64_t)e->value)
+            return r;
+        return (SymInterval){ NUM((int64_t)e->value), NUM((int64_t)e->value), true };
+    }
+    if (e->kind == EX_VAR) {
+        const IterVar *v = e->var;
+        const SizeExpr *hi = v->extent_size ? OP(SZ_ADD, v->extent_size, NUM(v->lo - 1))
+                                            : NUM(v->lo + v->extent - 1);
+        return (SymInterval){ NUM(v->lo), te_size_simplify(a, hi), true };
+    }
+    if (e->kind != EX_OP || e->nargs == 0 || e->nargs > 2)
+        return r;
+    SymInterval x = sym_interval(s, e->args[0]);
+    SymInterval y = e->nargs > 1 ? sym_interval(s, e->args[1]) : x;
+    if (!x.known || !y.known)
+        return r;
+    int64_t c;
+    switch (e->op) {
+    case OP_NEG: r = (SymInterval){ OP(SZ_SUB, NUM(0), x.hi), OP(SZ_SUB, NUM(0), x.lo), true }; break;
+    case OP_ADD: r = (SymInterval){ OP(SZ_ADD, x.lo, y.lo), OP(SZ_ADD, x.hi, y.hi), true }; break;
+    case OP_SUB: r = (SymInterval){ OP(SZ_SUB, x.lo, y.hi), OP(SZ_SUB, x.hi, y.lo), true }; break;
+    case OP_MUL:
+        if (te_size_same(y.lo, y.hi) && te_size_is_num(y.lo, &c)) {
+            r = c >= 0 ? (SymInterval){ OP(SZ_MUL, x.lo, y.lo), OP(SZ_MUL, x.hi, y.lo), true }
+                       : (SymInterval){ OP(SZ_MUL, x.hi, y.lo), OP(SZ_MUL, x.lo, y.lo), true };
+        } else if (te_size_same(x.lo, x.hi) && te_size_is_num(x.lo, &c)) {
+            r = c >= 0 ? (SymInterval){ OP(SZ_MUL, x.lo, y.lo), OP(SZ_MUL, x.lo, y.hi), true }
+                       : (SymInterval){ OP(SZ_MUL, x.lo, y.hi), OP(SZ_MUL, x.lo, y.lo), true };
+        } else {
+            const SizeExpr *p[4] = { OP(SZ_MUL, x.lo, y.lo), OP(SZ_MUL, x.lo, y.hi),
+                                     OP(SZ_MUL, x.hi, y.lo), OP(SZ_MUL, x.hi, y.hi) };
+            r = (SymInterval){ OP(SZ_MIN, OP(SZ_MIN, p[0], p[1]), OP(SZ_MIN, p[2], p[3])),
+                               OP(SZ_MAX, OP(SZ_MAX, p[0], p[1]), OP(SZ_MAX, p[2], p[3])), true };
+        }
+        break;
+    case OP_DIV:
+        if (!known_at_least(s, y.lo, 1) || !known_at_least(s, x.lo, 0))
+            return r;
+        r = (SymInterval){ OP(SZ_DIV, x.lo, y.hi), OP(SZ_DIV, x.hi, y.lo), true };
+        break;
+    case OP_MOD:
+        if (!known_at_least(s, y.lo, 1) || !known_at_least(s, x.lo, 0))
+            return r;
+        r = (SymInterval){ NUM(0), OP(SZ_MIN, x.hi, OP(SZ_SUB, y.hi, NUM(1))), true };
+        break;
+    case OP_MIN: r = (SymInterval){ OP(SZ_MIN, x.lo, y.lo), OP(SZ_MIN, x.hi, y.hi), true }; break;
+    case OP_MAX: r = (SymInterval){ OP(SZ_MAX, x.lo, y.lo), OP(SZ_MAX, x.hi, y.hi), true }; break;
+    default: return r;
+    }
+#undef NUM
+#undef OP
+    r.lo = te_size_simplify(a, r.lo);
+    r.hi = te_size_simplify(a, r.hi);
+    return r;
+}
+
+/* Index D of the load E against its extent, where either depends on
+ * run-time dims: in bounds at every size, out of bounds at some (an
+ * error that says where), or a run-time check. */
+static bool check_bound_runtime(Sema *s, const Expr *e, int d)
+{
+    Arena *a = s->arena;
+    const Expr *ix = e->args[d];
+    SymInterval iv = sym_interval(s, ix);
+    if (!iv.known)
+        return true; /* as interval(): what it cannot bound, it does not check */
+    const Tensor *t = e->tensor;
+    const SizeExpr *size = t->shape_size[d] ? t->shape_size[d] : te_size_num(a, t->shape[d]);
+    const char *text = arena_strndup(a, s->src->text + ix->span.begin, ix->span.end - ix->span.begin);
+    const char *size_text = te_size_str(a, size);
+
+    switch (decide_nonneg(s, iv.lo)) {
+    case V_HOLDS:
+        break;
+    case V_FAILS:
+        FAIL(s, ix->span, "index %s of '%s' can be %s, below 0 (%s); guard the read with select(...) to pad",
+             text, t->name, te_size_str(a, iv.lo), where_fails(s, iv.lo, iv.hi));
+        return false;
+    case V_UNDECIDED:
+        add_check(s, iv.lo, ix->span,
+                  arena_printf(a, "index %s of '%s' is below 0", text, t->name));
+        break;
+    }
+
+    /* in bounds: SIZE - 1 - HI >= 0 */
+    const SizeExpr *slack = te_size_simplify(
+        a, te_size_op(a, SZ_SUB, te_size_op(a, SZ_SUB, size, te_size_num(a, 1)), iv.hi));
+    switch (decide_nonneg(s, slack)) {
+    case V_HOLDS:
+        break;
+    case V_FAILS: {
+        /* i, i + C, i - C: say where the index peaks */
+        const Expr *var = ix->kind == EX_VAR ? ix
+                          : ix->kind == EX_OP && (ix->op == OP_ADD || ix->op == OP_SUB) &&
+                                    ix->args[0]->kind == EX_VAR && ix->args[1]->kind == EX_CONST
+                              ? ix->args[0] : NULL;
+        const char *when = "";
+        if (var)
+            when = arena_printf(a, " when %s = %s", var->var->name,
+                                te_size_str(a, sym_interval(s, var).hi));
+        FAIL(s, ix->span,
+             "index %s of '%s' reaches %s%s, past its extent %s (%s); guard the read with select(...) to pad",
+             text, t->name, te_size_str(a, iv.hi), when, size_text,
+             where_fails(s, slack, te_size_op(a, SZ_ADD, size, iv.hi)));
+        return false;
+    }
+    case V_UNDECIDED:
+        add_check(s, slack, ix->span,
+                  arena_printf(a, "index %s of '%s' reaches past its extent %s", text, t->name,
+                               size_text));
+        break;
+    }
+    return true;
+}
+
 /* Checks every load of E outside a select branch against its bounds. */
 static bool check_bounds(Sema *s, const Expr *e, bool guarded)
 {
     if (e->kind == EX_LOAD && !guarded) {
         for (int d = 0; d < e->nargs; d++) {
+            if (e->tensor->shape_size[d] || has_runtime_var(e->args[d])) {
+                if (!check_bound_runtime(s, e, d))
+                    return false;
+                continue;
+            }
             Interval iv = interval(e->args[d]);
             int64_t size = e->tensor->shape[d];
             if (!iv.known)
@@ -1085,6 +1429,7 @@ static bool resolve_stage(Sema *s, Symbol *sym, Span use)
         if (!var_range(s, scope.vars[d], n->kids[d], body.e, true))
             return false;
         t->shape[d] = scope.vars[d]->extent;
+        t->shape_size[d] = scope.vars[d]->extent_size;
     }
     t->rank = rank;
     t->vars = scope.vars;
@@ -1194,17 +1539,24 @@ static bool define_range_dim(Sema *s, Dim *d, const Node *n, const DimOverride *
     d->hi = hi;
     d->hint = hint;
     d->value = hi;
+    d->size = te_size_dim(s->arena, (int)(d - s->g->dims), d->name);
     return true;
 }
 
+/* The dims are defined in place in g->dims, which the checks over ranges
+ * read as they are defined (a size expression names a dim by its index
+ * there). */
 static bool define_dims(Sema *s, DimOverride *ov, int nov)
 {
-    PtrVec dims = {0};
+    int ndims = 0;
+    for (int i = 0; i < s->nsyms; i++)
+        ndims += s->syms[i].kind == SYM_DIM;
+    s->g->dims = arena_alloc(s->arena, sizeof(Dim) * (size_t)(ndims + 1));
     for (int i = 0; i < s->nsyms; i++) {
         Symbol *sym = &s->syms[i];
         if (sym->kind != SYM_DIM)
             continue;
-        Dim *d = arena_alloc(s->arena, sizeof *d);
+        Dim *d = &s->g->dims[s->g->ndims];
         d->name = sym->name;
         d->span = sym->node->name_span;
         const Node *val = sym->node->kids[0];
@@ -1233,15 +1585,11 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
             if (!eval_size(s, val, arena_printf(s->arena, "dim '%s'", sym->name), &r))
                 return false;
             *d = (Dim){ .name = d->name, .span = d->span, .value = r.max, .runtime = r.runtime,
-                        .lo = r.lo, .hi = r.hi, .hint = r.hint };
+                        .lo = r.lo, .hi = r.hi, .hint = r.hint, .size = r.size };
         }
         sym->dim = d;
-        vec_push(s->arena, &dims, d);
+        s->g->ndims++;
     }
-    s->g->ndims = dims.len;
-    s->g->dims = arena_alloc(s->arena, sizeof(Dim) * (dims.len + 1));
-    for (int i = 0; i < dims.len; i++)
-        s->g->dims[i] = *(Dim *)dims.items[i];
     for (int k = 0; k < nov; k++)
         if (!ov[k].used) {
             /* The command line has no place in the file: no line, no caret. */
@@ -1254,9 +1602,9 @@ static bool define_dims(Sema *s, DimOverride *ov, int nov)
             } else {
                 why = arena_printf(s->arena, "the program has no dim called '%s'",
                                    ov[k].name);
-                for (int i = 0; i < dims.len; i++)
+                for (int i = 0; i < s->g->ndims; i++)
                     why = arena_printf(s->arena, "%s%s%s", why, i ? ", " : "; its dims are ",
-                                       ((Dim *)dims.items[i])->name);
+                                       s->g->dims[i].name);
             }
             fprintf(diag_stream ? diag_stream : stderr, "%s: error: -D %s: %s\n",
                     s->src->path, ov[k].name, why);
@@ -1336,7 +1684,7 @@ static bool define_inputs(Sema *s)
         for (int d = 0; d < n->nkids; d++)
             if (!eval_extent(s, n->kids[d],
                              arena_printf(s->arena, "dimension %d of '%s'", d, t->name),
-                             &t->shape[d]))
+                             &t->shape[d], &t->shape_size[d]))
                 return false;
         if (!check_size(s, t, n->name_span))
             return false;
@@ -1420,5 +1768,9 @@ Graph *fe_sema(Arena *a, const Source *src, const Program *prog,
             diag_warning(src, t->span, "input '%s' is never used", t->name);
     }
     collect_schedules(&s, prog);
+    s.g->nchecks = s.checks.len;
+    s.g->checks = arena_alloc(a, sizeof *s.g->checks * (size_t)(s.checks.len + 1));
+    for (int i = 0; i < s.checks.len; i++)
+        s.g->checks[i] = *(RtCheck *)s.checks.items[i];
     return s.failed ? NULL : s.g;
 }

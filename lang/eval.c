@@ -18,6 +18,11 @@
  * IterVar.id; each tensor's values in an array indexed by Tensor.id.  An
  * out-of-bounds load reports one diagnostic, sets a flag and yields 0; the
  * loops check the flag once per point and stop.
+ *
+ * A graph with run-time dims is evaluated at given sizes (te_eval_at):
+ * every extent and shape is computed once, before the stages, from its
+ * size expression at those sizes, into arrays the loops read instead of
+ * the IR's static bounds.  A static graph fills them from the bounds.
  */
 #include <math.h>
 #include <stdint.h>
@@ -105,6 +110,9 @@ typedef struct Evaluator {
     const Graph *g;
     double **values; /* by Tensor.id; NULL until computed */
     int64_t *slots;  /* by IterVar.id: the current value of each variable */
+    int64_t *extent; /* by IterVar.id: its extent at the sizes */
+    int64_t *shape;  /* by Tensor.id * TE_MAX_RANK + d: its shape at the sizes */
+    int64_t *elems;  /* by Tensor.id: its element count at the sizes */
     bool failed;     /* an out-of-bounds load was reported */
 } Evaluator;
 
@@ -116,7 +124,7 @@ static double eval_load(Evaluator *ev, const Expr *e)
     int64_t offset = 0;
     for (int d = 0; d < e->nargs; d++) {
         const Expr *arg = e->args[d];
-        int64_t extent = t->shape[d];
+        int64_t extent = ev->shape[t->id * TE_MAX_RANK + d];
         int64_t idx;
         double v = 0.0;
         if (arg->kind == EX_VAR) {
@@ -280,7 +288,7 @@ static double eval_reduce(Evaluator *ev, const Expr *e)
     if (n == 1) {
         /* The common case, without the odometer. */
         int64_t *slot = &slots[axes[0]->id];
-        int64_t end = axes[0]->lo + axes[0]->extent;
+        int64_t end = axes[0]->lo + ev->extent[axes[0]->id];
         if (r == RED_SUM && e->dtype != DT_I32) {
             for (*slot = axes[0]->lo; *slot < end; ++*slot)
                 acc += eval(ev, body);
@@ -291,7 +299,7 @@ static double eval_reduce(Evaluator *ev, const Expr *e)
         return ev->failed ? 0.0 : acc;
     }
     for (int i = 0; i < n; i++) {
-        if (axes[i]->extent <= 0)
+        if (ev->extent[axes[i]->id] <= 0)
             return acc;
         slots[axes[i]->id] = axes[i]->lo;
     }
@@ -302,7 +310,7 @@ static double eval_reduce(Evaluator *ev, const Expr *e)
         int i = n - 1;
         for (; i >= 0; i--) {
             const IterVar *axis = axes[i];
-            if (++slots[axis->id] < axis->lo + axis->extent)
+            if (++slots[axis->id] < axis->lo + ev->extent[axis->id])
                 break;
             slots[axis->id] = axis->lo;
         }
@@ -362,7 +370,8 @@ static void eval_stage(Evaluator *ev, const Tensor *t, double *out)
     int64_t *slots = ev->slots;
     int rank = t->rank;
     bool round = t->dtype == DT_I32 || t->dtype == DT_BOOL;
-    int64_t n = tensor_elems(t);
+    int64_t n = ev->elems[t->id];
+    const int64_t *shape = &ev->shape[t->id * TE_MAX_RANK];
     for (int d = 0; d < rank; d++)
         slots[t->vars[d]->id] = 0;
     for (int64_t i = 0; i < n; i++) {
@@ -372,11 +381,57 @@ static void eval_stage(Evaluator *ev, const Tensor *t, double *out)
         out[i] = round ? dtype_round(t->dtype, v) : v;
         for (int d = rank - 1; d >= 0; d--) {
             int id = t->vars[d]->id;
-            if (++slots[id] < t->shape[d])
+            if (++slots[id] < shape[d])
                 break;
             slots[id] = 0;
         }
     }
+}
+
+/* Sets the extent of every reduction axis in E at the sizes DIMS. */
+static void note_extents(const Expr *e, const int64_t *dims, int64_t *extent)
+{
+    for (int i = 0; i < e->naxes; i++)
+        extent[e->axes[i]->id] = e->axes[i]->extent_size && dims
+                                     ? te_size_at(e->axes[i]->extent_size, dims)
+                                     : e->axes[i]->extent;
+    for (int i = 0; i < e->nargs; i++)
+        note_extents(e->args[i], dims, extent);
+}
+
+int64_t te_shape_at(const Tensor *t, int d, const int64_t *dims)
+{
+    return t->shape_size[d] && dims ? te_size_at(t->shape_size[d], dims) : t->shape[d];
+}
+
+int64_t te_elems_at(const Tensor *t, const int64_t *dims)
+{
+    int64_t n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= te_shape_at(t, d, dims);
+    return n;
+}
+
+/* Are DIMS in their ranges, and do G's run-time checks hold there?  Each
+ * failure is a diagnostic. */
+static bool sizes_ok(const Graph *g, const int64_t *dims)
+{
+    for (int i = 0; i < g->ndims; i++) {
+        const Dim *d = &g->dims[i];
+        if (d->runtime && d->declared && (dims[i] < d->lo || dims[i] > d->hi)) {
+            diag_error(g->src, d->span, "%s = %lld is outside its range %lld..%lld", d->name,
+                       (long long)dims[i], (long long)d->lo, (long long)d->hi);
+            return false;
+        }
+    }
+    for (int i = 0; i < g->nchecks; i++) {
+        int64_t v;
+        if (!te_size_eval(g->checks[i].value, dims, &v) || v < 0) {
+            diag_error(g->src, g->checks[i].span, "%s at these sizes", g->checks[i].message);
+            return false;
+        }
+    }
+    return true;
 }
 
 /* Sets LAST[t->id] to STAGE for every tensor E loads. */
@@ -395,6 +450,13 @@ static void note_loads(const Expr *e, int stage, int *last)
 int te_eval(const Graph *g, double *const *inputs, double **outputs)
 {
     if (!te_require_static_dims(g))
+        return -1;
+    return te_eval_at(g, NULL, inputs, outputs);
+}
+
+int te_eval_at(const Graph *g, const int64_t *dims, double *const *inputs, double **outputs)
+{
+    if (dims && !sizes_ok(g, dims))
         return -1;
     Evaluator ev = { .g = g };
     int nt = g->ntensors;
@@ -419,6 +481,17 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs)
     for (int i = 0; i < g->noutputs; i++)
         is_output[g->outputs[i]->id] = true;
     ev.slots = xmalloc((size_t)nslots * sizeof *ev.slots);
+    ev.extent = xmalloc((size_t)nslots * sizeof *ev.extent);
+    ev.shape = xmalloc((size_t)nt * TE_MAX_RANK * sizeof *ev.shape);
+    ev.elems = xmalloc((size_t)nt * sizeof *ev.elems);
+    for (int i = 0; i < nt; i++) {
+        const Tensor *t = g->tensors[i];
+        for (int d = 0; d < t->rank; d++)
+            ev.shape[i * TE_MAX_RANK + d] = te_shape_at(t, d, dims);
+        ev.elems[i] = te_elems_at(t, dims);
+        if (t->kind == TK_STAGE)
+            note_extents(t->body, dims, ev.extent);
+    }
     ev.values = xmalloc((size_t)nt * sizeof *ev.values);
     memset(ev.values, 0, (size_t)nt * sizeof *ev.values);
     for (int i = 0; i < g->ninputs; i++)
@@ -430,7 +503,7 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs)
         const Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE)
             continue;
-        double *out = xmalloc((size_t)tensor_elems(t) * sizeof *out);
+        double *out = xmalloc((size_t)ev.elems[i] * sizeof *out);
         ev.values[i] = out;
         eval_stage(&ev, t, out);
         for (int j = 0; j < i; j++) {
@@ -445,7 +518,7 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs)
     if (!ev.failed) {
         for (int i = 0; i < g->noutputs; i++) {
             const Tensor *t = g->outputs[i];
-            size_t bytes = (size_t)tensor_elems(t) * sizeof(double);
+            size_t bytes = (size_t)ev.elems[t->id] * sizeof(double);
             int taken = -1; /* an earlier output slot naming the same tensor */
             for (int k = 0; k < i; k++)
                 if (g->outputs[k] == t)
@@ -467,6 +540,9 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs)
             free(ev.values[i]);
     free(ev.values);
     free(ev.slots);
+    free(ev.extent);
+    free(ev.shape);
+    free(ev.elems);
     free(is_output);
     free(last_use);
     return ev.failed ? -1 : 0;

@@ -88,6 +88,24 @@ int64_t tensor_elems(const Tensor *t)
     return n;
 }
 
+/* Sema stores size expressions in normal form, so structural equality is
+ * equality at every size; the static bounds must agree as well. */
+bool te_same_shape(const Tensor *a, const Tensor *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (a->shape[d] != b->shape[d] || !te_size_same(a->shape_size[d], b->shape_size[d]))
+            return false;
+    return true;
+}
+
+bool te_same_range(const IterVar *a, const IterVar *b)
+{
+    return a->lo == b->lo && a->extent == b->extent &&
+           te_size_same(a->extent_size, b->extent_size);
+}
+
 bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx)
 {
     if (pred(e, ctx))

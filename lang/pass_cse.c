@@ -80,7 +80,7 @@ static bool equiv(const Expr *a, const Expr *b, const Pairs *p)
         if (a->reducer != b->reducer || a->naxes != b->naxes)
             return false;
         for (int i = 0; i < a->naxes; i++)
-            if (a->axes[i]->lo != b->axes[i]->lo || a->axes[i]->extent != b->axes[i]->extent)
+            if (!te_same_range(a->axes[i], b->axes[i]))
                 return false;
         Pairs inner = { a->axes, b->axes, a->naxes, p };
         return equiv(a->args[0], b->args[0], &inner);
@@ -245,8 +245,7 @@ static Expr *redirect(Cse *s, Expr *e)
 
 static bool same_type(const Tensor *a, const Tensor *b)
 {
-    return a->dtype == b->dtype && a->rank == b->rank &&
-           memcmp(a->shape, b->shape, sizeof a->shape[0] * (size_t)a->rank) == 0;
+    return a->dtype == b->dtype && te_same_shape(a, b);
 }
 
 /* Merges stage LATER into the equal, earlier KEPT; false if both are

@@ -107,7 +107,8 @@ static Tensor *identity_source(Dce *d, const Tensor *z)
     if (s->dtype != z->dtype || s->rank != z->rank)
         return NULL;
     for (int k = 0; k < z->rank; k++)
-        if (s->shape[k] != z->shape[k] || e->args[k]->kind != EX_VAR ||
+        if (s->shape[k] != z->shape[k] ||
+            !te_size_same(s->shape_size[k], z->shape_size[k]) || e->args[k]->kind != EX_VAR ||
             e->args[k]->var != z->vars[k])
             return NULL;
     return resolve(d, e->tensor);

@@ -223,8 +223,7 @@ static void consider(Fuse *f, Tensor *p)
         if (f->selects[p->id] && f->reduces[r->id])
             return;
     } else if (loads == 1 && at_kernel_point(f, only, r) && !f->reduces[r->id] &&
-               r->rank == p->rank &&
-               memcmp(r->shape, p->shape, sizeof r->shape[0] * (size_t)r->rank) == 0) {
+               te_same_shape(r, p)) {
         /* rule 2: a reduction into its reader's epilogue; the reader's
          * variables take the anchor's names */
         for (int d = 0; d < r->rank; d++)

@@ -309,8 +309,7 @@ static bool fold_scale(Simp *s, Tensor *t)
     if (!load_at_point(l, t->vars, t->rank))
         return false;
     Tensor *y = l->tensor;
-    if (y->kind != TK_STAGE || y->is_output || y->dtype != t->dtype || y->rank != t->rank ||
-        memcmp(y->shape, t->shape, sizeof y->shape[0] * (size_t)t->rank) != 0 ||
+    if (y->kind != TK_STAGE || y->is_output || y->dtype != t->dtype || !te_same_shape(y, t) ||
         !has_reduce(y->body) || readers(s->g, y) != 1)
         return false;
     Expr *args[2] = { y->body, k };

@@ -58,7 +58,21 @@ typedef struct Printer {
     const IterVar **vars;  /* canonical: v<k> is vars[k] */
     int nvars, cap;
     const Graph *g;        /* the graph being printed, or NULL */
+    Arena scratch;         /* size expressions' text; freed at the end */
 } Printer;
+
+/* A size expression as this printer writes it: dims by name, or by
+ * position in the canonical form. */
+static const char *size_text(Printer *p, const SizeExpr *e)
+{
+    return p->canonical ? te_size_canonical(&p->scratch, e) : te_size_str(&p->scratch, e);
+}
+
+/* FMT with a number LO and the size expression E, as in " in %lld..%s". */
+static void print_size(Printer *p, const char *fmt, int64_t lo, const SizeExpr *e)
+{
+    fprintf(p->out, fmt, (long long)lo, size_text(p, te_size_simplify(&p->scratch, e)));
+}
 
 static int binary_prec(Op op)
 {
@@ -234,8 +248,14 @@ static void print_reduce(Printer *p, const Expr *e)
         if (i)
             fputs(", ", p->out);
         print_var(p, v);
-        fprintf(p->out, " in %lld..%lld", (long long)v->lo,
-                (long long)(v->lo + v->extent));
+        if (v->extent_size)
+            print_size(p, " in %lld..%s", v->lo,
+                       v->lo ? te_size_op(&p->scratch, SZ_ADD, v->extent_size,
+                                          te_size_num(&p->scratch, v->lo))
+                             : v->extent_size);
+        else
+            fprintf(p->out, " in %lld..%lld", (long long)v->lo,
+                    (long long)(v->lo + v->extent));
     }
     fputs(") ", p->out);
     print_expr(p, e->args[0], PREC_REDUCE);
@@ -291,14 +311,20 @@ void te_print_expr(FILE *out, const Expr *e)
 {
     Printer p = { .out = out };
     print_expr(&p, e, PREC_REDUCE);
+    arena_free(&p.scratch);
 }
 
-/* f32[512, 768] */
+/* f32[512, 768]; over run-time dims f32[M + 2, 768] */
 static void print_type(Printer *p, const Tensor *t)
 {
     fprintf(p->out, "%s[", dtype_name(t->dtype));
-    for (int d = 0; d < t->rank; d++)
-        fprintf(p->out, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    for (int d = 0; d < t->rank; d++) {
+        fputs(d ? ", " : "", p->out);
+        if (t->shape_size[d])
+            fputs(size_text(p, t->shape_size[d]), p->out);
+        else
+            fprintf(p->out, "%lld", (long long)t->shape[d]);
+    }
     fputc(']', p->out);
 }
 
@@ -336,16 +362,23 @@ static void print_tensor(Printer *p, const Tensor *t)
 
 static void print_graph(Printer *p, const Graph *g)
 {
-    if (!p->canonical)
-        for (int i = 0; i < g->ndims; i++) {
-            const Dim *d = &g->dims[i];
-            if (!d->runtime)
-                fprintf(p->out, "dim %s = %lld\n", d->name, (long long)d->value);
-            else
-                fprintf(p->out, "dim %s in %lld..%lld = %lld  # run-time%s; the graph is at %lld\n",
-                        d->name, (long long)d->lo, (long long)d->hi, (long long)d->hint,
-                        d->declared ? "" : ", computed", (long long)d->value);
+    for (int i = 0; i < g->ndims; i++) {
+        const Dim *d = &g->dims[i];
+        if (p->canonical) {
+            /* the ranges are part of the workload; static dims are in
+               the shapes already */
+            if (d->runtime && d->declared)
+                fprintf(p->out, "dim d%d in %lld..%lld\n", i, (long long)d->lo, (long long)d->hi);
+        } else if (!d->runtime) {
+            fprintf(p->out, "dim %s = %lld\n", d->name, (long long)d->value);
+        } else if (d->declared) {
+            fprintf(p->out, "dim %s in %lld..%lld = %lld  # run-time\n", d->name, (long long)d->lo,
+                    (long long)d->hi, (long long)d->hint);
+        } else {
+            fprintf(p->out, "dim %s = %s  # run-time, %lld..%lld, hint %lld\n", d->name,
+                    size_text(p, d->size), (long long)d->lo, (long long)d->hi, (long long)d->hint);
         }
+    }
     p->g = g;
     for (int i = 0; i < g->ntensors; i++)
         if (!p->canonical || !g->tensors[i]->packs)
@@ -355,12 +388,20 @@ static void print_graph(Printer *p, const Graph *g)
         print_tensor_name(p, g->outputs[i]);
         fputc('\n', p->out);
     }
+    for (int i = 0; i < g->nchecks; i++) {
+        const RtCheck *c = &g->checks[i];
+        fprintf(p->out, "check %s >= 0", size_text(p, c->value));
+        if (!p->canonical)
+            fprintf(p->out, "  # else: %s", c->message);
+        fputc('\n', p->out);
+    }
 }
 
 void te_print_graph(FILE *out, const Graph *g)
 {
     Printer p = { .out = out };
     print_graph(&p, g);
+    arena_free(&p.scratch);
 }
 
 char *te_canonical(Arena *a, const Graph *g)
@@ -379,6 +420,7 @@ char *te_canonical(Arena *a, const Graph *g)
         exit(1);
     }
     free(p.vars);
+    arena_free(&p.scratch);
     char *copy = arena_strndup(a, text, len);
     free(text);
     return copy;

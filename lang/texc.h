@@ -235,14 +235,86 @@ const char *target_name(Target t);
 Target target_lookup(const char *name); /* TARGET_COUNT if unknown */
 
 /* ------------------------------------------------------------------ */
+/* size.c — size expressions: a size that depends on run-time dims.     */
+
+/* A size expression is a small tree over the program's declared run-time
+ * dims (doc/runtime-dims.md).  A dim computed from them (dim MP = M + 2)
+ * never appears as a leaf: it is replaced by its expression, so the
+ * leaves are independent and interval arithmetic over their ranges is
+ * sound.  Trees are immutable and shared; te_size_simplify gives the
+ * normal form that te_size_same compares structurally.
+ *      enum      text   what it uses */
+#define TE_SIZE_KINDS(X)                                  \
+    X(SZ_NUM, "")      /* value                      */  \
+    X(SZ_DIM, "")      /* dim (index), name          */  \
+    X(SZ_ADD, "+")     /* a + b                      */  \
+    X(SZ_SUB, "-")     /* a - b                      */  \
+    X(SZ_MUL, "*")     /* a * b                      */  \
+    X(SZ_DIV, "/")     /* a / b, truncating as in C  */  \
+    X(SZ_MOD, "%")     /* a % b, the dividend's sign */  \
+    X(SZ_MIN, "min")   /* min(a, b)                  */  \
+    X(SZ_MAX, "max")   /* max(a, b)                  */
+
+typedef enum SizeKind { TE_SIZE_KINDS(TE_ENUM_ITEM) SZ_COUNT } SizeKind;
+
+typedef struct SizeExpr SizeExpr;
+struct SizeExpr {
+    SizeKind kind;
+    int64_t value;       /* SZ_NUM */
+    int dim;             /* SZ_DIM: its index in Graph.dims */
+    const char *name;    /* SZ_DIM: the dim's name, for messages */
+    const SizeExpr *a, *b; /* the operands of the others */
+};
+
+struct Dim;
+const SizeExpr *te_size_num(Arena *a, int64_t v);
+const SizeExpr *te_size_dim(Arena *a, int dim, const char *name);
+const SizeExpr *te_size_op(Arena *a, SizeKind k, const SizeExpr *x, const SizeExpr *y);
+/* The normal form of E: a polynomial over dims and opaque atoms (/ % min
+ * max whose operands are normal), constants folded, like terms collected,
+ * terms in a fixed order; so (M + 2) - (M + 2) is 0 and (M + 2) - M is 2.
+ * Division and remainder by a number that divides every coefficient
+ * are exact; min and max of operands whose difference is a number pick
+ * one.  Where a coefficient would overflow, E is returned as it is. */
+const SizeExpr *te_size_simplify(Arena *a, const SizeExpr *e);
+/* Is E the number *V?  (Simplify first to find out whether it is one.) */
+bool te_size_is_num(const SizeExpr *e, int64_t *v);
+/* Are A and B the same tree?  For normal forms: the same size for every
+ * value of the dims. */
+bool te_size_same(const SizeExpr *a, const SizeExpr *b);
+/* Every value E takes as each dim in it ranges over DIMS[dim].lo..hi lies
+ * in *LO..*HI (interval arithmetic: sound; tight when te_size_exact).
+ * False if a value may overflow int64 or a divisor's range holds 0. */
+bool te_size_range(const SizeExpr *e, const struct Dim *dims, int64_t *lo, int64_t *hi);
+/* Is te_size_range of E exact, every value in LO..HI taken at some sizes?
+ * True when E uses only + - * of numbers and dims, each dim at most once. */
+bool te_size_exact(const SizeExpr *e);
+/* E at the dims' values VALUES[dim]; false on overflow or division by 0. */
+bool te_size_eval(const SizeExpr *e, const int64_t *values, int64_t *out);
+/* The same where sema has proved it defined (a size in its dims' ranges):
+ * failure is an internal error. */
+int64_t te_size_at(const SizeExpr *e, const int64_t *values);
+/* Does E use dim number DIM? */
+bool te_size_uses(const SizeExpr *e, int dim);
+/* "M + 2", fewest parentheses, as --dump=graph and messages print it; the
+ * canonical text names dims by position ("d0 + 2") for the workload hash. */
+char *te_size_str(Arena *a, const SizeExpr *e);
+char *te_size_canonical(Arena *a, const SizeExpr *e);
+
+/* ------------------------------------------------------------------ */
 /* ir.c — expressions, tensors, the graph.                             */
 
 /* An index variable: a stage's spatial axis or a reduction axis. */
 typedef struct IterVar {
     const char *name;
     Span span;
-    int64_t lo;     /* first value (0 for spatial axes) */
-    int64_t extent; /* number of values: lo .. lo+extent-1 */
+    int64_t lo;     /* first value (0 for spatial axes); a compile-time
+                       constant even where the extent is not */
+    int64_t extent; /* number of values: lo .. lo+extent-1; where it
+                       depends on run-time dims, its static bound (the
+                       hi of its range) */
+    const SizeExpr *extent_size; /* the extent over run-time dims, in
+                       normal form; NULL when it is static */
     bool reduce;    /* a reduction axis */
     int id;         /* unique within the graph: the evaluator's slot */
     /* lowering: a loop over a region runs from a symbolic start; there
@@ -290,7 +362,10 @@ struct Tensor {
     TensorKind kind;
     DType dtype;
     int rank;
-    int64_t shape[TE_MAX_RANK];
+    int64_t shape[TE_MAX_RANK]; /* where an entry depends on run-time
+                                   dims, its static bound (range's hi) */
+    const SizeExpr *shape_size[TE_MAX_RANK]; /* that entry over run-time
+                                   dims, in normal form; NULL: static */
     bool is_const;  /* TK_INPUT marked const: a weight, may be prepacked */
     bool is_output; /* named in an output statement */
     IterVar **vars; /* TK_STAGE: one spatial variable per dimension */
@@ -316,11 +391,12 @@ struct Tensor {
  * HINT = VALUE.  A run-time dim (RUNTIME) is one the caller will give at
  * run time: declared with a range (dim M in 1..4096 [= 512]), or computed
  * from such dims (dim MP = M + 2), whose range sema derives by interval
- * arithmetic.  Until the backends take run-time sizes (doc/runtime-dims.md)
- * the graph of a program with one is the instance at every declared range's
- * maximum: VALUE is this dim's value there, and te_require_static_dims
- * keeps such a graph from being built, tuned or evaluated.  -D NAME=V
- * makes a run-time dim static (V in its range). */
+ * arithmetic and its SIZE expression.  Extents and shapes over run-time
+ * dims carry size expressions beside their static bounds (IterVar,
+ * Tensor); until the backends take run-time sizes (doc/runtime-dims.md)
+ * te_require_static_dims keeps such a graph from being built, tuned or
+ * evaluated but by te_eval_at.  -D NAME=V makes a run-time dim static (V
+ * in its range). */
 typedef struct Dim {
     const char *name;
     Span span;
@@ -335,7 +411,18 @@ typedef struct Dim {
                         written hint, else hi; a computed dim's is its
                         value at its operands' hints */
     Span range_span; /* declared: where LO..HI is written */
+    const SizeExpr *size; /* run-time: its size over the declared dims
+                             (itself when declared), in normal form */
 } Dim;
+
+/* A check sema could not decide over the dims' ranges (an index bound, a
+ * positive extent): the generated entry function must test it before it
+ * writes anything (phase 3), and te_eval_at tests it at its sizes. */
+typedef struct RtCheck {
+    const SizeExpr *value; /* the check holds when VALUE >= 0 */
+    Span span;             /* what it checks */
+    const char *message;   /* what fails when it does not hold */
+} RtCheck;
 
 /* A stage as the program wrote it, kept by te_optimize so that messages
  * about schedules can speak of what the user wrote after the passes have
@@ -370,6 +457,8 @@ typedef struct Graph {
     StageOrigin *origins; /* the stages before te_optimize, in dependency
                              order; none if it did not run */
     int norigins;
+    RtCheck *checks; /* run-time checks (RtCheck), in source order */
+    int nchecks;
 } Graph;
 
 Expr *ex_const(Arena *a, Span sp, DType t, double v);
@@ -379,6 +468,11 @@ Expr *ex_op(Arena *a, Span sp, Op op, DType t, Expr **args, int n);
 Expr *ex_reduce(Arena *a, Span sp, Reducer r, IterVar **axes, int naxes,
                 Expr *body);
 int64_t tensor_elems(const Tensor *t);
+/* Do A and B have the same shape, and the same size expressions, at
+ * every value of the run-time dims?  Do IterVars A and B range over the
+ * same values at every size? */
+bool te_same_shape(const Tensor *a, const Tensor *b);
+bool te_same_range(const IterVar *a, const IterVar *b);
 /* Records NAME, and the names merged into FROM (may be NULL), as merged
  * into INTO, so that schedules naming them find INTO. */
 void te_add_aliases(Arena *a, Tensor *into, const char *name, const Tensor *from);
@@ -426,6 +520,16 @@ void te_random_input(const Tensor *t, uint64_t seed, double *out);
  * diagnostic at the load, and -1 is returned; so is a graph with a
  * run-time dim (te_require_static_dims). */
 int te_eval(const Graph *g, double *const *inputs, double **outputs);
+/* The same for a graph with run-time dims, at the sizes DIMS (one per
+ * g->dims, read for the declared run-time ones): every buffer, inputs and
+ * outputs, has its shape at those sizes (te_shape_at).  A size outside
+ * its dim's range or a failed run-time check (Graph.checks) is a
+ * diagnostic, and -1.  DIMS may be NULL for a static graph. */
+int te_eval_at(const Graph *g, const int64_t *dims, double *const *inputs, double **outputs);
+/* Dimension D of T, and T's element count, at the sizes DIMS (NULL: the
+ * static shape). */
+int64_t te_shape_at(const Tensor *t, int d, const int64_t *dims);
+int64_t te_elems_at(const Tensor *t, const int64_t *dims);
 
 /* npy.c — NumPy .npy files (format 1.0). */
 /* Writes DATA (tensor_elems(t) doubles) converted to T's dtype.  Returns 0,

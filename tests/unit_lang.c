@@ -1004,6 +1004,108 @@ static void test_i32_arith(void)
           "te_i32_wraps: the operators that wrap, not min or a cast");
 }
 
+/* Size expressions (lang/size.c): the normal form, intervals, evaluation
+ * and text, over two dims M in 1..4096 and N in 2..8. */
+static const SizeExpr *sz_parse(Arena *a, const char **p);
+
+/* A tiny prefix reader for the tests: "(+ M 2)", "(min M N)", numbers. */
+static const SizeExpr *sz_parse(Arena *a, const char **p)
+{
+    while (**p == ' ')
+        ++*p;
+    if (**p == '(') {
+        ++*p;
+        static const char *const names[] = { "+", "-", "*", "/", "%", "min", "max" };
+        static const SizeKind kinds[] = { SZ_ADD, SZ_SUB, SZ_MUL, SZ_DIV, SZ_MOD, SZ_MIN, SZ_MAX };
+        int k = 0;
+        while (strncmp(*p, names[k], strlen(names[k])) != 0)
+            k++;
+        *p += strlen(names[k]);
+        const SizeExpr *x = sz_parse(a, p), *y = sz_parse(a, p);
+        while (**p == ' ')
+            ++*p;
+        ++*p; /* ')' */
+        return te_size_op(a, kinds[k], x, y);
+    }
+    if (**p == 'M' || **p == 'N') {
+        const char *name = **p == 'M' ? "M" : "N";
+        ++*p;
+        return te_size_dim(a, name[0] == 'M' ? 0 : 1, name);
+    }
+    char *end;
+    long long v = strtoll(*p, &end, 10);
+    *p = end;
+    return te_size_num(a, v);
+}
+
+static const Dim size_dims[2] = {
+    { .name = "M", .runtime = true, .declared = true, .lo = 1, .hi = 4096, .hint = 4096 },
+    { .name = "N", .runtime = true, .declared = true, .lo = 2, .hi = 8, .hint = 8 },
+};
+
+/* PREFIX simplifies to TEXT, whose range is LO..HI (exact or not). */
+static void expect_size(const char *prefix, const char *text, int64_t lo, int64_t hi, bool exact)
+{
+    Arena a = { 0 };
+    const char *p = prefix;
+    const SizeExpr *e = te_size_simplify(&a, sz_parse(&a, &p));
+    const char *got = te_size_str(&a, e);
+    int64_t glo = 0, ghi = 0;
+    bool ranged = te_size_range(e, size_dims, &glo, &ghi);
+    check(strcmp(got, text) == 0 && ranged && glo == lo && ghi == hi && te_size_exact(e) == exact,
+          "size %s is %s in %lld..%lld%s (got %s in %lld..%lld%s)", prefix, text, (long long)lo,
+          (long long)hi, exact ? ", exact" : "", got, (long long)glo, (long long)ghi,
+          te_size_exact(e) ? ", exact" : "");
+    arena_free(&a);
+}
+
+static void test_size_expr(void)
+{
+    expect_size("(- (+ M 2) (+ M 2))", "0", 0, 0, true);
+    expect_size("(- (+ M 2) M)", "2", 2, 2, true);
+    expect_size("(+ (* M 1) 0)", "M", 1, 4096, true);
+    expect_size("(+ 2 M)", "M + 2", 3, 4098, true);
+    expect_size("(- (* 2 M) (+ M M))", "0", 0, 0, true);
+    expect_size("(- 3 M)", "3 - M", -4093, 2, true);
+    expect_size("(- 0 M)", "-M", -4096, -1, true);
+    expect_size("(- (+ N M) 1)", "M + N - 1", 2, 4103, true);
+    expect_size("(* (+ M 1) N)", "M * N + N", 4, 32776, false);
+    expect_size("(* (+ M 1) (- M 1))", "M * M - 1", 0, 16777215, false);
+    expect_size("(/ (* 4 M) 2)", "2 * M", 2, 8192, true);
+    expect_size("(% (* 4 M) 2)", "0", 0, 0, true);
+    expect_size("(/ (+ M 3) 4)", "(M + 3) / 4", 1, 1024, false);
+    expect_size("(- (/ (+ M 3) 4) (/ (+ 3 M) 4))", "0", 0, 0, true);
+    expect_size("(min (+ M 2) (+ M 1))", "M + 1", 2, 4097, true);
+    expect_size("(max N M)", "max(M, N)", 2, 4096, false);
+    expect_size("(- (max N M) (max M N))", "0", 0, 0, true);
+    expect_size("(+ 7 (* 3 5))", "22", 22, 22, true);
+    expect_size("(% M 7)", "M % 7", 0, 6, false);
+
+    Arena a = { 0 };
+    const char *p = "(- (* M N) (/ M 3))";
+    const SizeExpr *e = sz_parse(&a, &p);
+    int64_t at[2] = { 100, 5 }, v = 0;
+    check(te_size_eval(e, at, &v) && v == 100 * 5 - 100 / 3, "size M * N - M / 3 at M=100, N=5 is 467");
+    int64_t zero[2] = { 0, 5 };
+    p = "(/ N M)";
+    check(!te_size_eval(sz_parse(&a, &p), zero, &v), "size N / M at M = 0 does not evaluate");
+    p = "(+ M N)";
+    const SizeExpr *mn = te_size_simplify(&a, sz_parse(&a, &p));
+    p = "(+ N M)";
+    const SizeExpr *nm = te_size_simplify(&a, sz_parse(&a, &p));
+    check(te_size_same(mn, nm) && strcmp(te_size_canonical(&a, mn), "d0 + d1") == 0,
+          "M + N and N + M have one normal form, canonically d0 + d1");
+    check(te_size_uses(mn, 1) && !te_size_uses(te_size_num(&a, 3), 0), "te_size_uses");
+    p = "(* M 4611686018427387904)";
+    const SizeExpr *big = sz_parse(&a, &p);
+    int64_t lo, hi;
+    check(!te_size_range(big, size_dims, &lo, &hi), "a size that may overflow has no range");
+    p = "(* (* M 4611686018427387904) 4)";
+    big = sz_parse(&a, &p);
+    check(te_size_simplify(&a, big) == big, "a coefficient that would overflow leaves the size as it is");
+    arena_free(&a);
+}
+
 int main(void)
 {
     char templ[] = "/tmp/unit_lang.XXXXXX";
@@ -1023,6 +1125,7 @@ int main(void)
     test_print();
     test_npy();
     test_src_load();
+    test_size_expr();
     rmdir(tmp_dir);
     printf("1..%d\n", tests_run);
     return tests_failed == 0 ? 0 : 1;

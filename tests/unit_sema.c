@@ -1,7 +1,10 @@
 /* unit_sema.c — unit tests of sema's run-time dims (frontend/sema.c): the
  * range, hint and graph value interval arithmetic gives a dim computed
  * from run-time dims, what -D does to them, and which programs it must
- * refuse.  (The refusals' exact messages are goldens in tests/diag.)
+ * refuse; index bounds over the ranges and the run-time checks left for
+ * what they cannot decide; and the evaluator at given sizes (lang/eval.c,
+ * te_eval_at) against the -D specialized graph, on two samples.  (The
+ * refusals' exact messages are goldens in tests/diag.)
  * Output is TAP; the exit status is 0 exactly when every test passed.
  */
 #include <stdarg.h>
@@ -96,9 +99,10 @@ static void test_ranges(void)
     expect_dim("dim M in 1..100 = 50; dim C = min(M, 16);", "C", true, 1, 16, 16, 16);
     expect_dim("dim M in 1..100 = 50; dim C = max(M, 16);", "C", true, 16, 100, 50, 100);
     expect_dim("dim M in 1..100 = 50; dim S = 1 - -M;", "S", true, 2, 101, 51, 101);
-    /* interval arithmetic is sound, not tight: M - M + 1 is 1, but its
-       range is -98..100, so it is refused as possibly not positive */
-    expect_refused("dim M in 1..100; dim Z = M - M + 1;", "M - M + 1 may be below 1 over M's range");
+    /* interval arithmetic alone is sound, not tight (M - M + 1 would be
+       -98..100); the size expression is simplified first, so it is 1 */
+    expect_dim("dim M in 1..100; dim Z = M - M + 1;", "Z", false, 1, 1, 1, 1);
+    expect_dim("dim M in 1..100 = 50; dim Z = (M + 2) - M + M * 2 - M;", "Z", true, 3, 102, 52, 102);
     expect_refused("dim M in 1..100; dim Z = 10 / (M - 5);", "a divisor whose range holds 0");
     expect_refused("dim M in 1..100; dim Z = M * 4611686018427387904;", "overflow over the range");
     expect_refused("dim M in 5..4;", "an empty range");
@@ -129,12 +133,133 @@ static void test_specialize(void)
     arena_free(&a);
 }
 
+/* TEXT, checked by sema under the -D overrides OV[0..N). */
+static Graph *graph_of(Arena *a, const char *text, DimOverride *ov, int n)
+{
+    diag_errors = 0;
+    Source *src = arena_alloc(a, sizeof *src);
+    char *copy = arena_strdup(a, text);
+    src_from_string(src, "test.te", copy, strlen(copy));
+    Parser p = { .arena = a, .src = src };
+    Program prog = { 0 };
+    if (!fe_parse(&p, &prog))
+        return NULL;
+    for (int i = 0; i < n; i++)
+        ov[i].used = false;
+    return fe_sema(a, src, &prog, ov, n);
+}
+
+static void test_bounds(void)
+{
+    Arena a = { 0 };
+    static const char ok[] =
+        "dim M in 1..4096; dim MP = M + 2;\ninput x : f32[MP];\n"
+        "y[i in M] = x[i + 2] + x[i];\nz[i in MP] = x[i];\noutput y, z;\n";
+    Graph *g = graph_of(&a, ok, NULL, 0);
+    check(g && g->nchecks == 0, "x[i + 2] with i in 0..M and x of M + 2 is in bounds at every M");
+    arena_free(&a);
+    check(!graph_of(&a, "dim M in 1..4096;\ninput x : f32[M + 2];\ny[i in M] = x[i + 3];\noutput y;\n",
+                    NULL, 0),
+          "x[i + 3] with i in 0..M and x of M + 2 is refused");
+    arena_free(&a);
+    /* (M / 2) * 2 - M is 0 or -1: the intervals cannot tell */
+    g = graph_of(&a, "dim M in 1..64;\ninput x : f32[M / 2 * 2 + 1];\ny[i in M] = x[i + 1];\noutput y;\n",
+                 NULL, 0);
+    check(g && g->nchecks == 1, "an undecided bound becomes one run-time check (got %d)",
+          g ? g->nchecks : -1);
+    if (g && g->nchecks == 1) {
+        int64_t m4[1] = { 4 }, m3[1] = { 3 };
+        double x[8] = { 1, 2, 3, 4, 5, 6, 7, 8 }, *in[1] = { x }, *out[1] = { NULL };
+        check(te_eval_at(g, m4, in, out) == 0 && out[0][3] == 5, "the check holds at M = 4");
+        free(out[0]);
+        out[0] = NULL;
+        check(te_eval_at(g, m3, in, out) == -1 && diag_errors == 1, "the check fails at M = 3");
+        int64_t m0[1] = { 0 };
+        check(te_eval_at(g, m0, in, out) == -1, "M = 0 is outside M's range");
+    }
+    arena_free(&a);
+    check(!graph_of(&a, "dim M in 1..8;\ninput x : f32[M];\ny[i in M] = x[i] * M;\noutput y;\n", NULL, 0) &&
+              diag_errors == 1,
+          "a run-time dim used as a value is refused");
+    arena_free(&a);
+}
+
+/* The text of PATH with its first FROM replaced by TO. */
+static char *sample_with(Arena *a, const char *path, const char *from, const char *to)
+{
+    const char *dir = getenv("srcdir") ? getenv("srcdir") : ".";
+    Source src;
+    if (!src_load(a, &src, arena_printf(a, "%s/%s", dir, path)))
+        return NULL;
+    char *at = strstr(src.text, from);
+    if (!at)
+        return NULL;
+    return arena_printf(a, "%.*s%s%s", (int)(at - src.text), src.text, to, at + strlen(from));
+}
+
+/* Evaluating SAMPLE with FROM (its dim M's static declaration) made TO (a
+ * run-time dim up to MAX) at M = k gives exactly what the -D M=k graph
+ * gives, before and after the optimizer, for each k of SIZES.  OV holds
+ * the other dims' -D (smaller sizes, for speed). */
+static void expect_eval_at(const char *sample, const char *from, const char *to,
+                           DimOverride *ov, int nov, const int64_t *sizes, int nsizes)
+{
+    for (int opt = 0; opt < 2; opt++)
+        for (int s = 0; s < nsizes; s++) {
+            Arena a = { 0 };
+            char *text = sample_with(&a, sample, from, to);
+            DimOverride all[8];
+            memcpy(all, ov, sizeof *ov * (size_t)nov);
+            Graph *rt = text ? graph_of(&a, text, all, nov) : NULL;
+            all[nov] = (DimOverride){ "M", sizes[s], false };
+            Graph *st = text ? graph_of(&a, text, all, nov + 1) : NULL;
+            bool same = rt && st && te_require_static_dims(st);
+            OptOptions o = { .dump = stdout };
+            OptStats stats = { 0 };
+            if (same && opt)
+                same = te_optimize(&a, rt, &o, &stats) && te_optimize(&a, st, &o, &stats);
+            int64_t *dims = arena_alloc(&a, sizeof *dims * (size_t)(rt ? rt->ndims + 1 : 1));
+            for (int i = 0; same && i < rt->ndims; i++)
+                dims[i] = strcmp(rt->dims[i].name, "M") == 0 ? sizes[s] : rt->dims[i].value;
+            double *in[8] = { 0 }, *got[8] = { 0 }, *want[8] = { 0 };
+            for (int i = 0; same && i < st->ninputs; i++) {
+                same = te_elems_at(rt->inputs[i], dims) == tensor_elems(st->inputs[i]);
+                in[i] = malloc(sizeof(double) * (size_t)tensor_elems(st->inputs[i]));
+                te_random_input(st->inputs[i], 7, in[i]);
+            }
+            same = same && te_eval_at(rt, dims, in, got) == 0 && te_eval(st, in, want) == 0;
+            for (int i = 0; same && i < st->noutputs; i++)
+                same = te_elems_at(rt->outputs[i], dims) == tensor_elems(st->outputs[i]) &&
+                       memcmp(got[i], want[i], sizeof(double) * (size_t)tensor_elems(st->outputs[i])) == 0;
+            check(same, "%s with %s%s: evaluated at M = %lld, the same as -D M=%lld", sample, to,
+                  opt ? ", optimized" : "", (long long)sizes[s], (long long)sizes[s]);
+            for (int i = 0; i < 8; i++) {
+                free(in[i]);
+                free(got[i]);
+                free(want[i]);
+            }
+            arena_free(&a);
+        }
+}
+
+static void test_eval_at(void)
+{
+    DimOverride mg[2] = { { "N", 48, false }, { "K", 16, false } };
+    static const int64_t mg_sizes[] = { 1, 2, 7, 63, 64 };
+    expect_eval_at("samples/matmul_gelu.te", "dim M = 512", "dim M in 1..64 = 16", mg, 2, mg_sizes, 5);
+    DimOverride sm[1] = { { "N", 37, false } };
+    static const int64_t sm_sizes[] = { 1, 3, 100, 255, 256 };
+    expect_eval_at("samples/softmax.te", "dim M = 256", "dim M in 1..256", sm, 1, sm_sizes, 5);
+}
+
 int main(void)
 {
     diag_quiet = true;
     diag_stream = getenv("UNIT_SEMA_DIAG") ? stderr : fopen("/dev/null", "w"); /* goldens elsewhere */
     test_ranges();
     test_specialize();
+    test_bounds();
+    test_eval_at();
     printf("1..%d\n", tests_run);
     return tests_failed != 0;
 }
