@@ -144,3 +144,45 @@ void vec_push(Arena *a, PtrVec *v, void *item)
     }
     v->items[v->len++] = item;
 }
+
+static size_t map_slot(const PtrMap *m, const void *key)
+{
+    size_t h = (size_t)((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15u;
+    size_t i = h & (m->cap - 1);
+    while (m->keys[i] && m->keys[i] != key)
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+/* Growing leaves the old arrays in the arena, as vec_push does. */
+bool map_put(Arena *a, PtrMap *m, const void *key, int val)
+{
+    TE_ASSERT(key && val >= 0);
+    if (2 * (m->len + 1) > m->cap) {
+        size_t cap = m->cap < 16 ? 16 : m->cap * 2;
+        PtrMap grown = { arena_alloc(a, sizeof *grown.keys * cap),
+                         arena_alloc(a, sizeof *grown.vals * cap), cap, m->len };
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i]) {
+                size_t j = map_slot(&grown, m->keys[i]);
+                grown.keys[j] = m->keys[i];
+                grown.vals[j] = m->vals[i];
+            }
+        *m = grown;
+    }
+    size_t i = map_slot(m, key);
+    if (m->keys[i])
+        return false;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    m->len++;
+    return true;
+}
+
+int map_get(const PtrMap *m, const void *key)
+{
+    if (!m->cap)
+        return -1;
+    size_t i = map_slot(m, key);
+    return m->keys[i] ? m->vals[i] : -1;
+}

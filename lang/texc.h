@@ -56,6 +56,20 @@ typedef struct PtrVec {
 } PtrVec;
 void vec_push(Arena *a, PtrVec *v, void *item);
 
+/* A map from pointers to non-negative ints, allocated from an arena: open
+ * addressing, kept at most half full, so that a lookup costs the same in
+ * a program of any size.  All zeroes is an empty map. */
+typedef struct PtrMap {
+    const void **keys; /* NULL: a free slot */
+    int *vals;
+    size_t cap; /* 0 or a power of two */
+    size_t len;
+} PtrMap;
+/* Maps KEY (not NULL) to VAL >= 0; false, and the old value kept, if KEY
+ * was there already. */
+bool map_put(Arena *a, PtrMap *m, const void *key, int val);
+int map_get(const PtrMap *m, const void *key); /* -1 where KEY is absent */
+
 /* ------------------------------------------------------------------ */
 /* diag.c — source text, spans and diagnostics.                        */
 
