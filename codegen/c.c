@@ -48,6 +48,8 @@ typedef struct Emitter {
     const char *base;  /* the entry point's name */
     const Params *fn_params;
     const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
+    PtrMap param_at;   /* fn_params->t[i] -> i */
+    PtrMap temp_at;    /* fn_temps->temps.items[i] -> i */
     PtrVec outer;      /* IterVar *: the loop variables declared around */
     int allocs;        /* S_ALLOC blocks open around */
     FILE *lifted;      /* parallel loops' functions, written ahead of it */
@@ -711,6 +713,27 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
 static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from);
 static void emit_temp(Emitter *e, const Tensor *t, int i);
 
+static int by_value(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+/* The positions AT gives U's tensors (those it lists), ascending: the
+ * order of the function's parameters or temps.  Their number in *N. */
+static int *used_positions(Emitter *e, const CgUses *u, const PtrMap *at, int *n)
+{
+    int *pos = arena_alloc(e->p.a, sizeof *pos * (size_t)(u->tensors.len + 1));
+    *n = 0;
+    for (int j = 0; j < u->tensors.len; j++) {
+        int i = map_get(at, u->tensors.items[j]);
+        if (i >= 0)
+            pos[(*n)++] = i;
+    }
+    qsort(pos, (size_t)*n, sizeof *pos, by_value);
+    return pos;
+}
+
 /* A parallel loop S as a function of a range of its iterations,
  *   static void F(void *te_arg, int64_t te_lo, int64_t te_hi)
  * written to e->lifted with a struct F_ctx of what it reads from around
@@ -739,19 +762,16 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
      * loop variables; the struct, the function and the call list the same */
     const Params *p = e->fn_params;
     const PtrVec *temps = e->fn_temps ? &e->fn_temps->temps : &(PtrVec){0};
-    bool *param = arena_alloc(e->p.a, sizeof *param * (size_t)(p->n + 1));
-    bool *temp = arena_alloc(e->p.a, sizeof *temp * (size_t)(temps->len + 1));
-    bool ws = false;
-    int captured = 0;
-    for (int i = 0; i < p->n; i++)
-        captured += param[i] = cg_stmt_uses(s, p->t[i]);
-    for (int i = 0; i < temps->len; i++)
-        ws = (temp[i] = cg_stmt_uses(s, temps->items[i])) || ws;
+    CgUses uses = cg_uses(e->p.a, s, false);
+    int nparams, ntemps;
+    int *param = used_positions(e, &uses, &e->param_at, &nparams);
+    int *temp = used_positions(e, &uses, &e->temp_at, &ntemps);
+    bool ws = ntemps > 0;
     PtrVec vars = {0};
     for (int i = 0; i < e->outer.len; i++)
-        if (cg_stmt_uses_var(s, e->outer.items[i]))
+        if (map_get(&uses.seen, e->outer.items[i]) >= 0)
             vec_push(e->p.a, &vars, e->outer.items[i]);
-    captured += vars.len + ws;
+    int captured = nparams + vars.len + ws;
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
     FILE *out = e->p.out;
@@ -760,10 +780,11 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     e->in_lifted = true;
     fprintf(e->p.out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
             stage, l->name, f);
-    for (int i = 0; i < p->n; i++)
-        if (param[i])
-            fprintf(e->p.out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
-                    cg_tensor_name(&e->p, p->t[i]));
+    for (int j = 0; j < nparams; j++) {
+        int i = param[j];
+        fprintf(e->p.out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
+                cg_tensor_name(&e->p, p->t[i]));
+    }
     if (ws)
         fputs("    char *te_workspace;\n", e->p.out);
     for (int i = 0; i < vars.len; i++)
@@ -772,14 +793,12 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
             "static void %s(void *te_arg, int64_t te_lo, int64_t te_hi)\n{\n", l->name, f);
     e->p.indent = 1;
     cg_line(&e->p, "const struct %s_ctx *te_ctx = te_arg;\n", f);
-    for (int i = 0; i < p->n; i++)
-        if (param[i])
-            emit_view(e, p->t[i], p->ro[i], "te_ctx->");
+    for (int j = 0; j < nparams; j++)
+        emit_view(e, p->t[param[j]], p->ro[param[j]], "te_ctx->");
     if (ws)
         cg_line(&e->p, "char *te_workspace = te_ctx->te_workspace;\n");
-    for (int i = 0; i < temps->len; i++)
-        if (temp[i])
-            emit_temp(e, temps->items[i], i);
+    for (int j = 0; j < ntemps; j++)
+        emit_temp(e, temps->items[temp[j]], temp[j]);
     for (int i = 0; i < vars.len; i++) {
         const char *v = cg_var_name(&e->p, vars.items[i]);
         cg_line(&e->p, "const int64_t %s = te_ctx->%s;\n", v, v);
@@ -792,11 +811,10 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
 
     cg_line(&e->p, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
     const char *sep = "";
-    for (int i = 0; i < p->n; i++)
-        if (param[i]) {
-            fprintf(e->p.out, "%s%s_", sep, cg_tensor_name(&e->p, p->t[i]));
-            sep = ", ";
-        }
+    for (int j = 0; j < nparams; j++) {
+        fprintf(e->p.out, "%s%s_", sep, cg_tensor_name(&e->p, p->t[param[j]]));
+        sep = ", ";
+    }
     if (ws) {
         fprintf(e->p.out, "%ste_workspace", sep);
         sep = ", ";
@@ -1191,12 +1209,16 @@ static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from)
     fprintf(e->p.out, ")%s%s_;\n", from, n);
 }
 
-/* the views of P's tensors that BODY uses outside its lifted loops */
+/* the views of P's tensors (the function's) that BODY uses outside its
+ * lifted loops */
 static void emit_views(Emitter *e, const Params *p, const Stmt *body)
 {
-    for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses_outside_parallel(body, p->t[i]))
-            emit_view(e, p->t[i], p->ro[i], "");
+    TE_ASSERT(p == e->fn_params);
+    CgUses uses = cg_uses(e->p.a, body, true);
+    int n;
+    int *param = used_positions(e, &uses, &e->param_at, &n);
+    for (int j = 0; j < n; j++)
+        emit_view(e, p->t[param[j]], p->ro[param[j]], "");
 }
 
 /* Temp I's view of its bytes in the workspace (its memory plan's offset):
@@ -1222,18 +1244,18 @@ static void emit_temp(Emitter *e, const Tensor *t, int i)
  * so each view is restrict within its block. */
 static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
 {
-    bool any = false;
-    for (int i = 0; i < fn->temps.len; i++)
-        any = any || cg_stmt_uses_outside_parallel(body, fn->temps.items[i]);
-    if (!any) {
+    TE_ASSERT(fn == e->fn_temps);
+    CgUses uses = cg_uses(e->p.a, body, true);
+    int n;
+    int *temp = used_positions(e, &uses, &e->temp_at, &n);
+    if (!n) {
         emit_stmt(e, body);
         return;
     }
     cg_line(&e->p, "{\n");
     e->p.indent++;
-    for (int i = 0; i < fn->temps.len; i++)
-        if (cg_stmt_uses_outside_parallel(body, fn->temps.items[i]))
-            emit_temp(e, fn->temps.items[i], i);
+    for (int j = 0; j < n; j++)
+        emit_temp(e, fn->temps.items[temp[j]], temp[j]);
     emit_stmt(e, body);
     e->p.indent--;
     cg_line(&e->p, "}\n");
@@ -1414,6 +1436,12 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
     e->p.out = body;
     e->fn_params = p;
     e->fn_temps = temps;
+    e->param_at = (PtrMap){0};
+    for (int i = 0; i < p->n; i++)
+        map_put(e->p.a, &e->param_at, p->t[i], i);
+    e->temp_at = (PtrMap){0};
+    for (int i = 0; temps && i < temps->temps.len; i++)
+        map_put(e->p.a, &e->temp_at, temps->temps.items[i], i);
     fputc('\n', e->p.out);
     emit_signature(e, e->p.out, name, p, false, ws);
     fputs("\n{\n", e->p.out);

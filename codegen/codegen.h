@@ -32,14 +32,20 @@ typedef struct CodegenOptions {
 int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
                     const SStage ***roots, const Stmt ***bodies);
 
-/* workspace.c: does S read or write T (in a value, an index, a bound or a
- * condition)? */
-bool cg_stmt_uses(const Stmt *s, const Tensor *t);
-/* ... outside the parallel loops the C backend lifts into functions (their
- * bounds count: they are computed where the loop was)? */
-bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t);
-/* ... does S (E) read the loop variable V? */
-bool cg_stmt_uses_var(const Stmt *s, const IterVar *v);
+/* workspace.c: what a statement uses, each thing listed once, in the
+ * order a walk first meets it: loads and stores in a value, an index, a
+ * bound or a condition, and loop variables read. */
+typedef struct CgUses {
+    PtrVec tensors; /* const Tensor *: loaded or stored */
+    PtrVec vars;    /* const IterVar *: read */
+    PtrMap seen;    /* the items of both lists: their positions in them */
+    PtrMap stored;  /* the tensors S stores to */
+} CgUses;
+/* S's uses, in one walk; with OUTSIDE, only those outside the parallel
+ * loops the C backend lifts into functions (their bounds count: they are
+ * computed where the loop was). */
+CgUses cg_uses(Arena *a, const Stmt *s, bool outside);
+/* workspace.c: does E read the loop variable V? */
 bool cg_expr_uses_var(const Expr *e, const IterVar *v);
 
 /* The memory plan of a lowered function's intermediates (fn->temps). */
