@@ -167,14 +167,29 @@ typedef struct CgDialect {
 extern const CgDialect cg_dialect_c;    /* C11 with GCC/Clang extensions */
 extern const CgDialect cg_dialect_cuda; /* CUDA C++ for NVRTC */
 
+/* The claim of BASE_K, at position POS of a printer's names: when it
+ * was made, BASE and BASE_2 .. BASE_(K-1) were taken (cg_claim). */
+typedef struct CgNumbered {
+    const char *name; /* BASE_K */
+    int k, pos;
+} CgNumbered;
+
 typedef struct CgPrinter {
     Arena *a;
     FILE *out;                /* where expressions go */
     const CgDialect *d;
     const char *int_type;     /* the C type i32 values are computed in */
     int indent;               /* of statements, in steps of four spaces */
-    PtrVec names;             /* const char *: names in use (for clashes) */
+    PtrVec names;             /* const char *: names in use (for clashes);
+                                 a backend may drop the newest (len = mark) */
+    PtrMap name_at;           /* strings: a name -> its position in names
+                                 when claimed (stale once dropped) */
+    PtrMap numbered;          /* strings: a base name -> its newest claim
+                                 with a number, in numbered_claims */
+    PtrVec numbered_claims;   /* CgNumbered * */
     PtrVec tensors, tnames;   /* Tensor * with a name, and that name */
+    PtrMap tensor_at;         /* a Tensor * -> its position in tensors
+                                 (stale once dropped, as name_at) */
     const char **var_names;   /* by IterVar id */
     const char **var_text;    /* by IterVar id: text that replaces the
                                  variable, or NULL (the array or an entry) */
