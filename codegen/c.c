@@ -160,12 +160,18 @@ static bool invariant(const Expr *e, const IterVar *v)
 #define VMAX_STRIDE 4
 
 /* For an index IX: the C in IX = REST + C*V, 1 <= C <= VMAX_STRIDE, with
- * REST free of V (*REST set), or 0. */
-static int64_t stride_of(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
+ * REST free of V (*REST set, from SCRATCH), or 0.
+ *
+ * Its expressions, and those emit_vaccess builds from them, are only
+ * printed: they live in an arena of their own, freed once printed, not
+ * in the compilation's, which they would otherwise fill at a few hundred
+ * bytes for every vector load written (a gigabyte for the 30 MB of C of
+ * a long read-twice chain). */
+static int64_t stride_of(Arena *scratch, Expr *ix, const IterVar *v, Expr **rest)
 {
-    Expr *var = ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)v);
+    Expr *var = ex_var(scratch, (Span){ 0, 0 }, (IterVar *)v);
     for (int64_t c = 1; c <= VMAX_STRIDE; c++) {
-        *rest = sch_sub(e->p.a, ix, sch_mul(e->p.a, sch_int(e->p.a, c), var));
+        *rest = sch_sub(scratch, ix, sch_mul(scratch, sch_int(scratch, c), var));
         if (invariant(*rest, v))
             return c;
     }
@@ -185,7 +191,10 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
             if (!invariant(x->args[d], v))
                 return false;
         Expr *rest;
-        return stride_of(e, x->args[x->nargs - 1], v, &rest) > 0;
+        Arena scratch = {0};
+        bool strided = stride_of(&scratch, x->args[x->nargs - 1], v, &rest) > 0;
+        arena_free(&scratch);
+        return strided;
     }
     case EX_OP:
         if (x->dtype != DT_F32)
@@ -224,8 +233,10 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
             if (!invariant(s->index[d], v))
                 return false;
         Expr *rest;
-        return stride_of(e, s->index[s->buf->rank - 1], v, &rest) == 1 &&
-               vectorizable(e, s->value, v);
+        Arena scratch = {0};
+        bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
+        arena_free(&scratch);
+        return unit && vectorizable(e, s->value, v);
     }
     default:
         return false;
@@ -318,9 +329,9 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value)
 {
-    Arena *a = e->p.a;
+    Arena scratch = {0}, *a = &scratch; /* (see stride_of) */
     Expr *rest;
-    int64_t c = stride_of(e, idx[buf->rank - 1], v, &rest); /* 1 for stores */
+    int64_t c = stride_of(a, idx[buf->rank - 1], v, &rest); /* 1 for stores */
     /* the first lane's position along the last dimension */
     Expr *first = sch_add(a, rest, sch_mul(a, sch_int(a, c),
                                            sch_add(a, vmin, sch_int(a, g * VLANES))));
@@ -329,9 +340,7 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
         fputs("te_vloads(", e->p.out);
         emit_address(e, buf, idx, first);
         fprintf(e->p.out, ", %lld)", (long long)c);
-        return;
-    }
-    if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
+    } else if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
         fprintf(e->p.out, "%s_v", cg_tensor_name(&e->p, buf));
         for (int d = 0; d + 1 < buf->rank; d++) {
             fputc('[', e->p.out);
@@ -343,15 +352,16 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
             fputs(" = ", e->p.out);
             emit_vexpr(e, store_value, v, vmin, g, 0);
         }
-        return;
+    } else {
+        fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
+        emit_address(e, buf, idx, first);
+        if (store_value) {
+            fputs(", ", e->p.out);
+            emit_vexpr(e, store_value, v, vmin, g, 0);
+        }
+        fputc(')', e->p.out);
     }
-    fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
-    emit_address(e, buf, idx, first);
-    if (store_value) {
-        fputs(", ", e->p.out);
-        emit_vexpr(e, store_value, v, vmin, g, 0);
-    }
-    fputc(')', e->p.out);
+    arena_free(&scratch);
 }
 
 static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, int64_t g)
