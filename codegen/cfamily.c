@@ -647,6 +647,58 @@ static bool uses_any(const char *text, const char *names)
     return false;
 }
 
+/* Which of the space-separated NAMES are whole identifiers in TEXT: those
+ * NAMES holds, each once (strings), set in USED.  One pass over TEXT,
+ * however many names there are: a body can be tens of megabytes. */
+static void identifiers_in(Arena *a, const char *text, const PtrMap *names, PtrMap *used)
+{
+    char id[64];
+    for (const char *c = text; *c;) {
+        if (!ident_char(*c)) {
+            c++;
+            continue;
+        }
+        const char *start = c;
+        while (ident_char(*c))
+            c++;
+        size_t n = (size_t)(c - start);
+        if (n >= sizeof id)
+            continue; /* longer than any name (uses_any's bound) */
+        memcpy(id, start, n);
+        id[n] = 0;
+        if (strmap_get(names, id) >= 0 && strmap_get(used, id) < 0)
+            strmap_set(a, used, arena_strdup(a, id), 0);
+    }
+}
+
+/* Is one of the space-separated NAMES in USED? */
+static bool any_used(const PtrMap *used, const char *names)
+{
+    char name[64];
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        TE_ASSERT(n > 0 && n < sizeof name);
+        memcpy(name, c, n);
+        name[n] = 0;
+        if (strmap_get(used, name) >= 0)
+            return true;
+        c += n;
+        c += *c == ' ';
+    }
+    return false;
+}
+
+/* Adds the space-separated NAMES to the string set SET. */
+static void add_names(Arena *a, PtrMap *set, const char *names)
+{
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        strmap_set(a, set, arena_strndup(a, c, n), 0);
+        c += n;
+        c += *c == ' ';
+    }
+}
+
 void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
                       const CgHelper *after, int nafter, const char *body)
 {
@@ -663,12 +715,16 @@ void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefo
         chosen[i] = false;
     }
     /* what the body uses, then what those use, until nothing is added */
+    PtrMap defined = {0}, in_body = {0};
+    for (int i = 0; i < n; i++)
+        add_names(p->a, &defined, names[i]);
+    identifiers_in(p->a, body, &defined, &in_body);
     for (bool grew = true; grew;) {
         grew = false;
         for (int i = 0; i < n; i++) {
             if (chosen[i])
                 continue;
-            bool used = uses_any(body, names[i]);
+            bool used = any_used(&in_body, names[i]);
             for (int j = 0; j < n && !used; j++)
                 used = chosen[j] && uses_any(texts[j], names[i]);
             if (used)
