@@ -385,7 +385,7 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
 
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold);
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold);
 
 static void emit_for(Emitter *e, const Stmt *s)
 {
@@ -398,7 +398,8 @@ static void emit_for(Emitter *e, const Stmt *s)
         bool constant = sch_const_int(s->extent, &ext);
         int64_t n = constant ? ext : sch_trip_bound(l);
         cg_line(&e->p, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
-        Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(l->var->id + 1));
+        Expr *value = NULL;
+        Subst map = { &l->var, &value, 1 };
         for (int64_t k = 0; k < n; k++) {
             if (constant) {
                 cg_line(&e->p, "{\n");
@@ -410,8 +411,8 @@ static void emit_for(Emitter *e, const Stmt *s)
             e->p.indent++;
             /* the iteration's value in place of the variable, so that
              * its accesses fold to constants where they can */
-            map[l->var->id] = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
-            emit_stmt(e, subst_stmt(e, s->body, map, l->var->id + 1, true));
+            value = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
+            emit_stmt(e, subst_stmt(e, s->body, map, true));
             e->p.indent--;
             cg_line(&e->p, "}\n");
         }
@@ -881,7 +882,7 @@ static Expr *fold_loads(Arena *a, Expr *x)
 
 /* S with MAP's values for its variables (sch_subst); with FOLD, the
  * indices of its stores and loads simplified (fold_loads). */
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold)
 {
     if (!s)
         return NULL;
@@ -889,32 +890,32 @@ static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
     *c = *s;
     switch (s->kind) {
     case S_FOR:
-        c->min = sch_subst(e->p.a, s->min, map, n);
-        c->extent = sch_subst(e->p.a, s->extent, map, n);
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->min = sch_subst(e->p.a, s->min, map);
+        c->extent = sch_subst(e->p.a, s->extent, map);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     case S_SEQ:
         c->stmts = arena_alloc(e->p.a, sizeof *c->stmts * (size_t)s->n);
         for (int i = 0; i < s->n; i++)
-            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n, fold);
+            c->stmts[i] = subst_stmt(e, s->stmts[i], map, fold);
         break;
     case S_STORE:
         c->index = arena_alloc(e->p.a, sizeof *c->index * (size_t)(s->buf->rank + 1));
         for (int d = 0; d < s->buf->rank; d++) {
-            c->index[d] = sch_subst(e->p.a, s->index[d], map, n);
+            c->index[d] = sch_subst(e->p.a, s->index[d], map);
             if (fold)
                 c->index[d] = sch_simplify(e->p.a, c->index[d]);
         }
-        c->value = sch_subst(e->p.a, s->value, map, n);
+        c->value = sch_subst(e->p.a, s->value, map);
         if (fold)
             c->value = fold_loads(e->p.a, c->value);
         break;
     case S_IF:
-        c->cond = sch_subst(e->p.a, s->cond, map, n);
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->cond = sch_subst(e->p.a, s->cond, map);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     case S_ALLOC:
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     }
     return c;
@@ -962,9 +963,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
     IterVar *next = sch_new_var(e->st, arena_printf(e->p.a, "%s_next", l->name), 0);
-    int n = e->st->next_var;
-    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)n);
-    map[l->var->id] = ex_var(e->p.a, (Span){ 0, 0 }, next);
+    Subst map = sch_subst1(e->p.a, l->var, ex_var(e->p.a, (Span){ 0, 0 }, next));
     bool any = false;
     for (const Stmt *b = s->body; b && b->kind == S_ALLOC;) {
         const Stmt *inner = b->body;
@@ -980,7 +979,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
                     l->pipeline - 1);
             any = true;
         }
-        emit_prefetch_nest(e, subst_stmt(e, nest, map, n, false));
+        emit_prefetch_nest(e, subst_stmt(e, nest, map, false));
         b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
     }
     if (any) {

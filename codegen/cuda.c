@@ -1020,9 +1020,8 @@ static bool multiple_of(const Expr *x, int64_t v)
 /* How X changes when VAR grows by one (a constant), or false. */
 static bool step_of(Emitter *e, const Expr *x, const IterVar *var, int64_t *step)
 {
-    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(var->id + 1));
-    map[var->id] = sch_add(e->p.a, ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->p.a, 1));
-    Expr *moved = sch_subst(e->p.a, (Expr *)x, map, var->id + 1);
+    Expr *next = sch_add(e->p.a, ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->p.a, 1));
+    Expr *moved = sch_subst(e->p.a, (Expr *)x, sch_subst1(e->p.a, (IterVar *)var, next));
     return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, moved, (Expr *)x)), step);
 }
 

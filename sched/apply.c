@@ -103,17 +103,12 @@ static Loop *new_loop(SchedState *st, const char *name, int64_t extent, bool red
 /* Replaces loop OLD's variable by VALUE in every value_of and guard. */
 static void substitute_loop(SchedState *st, SStage *s, Loop *old, Expr *value)
 {
-    int n = old->var->id + 1;
-    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)n);
-    map[old->var->id] = value;
+    Subst map = sch_subst1(st->arena, old->var, value);
     int nvars = s->nsvars + s->nrvars;
-    for (int i = 0; i < nvars; i++) {
-        IterVar *v = i < s->nsvars ? s->svars[i] : s->rvars[i - s->nsvars];
-        s->value_of[v->id] = sch_simplify(st->arena,
-                                          sch_subst(st->arena, s->value_of[v->id], map, n));
-    }
+    for (int i = 0; i < nvars; i++)
+        s->value_of[i] = sch_simplify(st->arena, sch_subst(st->arena, s->value_of[i], map));
     for (int i = 0; i < s->guards.len; i++)
-        s->guards.items[i] = sch_subst(st->arena, s->guards.items[i], map, n);
+        s->guards.items[i] = sch_subst(st->arena, s->guards.items[i], map);
 }
 
 static void replace_loops(SchedState *st, SStage *s, int at, Loop **with, int n, int remove)
@@ -391,8 +386,7 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
         bool plain = false;
         int nvars = s->nsvars + s->nrvars;
         for (int v = 0; v < nvars; v++) {
-            IterVar *iv = v < s->nsvars ? s->svars[v] : s->rvars[v - s->nsvars];
-            Expr *e = s->value_of[iv->id];
+            Expr *e = s->value_of[v];
             plain = plain || (e->kind == EX_VAR && e->var == own->var);
         }
         if (!plain && !own->reduce) {
@@ -439,7 +433,7 @@ static void init_loops_of(SchedState *st, SStage *s)
 {
     s->loops = (PtrVec){0};
     s->guards = (PtrVec){0};
-    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(st->next_var + 1));
+    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(s->nsvars + s->nrvars + 1));
     for (int pass = 0; pass < 2; pass++) {
         IterVar **vars = pass == 0 ? s->svars : s->rvars;
         int n = pass == 0 ? s->nsvars : s->nrvars;
@@ -447,7 +441,7 @@ static void init_loops_of(SchedState *st, SStage *s)
             Loop *l = new_loop(st, vars[i]->name, vars[i]->extent, pass == 1);
             vec_push(st->arena, &s->loops, l);
             Expr *v = ex_var(st->arena, no_span, l->var);
-            s->value_of[vars[i]->id] =
+            s->value_of[pass * s->nsvars + i] =
                 vars[i]->lo ? sch_add(st->arena, v, sch_int(st->arena, vars[i]->lo)) : v;
         }
     }
@@ -550,11 +544,10 @@ static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
     SStage *w = new_copy_stage(st, stmt->result, s->tensor, scope_of(stmt->args[0].name));
     if (s->epilogue)
         w->tensor->dtype = s->value->dtype; /* the accumulator's type */
-    int nmap = st->next_var;
-    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)nmap);
+    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)(s->nsvars + 1));
     for (int d = 0; d < s->nsvars; d++)
-        map[s->svars[d]->id] = ex_var(st->arena, no_span, w->svars[d]);
-    w->value = sch_subst(st->arena, s->value, map, nmap);
+        map[d] = ex_var(st->arena, no_span, w->svars[d]);
+    w->value = sch_subst(st->arena, s->value, (Subst){ s->svars, map, s->nsvars });
     w->is_reduce = s->is_reduce;
     w->reducer = s->reducer;
     w->rvars = s->rvars;

@@ -91,10 +91,7 @@ static Expr *inline_expr(Lower *L, Expr *e)
         SStage *p = stage_of(L, e->tensor);
         if (p && p->inlined) {
             /* p->value is already expanded: p comes earlier. */
-            Expr **map = arena_alloc(L->a, sizeof *map * (size_t)L->st->next_var);
-            for (int d = 0; d < p->nsvars; d++)
-                map[p->svars[d]->id] = args ? args[d] : e->args[d];
-            return sch_subst(L->a, p->value, map, L->st->next_var);
+            return sch_subst(L->a, p->value, (Subst){ p->svars, args ? args : e->args, p->nsvars });
         }
     }
     if (!args)
@@ -402,7 +399,7 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
         if (sch_const_int(ext[d], &k))
             continue;
         Loop *region = NULL;
-        Expr *v = c->value_of[c->svars[d]->id];
+        Expr *v = c->value_of[d];
         for (int i = 0; i < c->loops.len && !region; i++) {
             Loop *l = c->loops.items[i];
             if (v->kind == EX_VAR && v->var == l->var)
@@ -411,10 +408,10 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
         if (!region)
             continue;
         L->loop_ext[region->var->id] = sch_int(a, shape[d]);
-        Expr *value = simplify_divisions(L, sch_subst(a, c->value, c->value_of, n));
+        Expr *value = simplify_divisions(L, sch_subst(a, c->value, sch_stage_subst(a, c)));
         bool safe = loads_in_bounds(L, value, inner, all);
         if (safe && c->epilogue)
-            safe = loads_in_bounds(L, sch_subst(a, c->epilogue, c->value_of, n), inner, all);
+            safe = loads_in_bounds(L, sch_subst(a, c->epilogue, sch_stage_subst(a, c)), inner, all);
         if (safe)
             ext[d] = L->loop_ext[region->var->id];
         else
@@ -466,7 +463,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     for (int i = 0; i < c->loops.len; i++) {
         Loop *l = c->loops.items[i];
         for (int d = 0; d < c->nsvars; d++) {
-            Expr *v = c->value_of[c->svars[d]->id];
+            Expr *v = c->value_of[d];
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
                 L->loop_ext[l->var->id] = ext[d];
@@ -648,11 +645,11 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         s->storage = s->tensor;
     Expr **idx = arena_alloc(a, sizeof *idx * (size_t)(s->nsvars + 1));
     for (int d = 0; d < s->nsvars; d++) {
-        idx[d] = s->value_of[s->svars[d]->id];
+        idx[d] = s->value_of[d];
         if (s->storage != s->tensor)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
-    Expr *value = simplify_divisions(L, sch_subst(a, s->value, s->value_of, L->st->next_var));
+    Expr *value = simplify_divisions(L, sch_subst(a, s->value, sch_stage_subst(a, s)));
     for (int i = 0; i < L->st->stages.len; i++) {
         SStage *c = L->st->stages.items[i];
         if (c->attach == s && !c->inlined)
@@ -692,7 +689,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         /* the epilogue runs over the spatial loops the init runs over,
          * once the reduction is complete: storage = f(storage) */
         Expr *self = ex_load(a, no_span, s->storage, idx, s->nsvars);
-        Expr *epi = sch_subst(a, s->epilogue, s->value_of, L->st->next_var);
+        Expr *epi = sch_subst(a, s->epilogue, sch_stage_subst(a, s));
         epi = redirect_self(L, localize(L, epi), s->tensor, self);
         Stmt *store_epi = stmt_new(L, S_STORE);
         store_epi->buf = s->storage;

@@ -195,8 +195,10 @@ struct SStage {
     IterVar **rvars;     /* reduction axes */
     int nrvars;
     PtrVec loops;        /* Loop *, outermost first */
-    Expr **value_of;     /* by IterVar id: each of svars and rvars as an
-                            expression of the loops' variables */
+    Expr **value_of;     /* one per svars, then one per rvars: each as
+                            an expression of the loops' variables (a
+                            stage's own, not one per variable of the
+                            graph: see sch_stage_subst) */
     PtrVec guards;       /* Expr *: conditions on the loops' variables
                             (from splits that do not divide) */
     BufScope scope;
@@ -264,7 +266,20 @@ bool sch_tensor_named(const Tensor *t, const char *name);
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);
-Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues);
+/* A substitution: the variables VARS[0..N) by VALUES[0..N).  A few at
+ * most (a stage's variables, one loop's), so looked up by a scan: a map
+ * by IterVar id would be as long as all the program's variables, for
+ * every stage, loop and inlined load. */
+typedef struct Subst {
+    IterVar *const *vars;
+    Expr *const *values;
+    int n;
+} Subst;
+Expr *sch_subst(Arena *a, Expr *e, Subst s);
+/* VAR by VALUE alone */
+Subst sch_subst1(Arena *a, IterVar *var, Expr *value);
+/* S's svars and rvars by their value_of */
+Subst sch_stage_subst(Arena *a, const SStage *s);
 
 /* apply.c: an integer argument's value (a knob's chosen one), 0 for a
  * name. */
