@@ -456,6 +456,7 @@ static void insert_before(SchedState *st, SStage *before, SStage *s)
         vec_push(st->arena, &v, st->stages.items[i]);
     }
     st->stages = v;
+    sch_index_stage(st, s);
 }
 
 /* Replaces loads of FROM by loads of TO (same indices) in E. */

@@ -39,12 +39,7 @@ typedef struct Lower {
 
 static SStage *stage_of(Lower *L, const Tensor *t)
 {
-    for (int i = 0; i < L->st->stages.len; i++) {
-        SStage *s = L->st->stages.items[i];
-        if (s->tensor == t)
-            return s;
-    }
-    return NULL;
+    return sch_stage_of(L->st, t);
 }
 
 /* ------------------------------------------------------------------ */

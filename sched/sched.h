@@ -220,6 +220,14 @@ typedef struct SchedState {
     Graph *g;
     Target target;
     PtrVec stages;      /* SStage *, in dependency order */
+    /* the stages by name, alias and tensor, so that a program of many
+     * stages finds each in constant time (sch_index_stage) */
+    PtrVec indexed;     /* SStage *: every stage, in the order indexed */
+    PtrMap by_name;     /* strings: a stage's name -> its place in indexed */
+    PtrMap by_alias;    /* strings: an alias of its tensor -> the same */
+    PtrMap by_tensor;   /* its tensor -> the same */
+    bool index_clash;   /* two stages share a name, alias or tensor:
+                           then the first in stages is found by a scan */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
 } SchedState;
@@ -260,6 +268,9 @@ typedef struct LoweredFunc {
 /* state.c */
 SchedState *sch_state_new(Arena *a, Graph *g, Target target);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
+SStage *sch_stage_of(const SchedState *st, const Tensor *t); /* or NULL */
+/* Makes S, a stage just added to st->stages, one that the two find. */
+void sch_index_stage(SchedState *st, SStage *s);
 bool sch_stage_named(const SStage *s, const char *name);
 /* Is NAME tensor T's name or one of its aliases (the stages fused into it)? */
 bool sch_tensor_named(const Tensor *t, const char *name);

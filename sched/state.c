@@ -83,8 +83,53 @@ bool sch_stage_named(const SStage *s, const char *name)
     return sch_tensor_named(s->tensor, name); /* a stage is named as its tensor */
 }
 
+/* Each key once; a second stage under a key already taken (a hoisted
+ * y_r0 beside a stage the user called y_r0) makes the lookups scan, so
+ * that they find the first in st->stages as they always have. */
+static void index_key(SchedState *st, PtrMap *m, const void *key, bool string, int at)
+{
+    if ((string ? strmap_get(m, key) : map_get(m, key)) >= 0)
+        st->index_clash = true;
+    else if (string)
+        strmap_set(st->arena, m, key, at);
+    else
+        map_put(st->arena, m, key, at);
+}
+
+void sch_index_stage(SchedState *st, SStage *s)
+{
+    int at = st->indexed.len;
+    vec_push(st->arena, &st->indexed, s);
+    index_key(st, &st->by_name, s->name, true, at);
+    if (strcmp(s->tensor->name, s->name) != 0)
+        index_key(st, &st->by_alias, s->tensor->name, true, at);
+    for (int i = 0; i < s->tensor->naliases; i++)
+        index_key(st, &st->by_alias, s->tensor->aliases[i], true, at);
+    index_key(st, &st->by_tensor, s->tensor, false, at);
+}
+
+SStage *sch_stage_of(const SchedState *st, const Tensor *t)
+{
+    if (!st->index_clash) {
+        int at = map_get(&st->by_tensor, t);
+        return at >= 0 ? st->indexed.items[at] : NULL;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (s->tensor == t)
+            return s;
+    }
+    return NULL;
+}
+
 SStage *sch_find_stage(SchedState *st, const char *name)
 {
+    if (!st->index_clash) {
+        int at = strmap_get(&st->by_name, name);
+        if (at < 0)
+            at = strmap_get(&st->by_alias, name);
+        return at >= 0 ? st->indexed.items[at] : NULL;
+    }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         if (strcmp(s->name, name) == 0)
@@ -270,6 +315,7 @@ static void add_state_stage(SchedState *st, SStage *s)
 {
     init_loops(st, s);
     vec_push(st->arena, &st->stages, s);
+    sch_index_stage(st, s);
 }
 
 SchedState *sch_state_new(Arena *a, Graph *g, Target target)
