@@ -207,6 +207,11 @@ struct SStage {
     Loop *attach_loop;   /* ... at the body of this loop; NULL at root */
     bool scheduled;      /* some primitive other than compute_* touched it */
     bool cache_written;  /* cache_write made it a copy of another stage */
+    /* kept by compute_inline (apply.c) once a schedule inlines: */
+    int64_t nodes;       /* value's and epilogue's expression nodes, each
+                            load of an inlined stage counted as its nodes */
+    PtrVec readers;      /* SStage *: a stage whose value or epilogue loads
+                            this one, once per load */
     /* set by lowering */
     Tensor *storage;     /* where its values are stored: tensor, or a
                             region-sized local buffer */
@@ -228,6 +233,7 @@ typedef struct SchedState {
     PtrMap by_tensor;   /* its tensor -> the same */
     bool index_clash;   /* two stages share a name, alias or tensor:
                            then the first in stages is found by a scan */
+    bool sizes_known;   /* the stages' nodes and readers are up to date */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
 } SchedState;
