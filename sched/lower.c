@@ -35,7 +35,18 @@ typedef struct Lower {
                            iterations: an upper bound on a region's size */
     LoweredFunc *out;
     bool failed;
+    /* the stages computed at each stage (attach), in st->stages order:
+     * children[child_at(S)]; found once, not by a scan per loop */
+    PtrMap child_at;
+    PtrVec *children;
 } Lower;
+
+static const PtrVec *children_of(const Lower *L, const SStage *s)
+{
+    static const PtrVec none;
+    int i = map_get(&L->child_at, s);
+    return i >= 0 ? &L->children[i] : &none;
+}
 
 static SStage *stage_of(Lower *L, const Tensor *t)
 {
@@ -566,9 +577,10 @@ static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
         }
     }
     /* stages computed at this loop, in dependency order */
-    for (int i = L->st->stages.len - 1; i >= 0 && n->children; i--) {
-        SStage *c = L->st->stages.items[i];
-        if (c->attach == s && c->attach_loop == l && !c->inlined)
+    const PtrVec *children = children_of(L, s);
+    for (int i = children->len - 1; i >= 0 && n->children; i--) {
+        SStage *c = children->items[i];
+        if (c->attach_loop == l && !c->inlined)
             inner = emit_child(L, c, inner);
     }
     Stmt *f = stmt_new(L, S_FOR);
@@ -645,9 +657,10 @@ static Stmt *lower_stage(Lower *L, SStage *s)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
     Expr *value = simplify_divisions(L, sch_subst(a, s->value, sch_stage_subst(a, s)));
-    for (int i = 0; i < L->st->stages.len; i++) {
-        SStage *c = L->st->stages.items[i];
-        if (c->attach == s && !c->inlined)
+    const PtrVec *children = children_of(L, s);
+    for (int i = 0; i < children->len; i++) {
+        SStage *c = children->items[i];
+        if (!c->inlined)
             plan_child(L, s, sch_loop_index(s, c->attach_loop), c, value);
     }
     Expr *local_value = localize(L, value);
@@ -705,7 +718,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
 
 bool sch_lower(SchedState *st, LoweredFunc *out)
 {
-    Lower L = { st, st->arena, NULL, NULL, NULL, false, out, false };
+    Lower L = { .st = st, .a = st->arena, .out = out };
     L.loop_min = arena_alloc(st->arena, sizeof *L.loop_min * (size_t)(st->next_var + 1));
     L.loop_ext = arena_alloc(st->arena, sizeof *L.loop_ext * (size_t)(st->next_var + 1));
     L.loop_trip = arena_alloc(st->arena, sizeof *L.loop_trip * (size_t)(st->next_var + 1));
@@ -714,17 +727,25 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         s->value = inline_expr(&L, s->value);
         s->storage = NULL;
     }
+    L.children = arena_alloc(st->arena, sizeof *L.children * (size_t)(st->stages.len + 1));
+    PtrMap staged_at = {0}; /* the loops some stage is computed at */
+    for (int i = 0, n = 0; i < st->stages.len; i++) {
+        SStage *c = st->stages.items[i];
+        if (c->attach_loop && !c->inlined)
+            map_put(st->arena, &staged_at, c->attach_loop, 0);
+        if (!c->attach)
+            continue;
+        if (map_put(st->arena, &L.child_at, c->attach, n))
+            n++;
+        vec_push(st->arena, &L.children[map_get(&L.child_at, c->attach)], c);
+    }
     /* a pipeline fetches ahead what is staged or computed at its loop:
      * with nothing there it would do nothing, silently */
     for (int i = 0; i < st->stages.len && !L.failed; i++) {
         SStage *s = st->stages.items[i];
         for (int k = 0; k < s->loops.len && !L.failed; k++) {
             Loop *l = s->loops.items[k];
-            bool staged = false;
-            for (int c = 0; c < st->stages.len && !staged; c++) {
-                SStage *t = st->stages.items[c];
-                staged = t->attach_loop == l && !t->inlined;
-            }
+            bool staged = map_get(&staged_at, l) >= 0;
             if (l->pipeline >= 2 && !staged) {
                 diag_error(st->g->src, l->pipeline_span,
                            "pipeline '%s' of '%s' has nothing to fetch ahead: stage a tile at it "
