@@ -300,7 +300,8 @@ bool te_pass_cse(OptCtx *c, Graph *g)
         stages++;
         t->body = redirect(&s, t->body);
         stage_hash[i] = hash_expr(t->body, t->vars, t->rank);
-        size_t b = (size_t)(stage_hash[i] * 0x9E3779B97F4A7C15u) & (buckets - 1);
+        uint64_t mixed = (stage_hash[i] ^ (stage_hash[i] >> 31)) * 0x9E3779B97F4A7C15u;
+        size_t b = (size_t)(mixed ^ (mixed >> 29)) & (buckets - 1); /* all bits count */
         while (bucket_head[b] && stage_hash[bucket_head[b] - 1] != stage_hash[i])
             b = (b + 1) & (buckets - 1);
         for (int j = bucket_head[b] - 1; j >= 0; j = same_next[j] - 1) {
