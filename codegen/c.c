@@ -48,6 +48,8 @@ typedef struct Emitter {
     const char *base;  /* the entry point's name */
     const Params *fn_params;
     const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
+    PtrMap param_at;   /* fn_params->t[i] -> i */
+    PtrMap temp_at;    /* fn_temps->temps.items[i] -> i */
     PtrVec outer;      /* IterVar *: the loop variables declared around */
     int allocs;        /* S_ALLOC blocks open around */
     FILE *lifted;      /* parallel loops' functions, written ahead of it */
@@ -158,12 +160,18 @@ static bool invariant(const Expr *e, const IterVar *v)
 #define VMAX_STRIDE 4
 
 /* For an index IX: the C in IX = REST + C*V, 1 <= C <= VMAX_STRIDE, with
- * REST free of V (*REST set), or 0. */
-static int64_t stride_of(Emitter *e, Expr *ix, const IterVar *v, Expr **rest)
+ * REST free of V (*REST set, from SCRATCH), or 0.
+ *
+ * Its expressions, and those emit_vaccess builds from them, are only
+ * printed: they live in an arena of their own, freed once printed, not
+ * in the compilation's, which they would otherwise fill at a few hundred
+ * bytes for every vector load written (a gigabyte for the 30 MB of C of
+ * a long read-twice chain). */
+static int64_t stride_of(Arena *scratch, Expr *ix, const IterVar *v, Expr **rest)
 {
-    Expr *var = ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)v);
+    Expr *var = ex_var(scratch, (Span){ 0, 0 }, (IterVar *)v);
     for (int64_t c = 1; c <= VMAX_STRIDE; c++) {
-        *rest = sch_sub(e->p.a, ix, sch_mul(e->p.a, sch_int(e->p.a, c), var));
+        *rest = sch_sub(scratch, ix, sch_mul(scratch, sch_int(scratch, c), var));
         if (invariant(*rest, v))
             return c;
     }
@@ -183,7 +191,10 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
             if (!invariant(x->args[d], v))
                 return false;
         Expr *rest;
-        return stride_of(e, x->args[x->nargs - 1], v, &rest) > 0;
+        Arena scratch = {0};
+        bool strided = stride_of(&scratch, x->args[x->nargs - 1], v, &rest) > 0;
+        arena_free(&scratch);
+        return strided;
     }
     case EX_OP:
         if (x->dtype != DT_F32)
@@ -222,8 +233,10 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
             if (!invariant(s->index[d], v))
                 return false;
         Expr *rest;
-        return stride_of(e, s->index[s->buf->rank - 1], v, &rest) == 1 &&
-               vectorizable(e, s->value, v);
+        Arena scratch = {0};
+        bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
+        arena_free(&scratch);
+        return unit && vectorizable(e, s->value, v);
     }
     default:
         return false;
@@ -316,9 +329,9 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value)
 {
-    Arena *a = e->p.a;
+    Arena scratch = {0}, *a = &scratch; /* (see stride_of) */
     Expr *rest;
-    int64_t c = stride_of(e, idx[buf->rank - 1], v, &rest); /* 1 for stores */
+    int64_t c = stride_of(a, idx[buf->rank - 1], v, &rest); /* 1 for stores */
     /* the first lane's position along the last dimension */
     Expr *first = sch_add(a, rest, sch_mul(a, sch_int(a, c),
                                            sch_add(a, vmin, sch_int(a, g * VLANES))));
@@ -327,9 +340,7 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
         fputs("te_vloads(", e->p.out);
         emit_address(e, buf, idx, first);
         fprintf(e->p.out, ", %lld)", (long long)c);
-        return;
-    }
-    if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
+    } else if (vector_layout(e, buf) && sch_const_int(first, &pos) && pos % VLANES == 0) {
         fprintf(e->p.out, "%s_v", cg_tensor_name(&e->p, buf));
         for (int d = 0; d + 1 < buf->rank; d++) {
             fputc('[', e->p.out);
@@ -341,15 +352,16 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
             fputs(" = ", e->p.out);
             emit_vexpr(e, store_value, v, vmin, g, 0);
         }
-        return;
+    } else {
+        fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
+        emit_address(e, buf, idx, first);
+        if (store_value) {
+            fputs(", ", e->p.out);
+            emit_vexpr(e, store_value, v, vmin, g, 0);
+        }
+        fputc(')', e->p.out);
     }
-    fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
-    emit_address(e, buf, idx, first);
-    if (store_value) {
-        fputs(", ", e->p.out);
-        emit_vexpr(e, store_value, v, vmin, g, 0);
-    }
-    fputc(')', e->p.out);
+    arena_free(&scratch);
 }
 
 static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, int64_t g)
@@ -373,7 +385,7 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
 
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold);
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold);
 
 static void emit_for(Emitter *e, const Stmt *s)
 {
@@ -386,7 +398,8 @@ static void emit_for(Emitter *e, const Stmt *s)
         bool constant = sch_const_int(s->extent, &ext);
         int64_t n = constant ? ext : sch_trip_bound(l);
         cg_line(&e->p, "/* %s: unrolled %lld times */\n", l->name, (long long)n);
-        Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(l->var->id + 1));
+        Expr *value = NULL;
+        Subst map = { &l->var, &value, 1 };
         for (int64_t k = 0; k < n; k++) {
             if (constant) {
                 cg_line(&e->p, "{\n");
@@ -398,8 +411,8 @@ static void emit_for(Emitter *e, const Stmt *s)
             e->p.indent++;
             /* the iteration's value in place of the variable, so that
              * its accesses fold to constants where they can */
-            map[l->var->id] = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
-            emit_stmt(e, subst_stmt(e, s->body, map, l->var->id + 1, true));
+            value = sch_add(e->p.a, s->min, sch_int(e->p.a, k));
+            emit_stmt(e, subst_stmt(e, s->body, map, true));
             e->p.indent--;
             cg_line(&e->p, "}\n");
         }
@@ -711,6 +724,27 @@ static void emit_scalar_loop(Emitter *e, const Stmt *s)
 static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from);
 static void emit_temp(Emitter *e, const Tensor *t, int i);
 
+static int by_value(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
+/* The positions AT gives U's tensors (those it lists), ascending: the
+ * order of the function's parameters or temps.  Their number in *N. */
+static int *used_positions(Emitter *e, const CgUses *u, const PtrMap *at, int *n)
+{
+    int *pos = arena_alloc(e->p.a, sizeof *pos * (size_t)(u->tensors.len + 1));
+    *n = 0;
+    for (int j = 0; j < u->tensors.len; j++) {
+        int i = map_get(at, u->tensors.items[j]);
+        if (i >= 0)
+            pos[(*n)++] = i;
+    }
+    qsort(pos, (size_t)*n, sizeof *pos, by_value);
+    return pos;
+}
+
 /* A parallel loop S as a function of a range of its iterations,
  *   static void F(void *te_arg, int64_t te_lo, int64_t te_hi)
  * written to e->lifted with a struct F_ctx of what it reads from around
@@ -739,19 +773,16 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
      * loop variables; the struct, the function and the call list the same */
     const Params *p = e->fn_params;
     const PtrVec *temps = e->fn_temps ? &e->fn_temps->temps : &(PtrVec){0};
-    bool *param = arena_alloc(e->p.a, sizeof *param * (size_t)(p->n + 1));
-    bool *temp = arena_alloc(e->p.a, sizeof *temp * (size_t)(temps->len + 1));
-    bool ws = false;
-    int captured = 0;
-    for (int i = 0; i < p->n; i++)
-        captured += param[i] = cg_stmt_uses(s, p->t[i]);
-    for (int i = 0; i < temps->len; i++)
-        ws = (temp[i] = cg_stmt_uses(s, temps->items[i])) || ws;
+    CgUses uses = cg_uses(e->p.a, s, false);
+    int nparams, ntemps;
+    int *param = used_positions(e, &uses, &e->param_at, &nparams);
+    int *temp = used_positions(e, &uses, &e->temp_at, &ntemps);
+    bool ws = ntemps > 0;
     PtrVec vars = {0};
     for (int i = 0; i < e->outer.len; i++)
-        if (cg_stmt_uses_var(s, e->outer.items[i]))
+        if (map_get(&uses.seen, e->outer.items[i]) >= 0)
             vec_push(e->p.a, &vars, e->outer.items[i]);
-    captured += vars.len + ws;
+    int captured = nparams + vars.len + ws;
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
     FILE *out = e->p.out;
@@ -760,10 +791,11 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     e->in_lifted = true;
     fprintf(e->p.out, "\n/* %s's parallel loop %s: what its iterations read from around it */\nstruct %s_ctx {\n",
             stage, l->name, f);
-    for (int i = 0; i < p->n; i++)
-        if (param[i])
-            fprintf(e->p.out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
-                    cg_tensor_name(&e->p, p->t[i]));
+    for (int j = 0; j < nparams; j++) {
+        int i = param[j];
+        fprintf(e->p.out, "    %s%s *%s_;\n", p->ro[i] ? "const " : "", storage_type(p->t[i]->dtype),
+                cg_tensor_name(&e->p, p->t[i]));
+    }
     if (ws)
         fputs("    char *te_workspace;\n", e->p.out);
     for (int i = 0; i < vars.len; i++)
@@ -772,14 +804,12 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
             "static void %s(void *te_arg, int64_t te_lo, int64_t te_hi)\n{\n", l->name, f);
     e->p.indent = 1;
     cg_line(&e->p, "const struct %s_ctx *te_ctx = te_arg;\n", f);
-    for (int i = 0; i < p->n; i++)
-        if (param[i])
-            emit_view(e, p->t[i], p->ro[i], "te_ctx->");
+    for (int j = 0; j < nparams; j++)
+        emit_view(e, p->t[param[j]], p->ro[param[j]], "te_ctx->");
     if (ws)
         cg_line(&e->p, "char *te_workspace = te_ctx->te_workspace;\n");
-    for (int i = 0; i < temps->len; i++)
-        if (temp[i])
-            emit_temp(e, temps->items[i], i);
+    for (int j = 0; j < ntemps; j++)
+        emit_temp(e, temps->items[temp[j]], temp[j]);
     for (int i = 0; i < vars.len; i++) {
         const char *v = cg_var_name(&e->p, vars.items[i]);
         cg_line(&e->p, "const int64_t %s = te_ctx->%s;\n", v, v);
@@ -792,11 +822,10 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
 
     cg_line(&e->p, "te_parallel_for(%s, &(struct %s_ctx){ ", f, f);
     const char *sep = "";
-    for (int i = 0; i < p->n; i++)
-        if (param[i]) {
-            fprintf(e->p.out, "%s%s_", sep, cg_tensor_name(&e->p, p->t[i]));
-            sep = ", ";
-        }
+    for (int j = 0; j < nparams; j++) {
+        fprintf(e->p.out, "%s%s_", sep, cg_tensor_name(&e->p, p->t[param[j]]));
+        sep = ", ";
+    }
     if (ws) {
         fprintf(e->p.out, "%ste_workspace", sep);
         sep = ", ";
@@ -853,7 +882,7 @@ static Expr *fold_loads(Arena *a, Expr *x)
 
 /* S with MAP's values for its variables (sch_subst); with FOLD, the
  * indices of its stores and loads simplified (fold_loads). */
-static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
+static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold)
 {
     if (!s)
         return NULL;
@@ -861,32 +890,32 @@ static Stmt *subst_stmt(Emitter *e, const Stmt *s, Expr **map, int n, bool fold)
     *c = *s;
     switch (s->kind) {
     case S_FOR:
-        c->min = sch_subst(e->p.a, s->min, map, n);
-        c->extent = sch_subst(e->p.a, s->extent, map, n);
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->min = sch_subst(e->p.a, s->min, map);
+        c->extent = sch_subst(e->p.a, s->extent, map);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     case S_SEQ:
         c->stmts = arena_alloc(e->p.a, sizeof *c->stmts * (size_t)s->n);
         for (int i = 0; i < s->n; i++)
-            c->stmts[i] = subst_stmt(e, s->stmts[i], map, n, fold);
+            c->stmts[i] = subst_stmt(e, s->stmts[i], map, fold);
         break;
     case S_STORE:
         c->index = arena_alloc(e->p.a, sizeof *c->index * (size_t)(s->buf->rank + 1));
         for (int d = 0; d < s->buf->rank; d++) {
-            c->index[d] = sch_subst(e->p.a, s->index[d], map, n);
+            c->index[d] = sch_subst(e->p.a, s->index[d], map);
             if (fold)
                 c->index[d] = sch_simplify(e->p.a, c->index[d]);
         }
-        c->value = sch_subst(e->p.a, s->value, map, n);
+        c->value = sch_subst(e->p.a, s->value, map);
         if (fold)
             c->value = fold_loads(e->p.a, c->value);
         break;
     case S_IF:
-        c->cond = sch_subst(e->p.a, s->cond, map, n);
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->cond = sch_subst(e->p.a, s->cond, map);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     case S_ALLOC:
-        c->body = subst_stmt(e, s->body, map, n, fold);
+        c->body = subst_stmt(e, s->body, map, fold);
         break;
     }
     return c;
@@ -934,9 +963,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
     IterVar *next = sch_new_var(e->st, arena_printf(e->p.a, "%s_next", l->name), 0);
-    int n = e->st->next_var;
-    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)n);
-    map[l->var->id] = ex_var(e->p.a, (Span){ 0, 0 }, next);
+    Subst map = sch_subst1(e->p.a, l->var, ex_var(e->p.a, (Span){ 0, 0 }, next));
     bool any = false;
     for (const Stmt *b = s->body; b && b->kind == S_ALLOC;) {
         const Stmt *inner = b->body;
@@ -952,7 +979,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
                     l->pipeline - 1);
             any = true;
         }
-        emit_prefetch_nest(e, subst_stmt(e, nest, map, n, false));
+        emit_prefetch_nest(e, subst_stmt(e, nest, map, false));
         b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
     }
     if (any) {
@@ -1191,12 +1218,16 @@ static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from)
     fprintf(e->p.out, ")%s%s_;\n", from, n);
 }
 
-/* the views of P's tensors that BODY uses outside its lifted loops */
+/* the views of P's tensors (the function's) that BODY uses outside its
+ * lifted loops */
 static void emit_views(Emitter *e, const Params *p, const Stmt *body)
 {
-    for (int i = 0; i < p->n; i++)
-        if (cg_stmt_uses_outside_parallel(body, p->t[i]))
-            emit_view(e, p->t[i], p->ro[i], "");
+    TE_ASSERT(p == e->fn_params);
+    CgUses uses = cg_uses(e->p.a, body, true);
+    int n;
+    int *param = used_positions(e, &uses, &e->param_at, &n);
+    for (int j = 0; j < n; j++)
+        emit_view(e, p->t[param[j]], p->ro[param[j]], "");
 }
 
 /* Temp I's view of its bytes in the workspace (its memory plan's offset):
@@ -1222,18 +1253,18 @@ static void emit_temp(Emitter *e, const Tensor *t, int i)
  * so each view is restrict within its block. */
 static void emit_step(Emitter *e, const LoweredFunc *fn, const Stmt *body)
 {
-    bool any = false;
-    for (int i = 0; i < fn->temps.len; i++)
-        any = any || cg_stmt_uses_outside_parallel(body, fn->temps.items[i]);
-    if (!any) {
+    TE_ASSERT(fn == e->fn_temps);
+    CgUses uses = cg_uses(e->p.a, body, true);
+    int n;
+    int *temp = used_positions(e, &uses, &e->temp_at, &n);
+    if (!n) {
         emit_stmt(e, body);
         return;
     }
     cg_line(&e->p, "{\n");
     e->p.indent++;
-    for (int i = 0; i < fn->temps.len; i++)
-        if (cg_stmt_uses_outside_parallel(body, fn->temps.items[i]))
-            emit_temp(e, fn->temps.items[i], i);
+    for (int j = 0; j < n; j++)
+        emit_temp(e, fn->temps.items[temp[j]], temp[j]);
     emit_stmt(e, body);
     e->p.indent--;
     cg_line(&e->p, "}\n");
@@ -1414,6 +1445,12 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
     e->p.out = body;
     e->fn_params = p;
     e->fn_temps = temps;
+    e->param_at = (PtrMap){0};
+    for (int i = 0; i < p->n; i++)
+        map_put(e->p.a, &e->param_at, p->t[i], i);
+    e->temp_at = (PtrMap){0};
+    for (int i = 0; temps && i < temps->temps.len; i++)
+        map_put(e->p.a, &e->temp_at, temps->temps.items[i], i);
     fputc('\n', e->p.out);
     emit_signature(e, e->p.out, name, p, false, ws);
     fputs("\n{\n", e->p.out);

@@ -132,6 +132,8 @@ static bool has_prefix(const CgDialect *d, const char *name)
     return false;
 }
 
+static int claimed(const CgPrinter *p, const char *name);
+
 static bool name_taken(const CgPrinter *p, const char *name)
 {
     for (int i = 0; i < NELEMS(common_reserved); i++)
@@ -142,20 +144,47 @@ static bool name_taken(const CgPrinter *p, const char *name)
             return true;
     if (has_prefix(p->d, name))
         return true;
-    for (int i = 0; i < p->names.len; i++)
-        if (strcmp(p->names.items[i], name) == 0)
-            return true;
-    return false;
+    return claimed(p, name) >= 0;
 }
 
-/* (Without the u_, a te_ name would be taken however it is numbered.) */
+/* The position in P's names where NAME was claimed, if it is still
+ * there; -1 if not.  Dropping the newest names leaves their entries in
+ * p->name_at, so each is checked. */
+static int claimed(const CgPrinter *p, const char *name)
+{
+    int i = strmap_get(&p->name_at, name);
+    return i >= 0 && i < p->names.len && strcmp(p->names.items[i], name) == 0 ? i : -1;
+}
+
+/* The smallest free NAME_K, K >= 2, starting after the newest numbered
+ * claim of NAME where that is still in use: names are dropped newest
+ * first, so the ones taken before it are still in use too.  A program of
+ * many stages claims i, i_2, i_3, ... in linear time.
+ * (Without the u_, a te_ name would be taken however it is numbered.) */
 const char *cg_claim(CgPrinter *p, const char *name)
 {
     if (has_prefix(p->d, name))
         name = arena_printf(p->a, "u_%s", name);
     const char *c = name;
-    for (int k = 2; name_taken(p, c); k++)
-        c = arena_printf(p->a, "%s_%d", name, k);
+    if (name_taken(p, c)) {
+        int k = 2;
+        int n = strmap_get(&p->numbered, name);
+        if (n >= 0) {
+            const CgNumbered *last = p->numbered_claims.items[n];
+            if (last->pos < p->names.len && p->names.items[last->pos] == last->name)
+                k = last->k + 1;
+        }
+        for (;; k++) {
+            c = arena_printf(p->a, "%s_%d", name, k);
+            if (!name_taken(p, c))
+                break;
+        }
+        CgNumbered *claim = arena_alloc(p->a, sizeof *claim);
+        *claim = (CgNumbered){ c, k, p->names.len };
+        strmap_set(p->a, &p->numbered, name, p->numbered_claims.len);
+        vec_push(p->a, &p->numbered_claims, claim);
+    }
+    strmap_set(p->a, &p->name_at, c, p->names.len);
     vec_push(p->a, &p->names, (void *)c);
     return c;
 }
@@ -265,10 +294,11 @@ static const char *user_name(CgPrinter *p, const char *name)
 
 const char *cg_tensor_name(CgPrinter *p, const Tensor *t)
 {
-    for (int i = 0; i < p->tensors.len; i++)
-        if (p->tensors.items[i] == t)
-            return p->tnames.items[i];
+    int i = map_get(&p->tensor_at, t);
+    if (i >= 0 && i < p->tensors.len && p->tensors.items[i] == t)
+        return p->tnames.items[i];
     const char *n = cg_claim(p, user_name(p, t->name));
+    map_set(p->a, &p->tensor_at, t, p->tensors.len);
     vec_push(p->a, &p->tensors, (void *)t);
     vec_push(p->a, &p->tnames, (void *)n);
     return n;
@@ -780,6 +810,58 @@ static bool uses_any(const char *text, const char *names)
     return false;
 }
 
+/* Which of the space-separated NAMES are whole identifiers in TEXT: those
+ * NAMES holds, each once (strings), set in USED.  One pass over TEXT,
+ * however many names there are: a body can be tens of megabytes. */
+static void identifiers_in(Arena *a, const char *text, const PtrMap *names, PtrMap *used)
+{
+    char id[64];
+    for (const char *c = text; *c;) {
+        if (!ident_char(*c)) {
+            c++;
+            continue;
+        }
+        const char *start = c;
+        while (ident_char(*c))
+            c++;
+        size_t n = (size_t)(c - start);
+        if (n >= sizeof id)
+            continue; /* longer than any name (uses_any's bound) */
+        memcpy(id, start, n);
+        id[n] = 0;
+        if (strmap_get(names, id) >= 0 && strmap_get(used, id) < 0)
+            strmap_set(a, used, arena_strdup(a, id), 0);
+    }
+}
+
+/* Is one of the space-separated NAMES in USED? */
+static bool any_used(const PtrMap *used, const char *names)
+{
+    char name[64];
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        TE_ASSERT(n > 0 && n < sizeof name);
+        memcpy(name, c, n);
+        name[n] = 0;
+        if (strmap_get(used, name) >= 0)
+            return true;
+        c += n;
+        c += *c == ' ';
+    }
+    return false;
+}
+
+/* Adds the space-separated NAMES to the string set SET. */
+static void add_names(Arena *a, PtrMap *set, const char *names)
+{
+    for (const char *c = names; *c;) {
+        size_t n = strcspn(c, " ");
+        strmap_set(a, set, arena_strndup(a, c, n), 0);
+        c += n;
+        c += *c == ' ';
+    }
+}
+
 void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefore,
                       const CgHelper *after, int nafter, const char *body)
 {
@@ -796,12 +878,16 @@ void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefo
         chosen[i] = false;
     }
     /* what the body uses, then what those use, until nothing is added */
+    PtrMap defined = {0}, in_body = {0};
+    for (int i = 0; i < n; i++)
+        add_names(p->a, &defined, names[i]);
+    identifiers_in(p->a, body, &defined, &in_body);
     for (bool grew = true; grew;) {
         grew = false;
         for (int i = 0; i < n; i++) {
             if (chosen[i])
                 continue;
-            bool used = uses_any(body, names[i]);
+            bool used = any_used(&in_body, names[i]);
             for (int j = 0; j < n && !used; j++)
                 used = chosen[j] && uses_any(texts[j], names[i]);
             if (used)

@@ -32,14 +32,20 @@ typedef struct CodegenOptions {
 int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
                     const SStage ***roots, const Stmt ***bodies);
 
-/* workspace.c: does S read or write T (in a value, an index, a bound or a
- * condition)? */
-bool cg_stmt_uses(const Stmt *s, const Tensor *t);
-/* ... outside the parallel loops the C backend lifts into functions (their
- * bounds count: they are computed where the loop was)? */
-bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t);
-/* ... does S (E) read the loop variable V? */
-bool cg_stmt_uses_var(const Stmt *s, const IterVar *v);
+/* workspace.c: what a statement uses, each thing listed once, in the
+ * order a walk first meets it: loads and stores in a value, an index, a
+ * bound or a condition, and loop variables read. */
+typedef struct CgUses {
+    PtrVec tensors; /* const Tensor *: loaded or stored */
+    PtrVec vars;    /* const IterVar *: read */
+    PtrMap seen;    /* the items of both lists: their positions in them */
+    PtrMap stored;  /* the tensors S stores to */
+} CgUses;
+/* S's uses, in one walk; with OUTSIDE, only those outside the parallel
+ * loops the C backend lifts into functions (their bounds count: they are
+ * computed where the loop was). */
+CgUses cg_uses(Arena *a, const Stmt *s, bool outside);
+/* workspace.c: does E read the loop variable V? */
 bool cg_expr_uses_var(const Expr *e, const IterVar *v);
 
 /* The memory plan of a lowered function's intermediates (fn->temps). */
@@ -162,14 +168,29 @@ typedef struct CgDialect {
 extern const CgDialect cg_dialect_c;    /* C11 with GCC/Clang extensions */
 extern const CgDialect cg_dialect_cuda; /* CUDA C++ for NVRTC */
 
+/* The claim of BASE_K, at position POS of a printer's names: when it
+ * was made, BASE and BASE_2 .. BASE_(K-1) were taken (cg_claim). */
+typedef struct CgNumbered {
+    const char *name; /* BASE_K */
+    int k, pos;
+} CgNumbered;
+
 typedef struct CgPrinter {
     Arena *a;
     FILE *out;                /* where expressions go */
     const CgDialect *d;
     const char *int_type;     /* the C type i32 values are computed in */
     int indent;               /* of statements, in steps of four spaces */
-    PtrVec names;             /* const char *: names in use (for clashes) */
+    PtrVec names;             /* const char *: names in use (for clashes);
+                                 a backend may drop the newest (len = mark) */
+    PtrMap name_at;           /* strings: a name -> its position in names
+                                 when claimed (stale once dropped) */
+    PtrMap numbered;          /* strings: a base name -> its newest claim
+                                 with a number, in numbered_claims */
+    PtrVec numbered_claims;   /* CgNumbered * */
     PtrVec tensors, tnames;   /* Tensor * with a name, and that name */
+    PtrMap tensor_at;         /* a Tensor * -> its position in tensors
+                                 (stale once dropped, as name_at) */
     const char **var_names;   /* by IterVar id */
     const char **var_text;    /* by IterVar id: text that replaces the
                                  variable, or NULL (the array or an entry) */

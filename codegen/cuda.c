@@ -136,6 +136,7 @@ typedef struct Emitter {
     int counter;            /* for texc's own names, te_f0, te_f1, ... */
     int names_mark, tensors_mark;
     const PtrVec *order;    /* Tensor *: inputs, outputs, intermediates */
+    PtrMap order_at;        /* order->items[i] -> i */
 } Emitter;
 
 /* ------------------------------------------------------------------ */
@@ -718,14 +719,30 @@ static Acc *plan_acc(Emitter *e, const Stmt *body)
 /* The global tensors BODY reads or writes (e->params), in the program's
  * order (inputs, outputs, intermediates), and those it writes (e->written):
  * all it uses but the shared and the per-thread buffers. */
+static int by_value(const void *x, const void *y)
+{
+    int a = *(const int *)x, b = *(const int *)y;
+    return (a > b) - (a < b);
+}
+
 static void collect_params(Emitter *e, const Stmt *body)
 {
-    for (int i = 0; i < e->order->len; i++) {
-        const Tensor *t = e->order->items[i];
-        if (shared_of(e, t) || in_vec(&e->locals, t) || !cg_stmt_uses(body, t))
+    /* one walk of BODY, its tensors put in order by their positions */
+    CgUses uses = cg_uses(e->p.a, body, false);
+    int *pos = arena_alloc(e->p.a, sizeof *pos * (size_t)(uses.tensors.len + 1));
+    int n = 0;
+    for (int j = 0; j < uses.tensors.len; j++) {
+        int i = map_get(&e->order_at, uses.tensors.items[j]);
+        if (i >= 0)
+            pos[n++] = i;
+    }
+    qsort(pos, (size_t)n, sizeof *pos, by_value);
+    for (int j = 0; j < n; j++) {
+        const Tensor *t = e->order->items[pos[j]];
+        if (shared_of(e, t) || in_vec(&e->locals, t))
             continue;
         vec_push(e->p.a, &e->params, (void *)t);
-        if (find_stmt(body, is_store, t))
+        if (map_get(&uses.stored, t) >= 0)
             vec_push(e->p.a, &e->written, (void *)t);
     }
 }
@@ -1050,9 +1067,8 @@ static bool multiple_of(const Expr *x, int64_t v)
 /* How X changes when VAR grows by one (a constant), or false. */
 static bool step_of(Emitter *e, const Expr *x, const IterVar *var, int64_t *step)
 {
-    Expr **map = arena_alloc(e->p.a, sizeof *map * (size_t)(var->id + 1));
-    map[var->id] = sch_add(e->p.a, ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->p.a, 1));
-    Expr *moved = sch_subst(e->p.a, (Expr *)x, map, var->id + 1);
+    Expr *next = sch_add(e->p.a, ex_var(e->p.a, (Span){ 0, 0 }, (IterVar *)var), sch_int(e->p.a, 1));
+    Expr *moved = sch_subst(e->p.a, (Expr *)x, sch_subst1(e->p.a, (IterVar *)var, next));
     return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, moved, (Expr *)x)), step);
 }
 
@@ -1736,6 +1752,8 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     for (int i = 0; i < fn->temps.len; i++)
         vec_push(a, &order, fn->temps.items[i]);
     e.order = &order;
+    for (int i = 0; i < order.len; i++)
+        map_put(a, &e.order_at, order.items[i], i);
     CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
     for (int i = 0; i < n; i++) {
         const SStage *s = roots[i];

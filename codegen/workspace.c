@@ -39,69 +39,82 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
     return n;
 }
 
-/* Does E load T (T != NULL) or read the loop variable V (V != NULL)? */
-static bool expr_uses(const Expr *e, const Tensor *t, const IterVar *v)
+/* Does E read the loop variable V? */
+bool cg_expr_uses_var(const Expr *e, const IterVar *v)
 {
     if (!e)
         return false;
-    if ((t && e->kind == EX_LOAD && e->tensor == t) || (v && e->kind == EX_VAR && e->var == v))
+    if (e->kind == EX_VAR && e->var == v)
         return true;
     for (int i = 0; i < e->nargs; i++)
-        if (expr_uses(e->args[i], t, v))
+        if (cg_expr_uses_var(e->args[i], v))
             return true;
     return false;
 }
 
+static void note_use(Arena *a, CgUses *u, PtrVec *list, const void *p)
+{
+    if (map_put(a, &u->seen, p, list->len))
+        vec_push(a, list, (void *)p);
+}
+
+static void expr_uses(Arena *a, CgUses *u, const Expr *e)
+{
+    if (!e)
+        return;
+    if (e->kind == EX_LOAD)
+        note_use(a, u, &u->tensors, e->tensor);
+    else if (e->kind == EX_VAR)
+        note_use(a, u, &u->vars, e->var);
+    for (int i = 0; i < e->nargs; i++)
+        expr_uses(a, u, e->args[i]);
+}
+
 /* ... in S; with OUTSIDE, not counting the bodies of the parallel loops
  * the C backend lifts into functions (those outside local buffers' blocks) */
-static bool stmt_uses(const Stmt *s, const Tensor *t, const IterVar *v, bool outside)
+static void stmt_uses(Arena *a, CgUses *u, const Stmt *s, bool outside)
 {
     if (!s)
-        return false;
+        return;
     switch (s->kind) {
     case S_FOR:
-        return expr_uses(s->min, t, v) || expr_uses(s->extent, t, v) ||
-               (!(outside && s->loop->kind == LOOP_PARALLEL) && stmt_uses(s->body, t, v, outside));
+        expr_uses(a, u, s->min);
+        expr_uses(a, u, s->extent);
+        if (!(outside && s->loop->kind == LOOP_PARALLEL))
+            stmt_uses(a, u, s->body, outside);
+        return;
     case S_SEQ:
         for (int i = 0; i < s->n; i++)
-            if (stmt_uses(s->stmts[i], t, v, outside))
-                return true;
-        return false;
+            stmt_uses(a, u, s->stmts[i], outside);
+        return;
     case S_STORE:
-        if ((t && s->buf == t) || expr_uses(s->value, t, v))
-            return true;
+        note_use(a, u, &u->tensors, s->buf);
+        map_put(a, &u->stored, s->buf, 0);
+        expr_uses(a, u, s->value);
         for (int d = 0; d < s->buf->rank; d++)
-            if (expr_uses(s->index[d], t, v))
-                return true;
-        return false;
+            expr_uses(a, u, s->index[d]);
+        return;
     case S_IF:
-        return expr_uses(s->cond, t, v) || stmt_uses(s->body, t, v, outside);
+        expr_uses(a, u, s->cond);
+        stmt_uses(a, u, s->body, outside);
+        return;
     case S_ALLOC: /* parallel loops inside stay where they are */
-        return stmt_uses(s->body, t, v, false);
+        stmt_uses(a, u, s->body, false);
+        return;
     }
     TE_UNREACHABLE();
 }
 
-bool cg_expr_uses_var(const Expr *e, const IterVar *v)
+CgUses cg_uses(Arena *a, const Stmt *s, bool outside)
 {
-    return expr_uses(e, NULL, v);
+    CgUses u = {0};
+    stmt_uses(a, &u, s, outside);
+    return u;
 }
 
-bool cg_stmt_uses(const Stmt *s, const Tensor *t)
-{
-    return stmt_uses(s, t, NULL, false);
-}
-
-bool cg_stmt_uses_var(const Stmt *s, const IterVar *v)
-{
-    return stmt_uses(s, NULL, v, false);
-}
-
-bool cg_stmt_uses_outside_parallel(const Stmt *s, const Tensor *t)
-{
-    return stmt_uses(s, t, NULL, true);
-}
-
+/* A temp is live from the first step that uses it to the last: one walk
+ * of each step, each use's temp found by a hashed index, so the plan
+ * costs the size of the function, not that times the number of temps. */
 bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
                        WorkspacePlan *out)
 {
@@ -110,19 +123,25 @@ bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
     const SStage **roots;
     const Stmt **bodies;
     int nsteps = cg_kernel_steps(a, st, fn, &roots, &bodies);
+    PtrMap index = {0}; /* temp -> its position in fn->temps */
     for (int i = 0; i < n; i++) {
         const Tensor *t = fn->temps.items[i];
         bufs[i] = (PlanBuf){ t->name, tensor_elems(t) * dtype_bytes(t->dtype), -1, -1, 0 };
-        for (int k = 0; k < nsteps; k++) {
-            if (!cg_stmt_uses(bodies[k], t))
+        map_put(a, &index, t, i);
+    }
+    for (int k = 0; k < nsteps; k++) {
+        CgUses u = cg_uses(a, bodies[k], false);
+        for (int j = 0; j < u.tensors.len; j++) {
+            int i = map_get(&index, u.tensors.items[j]);
+            if (i < 0)
                 continue;
             if (bufs[i].first < 0)
                 bufs[i].first = k;
             bufs[i].last = k;
         }
-        /* lowering lists only temps some nest stores to */
-        TE_ASSERT(bufs[i].first >= 0);
     }
+    for (int i = 0; i < n; i++) /* lowering lists only temps some nest stores to */
+        TE_ASSERT(bufs[i].first >= 0);
     out->bufs = bufs;
     out->nbufs = n;
     out->bytes = te_memplan(bufs, n, &out->naive);

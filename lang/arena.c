@@ -144,3 +144,88 @@ void vec_push(Arena *a, PtrVec *v, void *item)
     }
     v->items[v->len++] = item;
 }
+
+/* KEY's slot in M: where it is, or the free slot where it would go.
+ * STRINGS: keys are compared and hashed (FNV-1a) by their contents. */
+static size_t map_slot(const PtrMap *m, const void *key, bool strings)
+{
+    size_t h;
+    if (strings) {
+        uint64_t f = 0xcbf29ce484222325u;
+        for (const char *c = key; *c; c++)
+            f = (f ^ (unsigned char)*c) * 0x100000001b3u;
+        h = (size_t)f;
+    } else {
+        h = (size_t)((uintptr_t)key >> 4) * 0x9E3779B97F4A7C15u;
+    }
+    size_t i = h & (m->cap - 1);
+    while (m->keys[i] && (strings ? strcmp(m->keys[i], key) != 0 : m->keys[i] != key))
+        i = (i + 1) & (m->cap - 1);
+    return i;
+}
+
+/* The slot for KEY, made room for: growing leaves the old arrays in the
+ * arena, as vec_push does. */
+static size_t map_room(Arena *a, PtrMap *m, const void *key, bool strings)
+{
+    TE_ASSERT(key);
+    if (2 * (m->len + 1) > m->cap) {
+        size_t cap = m->cap < 16 ? 16 : m->cap * 2;
+        PtrMap grown = { arena_alloc(a, sizeof *grown.keys * cap),
+                         arena_alloc(a, sizeof *grown.vals * cap), cap, m->len };
+        for (size_t i = 0; i < m->cap; i++)
+            if (m->keys[i]) {
+                size_t j = map_slot(&grown, m->keys[i], strings);
+                grown.keys[j] = m->keys[i];
+                grown.vals[j] = m->vals[i];
+            }
+        *m = grown;
+    }
+    return map_slot(m, key, strings);
+}
+
+static bool map_store(Arena *a, PtrMap *m, const void *key, int val, bool strings, bool replace)
+{
+    TE_ASSERT(val >= 0);
+    size_t i = map_room(a, m, key, strings);
+    if (m->keys[i] && !replace)
+        return false;
+    if (!m->keys[i])
+        m->len++;
+    m->keys[i] = key;
+    m->vals[i] = val;
+    return true;
+}
+
+static int map_find(const PtrMap *m, const void *key, bool strings)
+{
+    if (!m->cap)
+        return -1;
+    size_t i = map_slot(m, key, strings);
+    return m->keys[i] ? m->vals[i] : -1;
+}
+
+bool map_put(Arena *a, PtrMap *m, const void *key, int val)
+{
+    return map_store(a, m, key, val, false, false);
+}
+
+void map_set(Arena *a, PtrMap *m, const void *key, int val)
+{
+    map_store(a, m, key, val, false, true);
+}
+
+int map_get(const PtrMap *m, const void *key)
+{
+    return map_find(m, key, false);
+}
+
+void strmap_set(Arena *a, PtrMap *m, const char *key, int val)
+{
+    map_store(a, m, key, val, true, true);
+}
+
+int strmap_get(const PtrMap *m, const char *key)
+{
+    return map_find(m, key, true);
+}

@@ -7,44 +7,7 @@
  * lives apart from the pass list (passes.c) that calls the passes, so
  * that the calls go one way: passes.c -> pass_NAME.c -> graph.c.
  */
-#include <stdint.h>
-
 #include "texc.h"
-
-/* The tensors seen so far: an open-addressed set of pointers, kept at
- * most half full, so a graph of any size compacts in linear time. */
-typedef struct SeenSet {
-    Tensor **slots;
-    size_t cap; /* a power of two */
-    size_t len;
-} SeenSet;
-
-static size_t slot_of(const SeenSet *s, const Tensor *t)
-{
-    size_t h = (size_t)((uintptr_t)t >> 4) * 0x9E3779B97F4A7C15u;
-    size_t i = h & (s->cap - 1);
-    while (s->slots[i] && s->slots[i] != t)
-        i = (i + 1) & (s->cap - 1);
-    return i;
-}
-
-/* Adds T; returns false if it was there already. */
-static bool seen_add(Arena *a, SeenSet *s, Tensor *t)
-{
-    if (2 * (s->len + 1) > s->cap) {
-        SeenSet grown = { arena_alloc(a, sizeof(Tensor *) * s->cap * 2), s->cap * 2, 0 };
-        for (size_t i = 0; i < s->cap; i++)
-            if (s->slots[i])
-                grown.slots[slot_of(&grown, s->slots[i])] = s->slots[i], grown.len++;
-        *s = grown;
-    }
-    size_t i = slot_of(s, t);
-    if (s->slots[i])
-        return false;
-    s->slots[i] = t;
-    s->len++;
-    return true;
-}
 
 /* Depth-first from T: the stages it needs, then T, appended to ORDER in
  * dependency order.  Iterative, with one stack of expressions still to
@@ -56,9 +19,9 @@ typedef struct Visit {
     PtrVec todo; /* Expr *: parts of t's body still to walk */
 } Visit;
 
-static void visit(Arena *a, Tensor *t, PtrVec *order, SeenSet *seen)
+static void visit(Arena *a, Tensor *t, PtrVec *order, PtrMap *seen)
 {
-    if (!seen_add(a, seen, t))
+    if (!map_put(a, seen, t, 0))
         return;
     if (t->kind != TK_STAGE)
         return;
@@ -77,7 +40,7 @@ static void visit(Arena *a, Tensor *t, PtrVec *order, SeenSet *seen)
         Expr *e = top->todo.items[--top->todo.len];
         for (int i = 0; i < e->nargs; i++)
             vec_push(a, &top->todo, e->args[i]);
-        if (e->kind == EX_LOAD && seen_add(a, seen, e->tensor) &&
+        if (e->kind == EX_LOAD && map_put(a, seen, e->tensor, 0) &&
             e->tensor->kind == TK_STAGE) {
             Visit *next = arena_alloc(a, sizeof *next);
             next->t = e->tensor;
@@ -98,9 +61,9 @@ static void count_uses(Expr *e)
 void te_graph_compact(Arena *a, Graph *g)
 {
     PtrVec order = {0};
-    SeenSet seen = { arena_alloc(a, sizeof(Tensor *) * 16), 16, 0 };
+    PtrMap seen = {0}; /* the tensors visited: a hashed set, so linear time */
     for (int i = 0; i < g->ninputs; i++) {
-        seen_add(a, &seen, g->inputs[i]);
+        map_put(a, &seen, g->inputs[i], 0);
         vec_push(a, &order, g->inputs[i]);
     }
     for (int i = 0; i < g->noutputs; i++)

@@ -281,6 +281,16 @@ bool te_pass_cse(OptCtx *c, Graph *g)
     Arena *a = c->arena;
     Cse s = { c, arena_alloc(a, sizeof(Tensor *) * (size_t)(g->ntensors + 1)), { 0 } };
     uint64_t *stage_hash = arena_alloc(a, sizeof *stage_hash * (size_t)(g->ntensors + 1));
+    /* the stages seen so far with each hash, in order: an open-addressed
+     * table of the first (BUCKET_HEAD: 1 + index, 0 free) and the last,
+     * and a chain through SAME_NEXT, so that each stage is compared only
+     * with those of its hash, in the order a scan of them all would take */
+    size_t buckets = 16;
+    while (buckets < 2 * (size_t)g->ntensors + 2)
+        buckets *= 2;
+    int *bucket_head = arena_alloc(a, sizeof *bucket_head * buckets);
+    int *bucket_tail = arena_alloc(a, sizeof *bucket_tail * buckets);
+    int *same_next = arena_alloc(a, sizeof *same_next * (size_t)(g->ntensors + 1));
     int stages = 0, merged = 0;
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
@@ -289,15 +299,23 @@ bool te_pass_cse(OptCtx *c, Graph *g)
         stages++;
         t->body = redirect(&s, t->body);
         stage_hash[i] = hash_expr(t->body, t->vars, t->rank);
-        for (int j = 0; j < i; j++) {
+        uint64_t mixed = (stage_hash[i] ^ (stage_hash[i] >> 31)) * 0x9E3779B97F4A7C15u;
+        size_t b = (size_t)(mixed ^ (mixed >> 29)) & (buckets - 1); /* all bits count */
+        while (bucket_head[b] && stage_hash[bucket_head[b] - 1] != stage_hash[i])
+            b = (b + 1) & (buckets - 1);
+        for (int j = bucket_head[b] - 1; j >= 0; j = same_next[j] - 1) {
             Tensor *k = g->tensors[j];
-            if (k->kind == TK_STAGE && !s.repl[j] && stage_hash[j] == stage_hash[i] &&
-                same_type(k, t) && te_expr_equiv(k->body, t->body, k->vars, t->vars, t->rank) &&
-                merge(&s, g, k, t)) {
+            if (!s.repl[j] && same_type(k, t) &&
+                te_expr_equiv(k->body, t->body, k->vars, t->vars, t->rank) && merge(&s, g, k, t)) {
                 merged++;
                 break;
             }
         }
+        if (bucket_head[b])
+            same_next[bucket_tail[b] - 1] = i + 1;
+        else
+            bucket_head[b] = i + 1;
+        bucket_tail[b] = i + 1;
     }
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];

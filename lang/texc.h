@@ -56,6 +56,26 @@ typedef struct PtrVec {
 } PtrVec;
 void vec_push(Arena *a, PtrVec *v, void *item);
 
+/* A map from pointers, or from strings by their contents, to
+ * non-negative ints, allocated from an arena: open addressing, kept at
+ * most half full, so that a lookup costs the same in a program of any
+ * size.  All zeroes is an empty map; a map is used with the map_ or the
+ * strmap_ functions, never both. */
+typedef struct PtrMap {
+    const void **keys; /* NULL: a free slot */
+    int *vals;
+    size_t cap; /* 0 or a power of two */
+    size_t len;
+} PtrMap;
+/* Maps KEY (not NULL) to VAL >= 0; false, and the old value kept, if KEY
+ * was there already. */
+bool map_put(Arena *a, PtrMap *m, const void *key, int val);
+void map_set(Arena *a, PtrMap *m, const void *key, int val); /* replaces */
+int map_get(const PtrMap *m, const void *key); /* -1 where KEY is absent */
+/* The same with string keys (not copied: they must outlive the map). */
+void strmap_set(Arena *a, PtrMap *m, const char *key, int val);
+int strmap_get(const PtrMap *m, const char *key);
+
 /* ------------------------------------------------------------------ */
 /* diag.c — source text, spans and diagnostics.                        */
 

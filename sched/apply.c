@@ -110,17 +110,12 @@ static Loop *new_loop(SchedState *st, const char *name, int64_t extent, bool red
 /* Replaces loop OLD's variable by VALUE in every value_of and guard. */
 static void substitute_loop(SchedState *st, SStage *s, Loop *old, Expr *value)
 {
-    int n = old->var->id + 1;
-    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)n);
-    map[old->var->id] = value;
+    Subst map = sch_subst1(st->arena, old->var, value);
     int nvars = s->nsvars + s->nrvars;
-    for (int i = 0; i < nvars; i++) {
-        IterVar *v = i < s->nsvars ? s->svars[i] : s->rvars[i - s->nsvars];
-        s->value_of[v->id] = sch_simplify(st->arena,
-                                          sch_subst(st->arena, s->value_of[v->id], map, n));
-    }
+    for (int i = 0; i < nvars; i++)
+        s->value_of[i] = sch_simplify(st->arena, sch_subst(st->arena, s->value_of[i], map));
     for (int i = 0; i < s->guards.len; i++)
-        s->guards.items[i] = sch_subst(st->arena, s->guards.items[i], map, n);
+        s->guards.items[i] = sch_subst(st->arena, s->guards.items[i], map);
 }
 
 static void replace_loops(SchedState *st, SStage *s, int at, Loop **with, int n, int remove)
@@ -313,11 +308,9 @@ static bool expr_reads(SchedState *st, const Expr *e, const Tensor *t)
     if (e->kind == EX_LOAD) {
         if (e->tensor == t)
             return true;
-        for (int i = 0; i < st->stages.len; i++) {
-            SStage *p = st->stages.items[i];
-            if (p->tensor == e->tensor && p->inlined && expr_reads(st, p->value, t))
-                return true;
-        }
+        SStage *p = sch_stage_of(st, e->tensor);
+        if (p && p->inlined && expr_reads(st, p->value, t))
+            return true;
     }
     for (int i = 0; i < e->nargs; i++)
         if (expr_reads(st, e->args[i], t))
@@ -329,6 +322,121 @@ static bool stage_reads(SchedState *st, const SStage *s, const Tensor *t)
 {
     return !s->inlined && (expr_reads(st, s->value, t) ||
                            (s->epilogue && expr_reads(st, s->epilogue, t)));
+}
+
+/* The size bound on inlining.  An inlined stage's value is copied into
+ * each of its readers, so a chain of stages that each read the one before
+ * twice, all inlined, doubles with every link.  As in the default
+ * schedule (sched/default.c), no inlined stage may hold more than
+ * TE_MAX_KERNEL_NODES expression nodes, counting the inlined stages it
+ * loads as their own nodes; so a reader holds at most its own nodes times
+ * the bound.  Each stage keeps its count and its readers; inlining S adds
+ * S's nodes, less the load's one, to each reader, and through the
+ * readers that are inlined to theirs.  A grown reader is visited once
+ * per path from S, and every path adds at least one node to a stage that
+ * stays within the bound, so the walk is bounded too. */
+
+static int64_t expanded_nodes(SchedState *st, SStage *reader, const Expr *e)
+{
+    int64_t n = 1;
+    if (e->kind == EX_LOAD) {
+        SStage *p = sch_stage_of(st, e->tensor);
+        if (p) {
+            vec_push(st->arena, &p->readers, reader);
+            if (p->inlined)
+                n = p->nodes;
+        }
+    }
+    for (int i = 0; i < e->nargs; i++)
+        n += expanded_nodes(st, reader, e->args[i]);
+    return n < INT64_MAX / 4 ? n : INT64_MAX / 4;
+}
+
+static void count_nodes(SchedState *st)
+{
+    for (int i = 0; i < st->stages.len; i++)
+        ((SStage *)st->stages.items[i])->readers = (PtrVec){0};
+    for (int i = 0; i < st->stages.len; i++) { /* in dependency order */
+        SStage *s = st->stages.items[i];
+        s->nodes = expanded_nodes(st, s, s->value);
+        if (s->epilogue)
+            s->nodes += expanded_nodes(st, s, s->epilogue);
+    }
+    st->sizes_known = true;
+}
+
+/* The nodes inlining would add to each stage: AT maps a stage to its
+ * place in WHO and ADD. */
+typedef struct Growth {
+    Arena *a;
+    PtrMap at;
+    SStage **who;
+    int64_t *add;
+    int n, cap;
+    SStage *over;   /* an inlined stage it takes past the bound, or NULL */
+    int64_t nodes;  /* ... and its nodes then */
+} Growth;
+
+static bool grow(Growth *g, SStage *r, int64_t d)
+{
+    int i = map_get(&g->at, r);
+    if (i < 0) {
+        if (g->n == g->cap) {
+            g->cap = g->cap ? 2 * g->cap : 16;
+            SStage **who = arena_alloc(g->a, sizeof *who * (size_t)g->cap);
+            int64_t *add = arena_alloc(g->a, sizeof *add * (size_t)g->cap);
+            if (g->n) {
+                memcpy(who, g->who, sizeof *who * (size_t)g->n);
+                memcpy(add, g->add, sizeof *add * (size_t)g->n);
+            }
+            g->who = who;
+            g->add = add;
+        }
+        i = g->n++;
+        map_put(g->a, &g->at, r, i);
+        g->who[i] = r;
+        g->add[i] = 0;
+    }
+    g->add[i] += d;
+    if (!r->inlined)
+        return true;
+    if (r->nodes + g->add[i] > TE_MAX_KERNEL_NODES) {
+        g->over = r;
+        g->nodes = r->nodes + g->add[i];
+        return false;
+    }
+    for (int k = 0; k < r->readers.len; k++)
+        if (!grow(g, r->readers.items[k], d))
+            return false;
+    return true;
+}
+
+/* Inlines S if that keeps every inlined stage within the bound. */
+static bool inline_within_bound(SchedState *st, SStage *s, const SchedStmt *stmt)
+{
+    const Source *src = src_of(st);
+    if (!st->sizes_known)
+        count_nodes(st);
+    if (s->nodes > TE_MAX_KERNEL_NODES) {
+        diag_error(src, stmt->span,
+                   "cannot inline '%s': with the stages inlined into it, it is %lld expression nodes, more than the %d texc allows; compute it as a stage of its own",
+                   s->name, (long long)s->nodes, TE_MAX_KERNEL_NODES);
+        return false;
+    }
+    Growth g = { .a = st->arena };
+    bool ok = true;
+    for (int k = 0; ok && s->nodes > 1 && k < s->readers.len; k++)
+        ok = grow(&g, s->readers.items[k], s->nodes - 1);
+    if (!ok) {
+        diag_error(src, stmt->span,
+                   "cannot inline '%s': that makes '%s' %lld expression nodes, more than the %d texc allows; compute it as a stage of its own",
+                   s->name, g.over->name, (long long)g.nodes, TE_MAX_KERNEL_NODES);
+        return false;
+    }
+    for (int i = 0; i < g.n; i++)
+        g.who[i]->nodes += g.add[i];
+    s->inlined = true;
+    return true;
 }
 
 static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
@@ -355,8 +463,7 @@ static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
             return false;
         }
     }
-    s->inlined = true;
-    return true;
+    return inline_within_bound(st, s, stmt);
 }
 
 /* Why compute_at of the stage the program calls WA at the one it calls
@@ -435,8 +542,7 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
         bool plain = false;
         int nvars = s->nsvars + s->nrvars;
         for (int v = 0; v < nvars; v++) {
-            IterVar *iv = v < s->nsvars ? s->svars[v] : s->rvars[v - s->nsvars];
-            Expr *e = s->value_of[iv->id];
+            Expr *e = s->value_of[v];
             plain = plain || (e->kind == EX_VAR && e->var == own->var);
         }
         if (!plain && !own->reduce) {
@@ -486,7 +592,7 @@ static void init_loops_of(SchedState *st, SStage *s)
 {
     s->loops = (PtrVec){0};
     s->guards = (PtrVec){0};
-    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(st->next_var + 1));
+    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(s->nsvars + s->nrvars + 1));
     for (int pass = 0; pass < 2; pass++) {
         IterVar **vars = pass == 0 ? s->svars : s->rvars;
         int n = pass == 0 ? s->nsvars : s->nrvars;
@@ -494,7 +600,7 @@ static void init_loops_of(SchedState *st, SStage *s)
             Loop *l = new_loop(st, vars[i]->name, vars[i]->extent, pass == 1);
             vec_push(st->arena, &s->loops, l);
             Expr *v = ex_var(st->arena, no_span, l->var);
-            s->value_of[vars[i]->id] =
+            s->value_of[pass * s->nsvars + i] =
                 vars[i]->lo ? sch_add(st->arena, v, sch_int(st->arena, vars[i]->lo)) : v;
         }
     }
@@ -509,6 +615,8 @@ static void insert_before(SchedState *st, SStage *before, SStage *s)
         vec_push(st->arena, &v, st->stages.items[i]);
     }
     st->stages = v;
+    sch_index_stage(st, s);
+    st->sizes_known = false; /* a new stage, and a value changed */
 }
 
 /* Replaces loads of FROM by loads of TO (same indices) in E. */
@@ -601,11 +709,10 @@ static bool do_cache_write(SchedState *st, SStage *s, const SchedStmt *stmt)
                                stmt->span);
     if (s->epilogue)
         w->tensor->dtype = s->value->dtype; /* the accumulator's type */
-    int nmap = st->next_var;
-    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)nmap);
+    Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)(s->nsvars + 1));
     for (int d = 0; d < s->nsvars; d++)
-        map[s->svars[d]->id] = ex_var(st->arena, no_span, w->svars[d]);
-    w->value = sch_subst(st->arena, s->value, map, nmap);
+        map[d] = ex_var(st->arena, no_span, w->svars[d]);
+    w->value = sch_subst(st->arena, s->value, (Subst){ s->svars, map, s->nsvars });
     w->is_reduce = s->is_reduce;
     w->reducer = s->reducer;
     w->rvars = s->rvars;

@@ -40,16 +40,22 @@ typedef struct Lower {
                            iterations: an upper bound on a region's size */
     LoweredFunc *out;
     bool failed;
+    /* the stages computed at each stage (attach), in st->stages order:
+     * children[child_at(S)]; found once, not by a scan per loop */
+    PtrMap child_at;
+    PtrVec *children;
 } Lower;
+
+static const PtrVec *children_of(const Lower *L, const SStage *s)
+{
+    static const PtrVec none;
+    int i = map_get(&L->child_at, s);
+    return i >= 0 ? &L->children[i] : &none;
+}
 
 static SStage *stage_of(Lower *L, const Tensor *t)
 {
-    for (int i = 0; i < L->st->stages.len; i++) {
-        SStage *s = L->st->stages.items[i];
-        if (s->tensor == t)
-            return s;
-    }
-    return NULL;
+    return sch_stage_of(L->st, t);
 }
 
 /* ------------------------------------------------------------------ */
@@ -96,10 +102,7 @@ static Expr *inline_expr(Lower *L, Expr *e)
         SStage *p = stage_of(L, e->tensor);
         if (p && p->inlined) {
             /* p->value is already expanded: p comes earlier. */
-            Expr **map = arena_alloc(L->a, sizeof *map * (size_t)L->st->next_var);
-            for (int d = 0; d < p->nsvars; d++)
-                map[p->svars[d]->id] = args ? args[d] : e->args[d];
-            return sch_subst(L->a, p->value, map, L->st->next_var);
+            return sch_subst(L->a, p->value, (Subst){ p->svars, args ? args : e->args, p->nsvars });
         }
     }
     if (!args)
@@ -407,7 +410,7 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
         if (sch_const_int(ext[d], &k))
             continue;
         Loop *region = NULL;
-        Expr *v = c->value_of[c->svars[d]->id];
+        Expr *v = c->value_of[d];
         for (int i = 0; i < c->loops.len && !region; i++) {
             Loop *l = c->loops.items[i];
             if (v->kind == EX_VAR && v->var == l->var)
@@ -416,10 +419,10 @@ static void overcompute_edges(Lower *L, SStage *c, Expr **ext, const int64_t *sh
         if (!region)
             continue;
         L->loop_ext[region->var->id] = sch_int(a, shape[d]);
-        Expr *value = simplify_divisions(L, sch_subst(a, c->value, c->value_of, n));
+        Expr *value = simplify_divisions(L, sch_subst(a, c->value, sch_stage_subst(a, c)));
         bool safe = loads_in_bounds(L, value, inner, all);
         if (safe && c->epilogue)
-            safe = loads_in_bounds(L, sch_subst(a, c->epilogue, c->value_of, n), inner, all);
+            safe = loads_in_bounds(L, sch_subst(a, c->epilogue, sch_stage_subst(a, c)), inner, all);
         if (safe)
             ext[d] = L->loop_ext[region->var->id];
         else
@@ -471,7 +474,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     for (int i = 0; i < c->loops.len; i++) {
         Loop *l = c->loops.items[i];
         for (int d = 0; d < c->nsvars; d++) {
-            Expr *v = c->value_of[c->svars[d]->id];
+            Expr *v = c->value_of[d];
             if (v->kind == EX_VAR && v->var == l->var) {
                 L->loop_min[l->var->id] = r[d].lo;
                 L->loop_ext[l->var->id] = ext[d];
@@ -614,9 +617,10 @@ static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
         }
     }
     /* stages computed at this loop, in dependency order */
-    for (int i = L->st->stages.len - 1; i >= 0 && n->children; i--) {
-        SStage *c = L->st->stages.items[i];
-        if (c->attach == s && c->attach_loop == l && !c->inlined)
+    const PtrVec *children = children_of(L, s);
+    for (int i = children->len - 1; i >= 0 && n->children; i--) {
+        SStage *c = children->items[i];
+        if (c->attach_loop == l && !c->inlined)
             inner = emit_child(L, c, inner);
     }
     Stmt *f = stmt_new(L, S_FOR);
@@ -701,14 +705,15 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         s->storage = s->tensor;
     Expr **idx = arena_alloc(a, sizeof *idx * (size_t)(s->nsvars + 1));
     for (int d = 0; d < s->nsvars; d++) {
-        idx[d] = s->value_of[s->svars[d]->id];
+        idx[d] = s->value_of[d];
         if (s->storage != s->tensor)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
-    Expr *value = simplify_divisions(L, sch_subst(a, s->value, s->value_of, L->st->next_var));
-    for (int i = 0; i < L->st->stages.len; i++) {
-        SStage *c = L->st->stages.items[i];
-        if (c->attach == s && !c->inlined)
+    Expr *value = simplify_divisions(L, sch_subst(a, s->value, sch_stage_subst(a, s)));
+    const PtrVec *children = children_of(L, s);
+    for (int i = 0; i < children->len; i++) {
+        SStage *c = children->items[i];
+        if (!c->inlined)
             plan_child(L, s, sch_loop_index(s, c->attach_loop), c, value);
     }
     Expr *local_value = localize(L, value);
@@ -745,7 +750,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         /* the epilogue runs over the spatial loops the init runs over,
          * once the reduction is complete: storage = f(storage) */
         Expr *self = ex_load(a, no_span, s->storage, idx, s->nsvars);
-        Expr *epi = sch_subst(a, s->epilogue, s->value_of, L->st->next_var);
+        Expr *epi = sch_subst(a, s->epilogue, sch_stage_subst(a, s));
         epi = redirect_self(L, localize(L, epi), s->tensor, self);
         Stmt *store_epi = stmt_new(L, S_STORE);
         store_epi->buf = s->storage;
@@ -766,7 +771,7 @@ static Stmt *lower_stage(Lower *L, SStage *s)
 
 bool sch_lower(SchedState *st, LoweredFunc *out)
 {
-    Lower L = { st, st->arena, NULL, NULL, NULL, false, out, false };
+    Lower L = { .st = st, .a = st->arena, .out = out };
     L.loop_min = arena_alloc(st->arena, sizeof *L.loop_min * (size_t)(st->next_var + 1));
     L.loop_ext = arena_alloc(st->arena, sizeof *L.loop_ext * (size_t)(st->next_var + 1));
     L.loop_trip = arena_alloc(st->arena, sizeof *L.loop_trip * (size_t)(st->next_var + 1));
@@ -775,17 +780,25 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         s->value = inline_expr(&L, s->value);
         s->storage = NULL;
     }
+    L.children = arena_alloc(st->arena, sizeof *L.children * (size_t)(st->stages.len + 1));
+    PtrMap staged_at = {0}; /* the loops some stage is computed at */
+    for (int i = 0, n = 0; i < st->stages.len; i++) {
+        SStage *c = st->stages.items[i];
+        if (c->attach_loop && !c->inlined)
+            map_put(st->arena, &staged_at, c->attach_loop, 0);
+        if (!c->attach)
+            continue;
+        if (map_put(st->arena, &L.child_at, c->attach, n))
+            n++;
+        vec_push(st->arena, &L.children[map_get(&L.child_at, c->attach)], c);
+    }
     /* a pipeline fetches ahead what is staged or computed at its loop:
      * with nothing there it would do nothing, silently */
     for (int i = 0; i < st->stages.len && !L.failed; i++) {
         SStage *s = st->stages.items[i];
         for (int k = 0; k < s->loops.len && !L.failed; k++) {
             Loop *l = s->loops.items[k];
-            bool staged = false;
-            for (int c = 0; c < st->stages.len && !staged; c++) {
-                SStage *t = st->stages.items[c];
-                staged = t->attach_loop == l && !t->inlined;
-            }
+            bool staged = map_get(&staged_at, l) >= 0;
             if (l->pipeline >= 2 && !staged) {
                 diag_error(st->g->src, l->pipeline_span,
                            "pipeline '%s' of '%s' has nothing to fetch ahead: stage a tile at it "

@@ -197,8 +197,10 @@ struct SStage {
     IterVar **rvars;     /* reduction axes */
     int nrvars;
     PtrVec loops;        /* Loop *, outermost first */
-    Expr **value_of;     /* by IterVar id: each of svars and rvars as an
-                            expression of the loops' variables */
+    Expr **value_of;     /* one per svars, then one per rvars: each as
+                            an expression of the loops' variables (a
+                            stage's own, not one per variable of the
+                            graph: see sch_stage_subst) */
     PtrVec guards;       /* Expr *: conditions on the loops' variables
                             (from splits that do not divide) */
     BufScope scope;
@@ -207,6 +209,11 @@ struct SStage {
     Loop *attach_loop;   /* ... at the body of this loop; NULL at root */
     bool scheduled;      /* some primitive other than compute_* touched it */
     bool cache_written;  /* cache_write made it a copy of another stage */
+    /* kept by compute_inline (apply.c) once a schedule inlines: */
+    int64_t nodes;       /* value's and epilogue's expression nodes, each
+                            load of an inlined stage counted as its nodes */
+    PtrVec readers;      /* SStage *: a stage whose value or epilogue loads
+                            this one, once per load */
     /* set by lowering */
     Tensor *storage;     /* where its values are stored: tensor, or a
                             region-sized local buffer */
@@ -220,6 +227,15 @@ typedef struct SchedState {
     Graph *g;
     Target target;
     PtrVec stages;      /* SStage *, in dependency order */
+    /* the stages by name, alias and tensor, so that a program of many
+     * stages finds each in constant time (sch_index_stage) */
+    PtrVec indexed;     /* SStage *: every stage, in the order indexed */
+    PtrMap by_name;     /* strings: a stage's name -> its place in indexed */
+    PtrMap by_alias;    /* strings: an alias of its tensor -> the same */
+    PtrMap by_tensor;   /* its tensor -> the same */
+    bool index_clash;   /* two stages share a name, alias or tensor:
+                           then the first in stages is found by a scan */
+    bool sizes_known;   /* the stages' nodes and readers are up to date */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
 } SchedState;
@@ -260,6 +276,9 @@ typedef struct LoweredFunc {
 /* state.c */
 SchedState *sch_state_new(Arena *a, Graph *g, Target target);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
+SStage *sch_stage_of(const SchedState *st, const Tensor *t); /* or NULL */
+/* Makes S, a stage just added to st->stages, one that the two find. */
+void sch_index_stage(SchedState *st, SStage *s);
 bool sch_stage_named(const SStage *s, const char *name);
 /* Is NAME tensor T's name or one of its aliases (the stages fused into it)? */
 bool sch_tensor_named(const Tensor *t, const char *name);
@@ -280,7 +299,20 @@ bool sch_inline_refused(Arena *a, const Source *src, const SchedStmt *stmt, cons
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);
-Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues);
+/* A substitution: the variables VARS[0..N) by VALUES[0..N).  A few at
+ * most (a stage's variables, one loop's), so looked up by a scan: a map
+ * by IterVar id would be as long as all the program's variables, for
+ * every stage, loop and inlined load. */
+typedef struct Subst {
+    IterVar *const *vars;
+    Expr *const *values;
+    int n;
+} Subst;
+Expr *sch_subst(Arena *a, Expr *e, Subst s);
+/* VAR by VALUE alone */
+Subst sch_subst1(Arena *a, IterVar *var, Expr *value);
+/* S's svars and rvars by their value_of */
+Subst sch_stage_subst(Arena *a, const SStage *s);
 
 /* apply.c: an integer argument's value (a knob's chosen one), 0 for a
  * name. */

@@ -24,15 +24,35 @@ IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent)
     return v;
 }
 
-Expr *sch_subst(Arena *a, Expr *e, Expr **value_of, int nvalues)
+Subst sch_subst1(Arena *a, IterVar *var, Expr *value)
 {
-    if (e->kind == EX_VAR && e->var->id < nvalues && value_of[e->var->id])
-        return value_of[e->var->id];
+    IterVar **vars = arena_alloc(a, sizeof *vars);
+    Expr **values = arena_alloc(a, sizeof *values);
+    vars[0] = var;
+    values[0] = value;
+    return (Subst){ vars, values, 1 };
+}
+
+Subst sch_stage_subst(Arena *a, const SStage *s)
+{
+    int n = s->nsvars + s->nrvars;
+    IterVar **vars = arena_alloc(a, sizeof *vars * (size_t)(n + 1));
+    for (int i = 0; i < n; i++)
+        vars[i] = i < s->nsvars ? s->svars[i] : s->rvars[i - s->nsvars];
+    return (Subst){ vars, s->value_of, n };
+}
+
+Expr *sch_subst(Arena *a, Expr *e, Subst sub)
+{
+    if (e->kind == EX_VAR)
+        for (int i = 0; i < sub.n; i++)
+            if (sub.vars[i] == e->var && sub.values[i])
+                return sub.values[i];
     if (e->nargs == 0)
         return e;
     Expr **args = NULL;
     for (int i = 0; i < e->nargs; i++) {
-        Expr *s = sch_subst(a, e->args[i], value_of, nvalues);
+        Expr *s = sch_subst(a, e->args[i], sub);
         if (s != e->args[i] && !args) {
             args = arena_alloc(a, sizeof *args * (size_t)e->nargs);
             memcpy(args, e->args, sizeof *args * (size_t)i);
@@ -142,8 +162,53 @@ bool sch_inline_refused(Arena *a, const Source *src, const SchedStmt *stmt, cons
     return true;
 }
 
+/* Each key once; a second stage under a key already taken (a hoisted
+ * y_r0 beside a stage the user called y_r0) makes the lookups scan, so
+ * that they find the first in st->stages as they always have. */
+static void index_key(SchedState *st, PtrMap *m, const void *key, bool string, int at)
+{
+    if ((string ? strmap_get(m, key) : map_get(m, key)) >= 0)
+        st->index_clash = true;
+    else if (string)
+        strmap_set(st->arena, m, key, at);
+    else
+        map_put(st->arena, m, key, at);
+}
+
+void sch_index_stage(SchedState *st, SStage *s)
+{
+    int at = st->indexed.len;
+    vec_push(st->arena, &st->indexed, s);
+    index_key(st, &st->by_name, s->name, true, at);
+    if (strcmp(s->tensor->name, s->name) != 0)
+        index_key(st, &st->by_alias, s->tensor->name, true, at);
+    for (int i = 0; i < s->tensor->naliases; i++)
+        index_key(st, &st->by_alias, s->tensor->aliases[i], true, at);
+    index_key(st, &st->by_tensor, s->tensor, false, at);
+}
+
+SStage *sch_stage_of(const SchedState *st, const Tensor *t)
+{
+    if (!st->index_clash) {
+        int at = map_get(&st->by_tensor, t);
+        return at >= 0 ? st->indexed.items[at] : NULL;
+    }
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        if (s->tensor == t)
+            return s;
+    }
+    return NULL;
+}
+
 SStage *sch_find_stage(SchedState *st, const char *name)
 {
+    if (!st->index_clash) {
+        int at = strmap_get(&st->by_name, name);
+        if (at < 0)
+            at = strmap_get(&st->by_alias, name);
+        return at >= 0 ? st->indexed.items[at] : NULL;
+    }
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         if (strcmp(s->name, name) == 0)
@@ -178,7 +243,7 @@ int sch_loop_index(SStage *s, const Loop *l)
 /* Gives S one loop per variable and value_of for each. */
 static void init_loops(SchedState *st, SStage *s)
 {
-    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)st->next_var);
+    s->value_of = arena_alloc(st->arena, sizeof *s->value_of * (size_t)(s->nsvars + s->nrvars + 1));
     for (int pass = 0; pass < 2; pass++) {
         IterVar **vars = pass == 0 ? s->svars : s->rvars;
         int n = pass == 0 ? s->nsvars : s->nrvars;
@@ -189,7 +254,7 @@ static void init_loops(SchedState *st, SStage *s)
             l->reduce = pass == 1;
             vec_push(st->arena, &s->loops, l);
             Expr *v = ex_var(st->arena, no_span, l->var);
-            s->value_of[vars[i]->id] =
+            s->value_of[pass * s->nsvars + i] =
                 vars[i]->lo ? sch_add(st->arena, v, sch_int(st->arena, vars[i]->lo)) : v;
         }
     }
@@ -280,8 +345,7 @@ static Expr *hoist(Hoist *h, Expr *e, bool top)
         t->dtype = e->dtype;
         t->rank = h->nscope;
         t->vars = arena_alloc(st->arena, sizeof *t->vars * (size_t)(h->nscope + 1));
-        Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)st->next_var + sizeof *map * (size_t)(h->nscope + 1));
-        int nmap = st->next_var;
+        Expr **map = arena_alloc(st->arena, sizeof *map * (size_t)(h->nscope + 1));
         Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(h->nscope + 1));
         for (int i = 0; i < h->nscope; i++) {
             IterVar *old = h->scope[i];
@@ -291,10 +355,10 @@ static Expr *hoist(Hoist *h, Expr *e, bool top)
             nv->extent = old->lo + old->extent;
             nv->lo = 0;
             t->vars[i] = nv;
-            map[old->id] = ex_var(st->arena, no_span, nv);
+            map[i] = ex_var(st->arena, no_span, nv);
             idx[i] = ex_var(st->arena, e->span, old);
         }
-        Expr *body = sch_subst(st->arena, e, map, nmap);
+        Expr *body = sch_subst(st->arena, e, (Subst){ h->scope, map, h->nscope });
         Hoist inner = { st, t->name, 0, {0}, 0 };
         for (int i = 0; i < h->nscope; i++)
             inner.scope[inner.nscope++] = t->vars[i];
@@ -330,6 +394,7 @@ static void add_state_stage(SchedState *st, SStage *s)
 {
     init_loops(st, s);
     vec_push(st->arena, &st->stages, s);
+    sch_index_stage(st, s);
 }
 
 SchedState *sch_state_new(Arena *a, Graph *g, Target target)
