@@ -793,20 +793,28 @@ static bool uses(const char *text, const char *name, size_t n)
     return false;
 }
 
+/* The next of the space-separated names at *C, into NAME (64 bytes);
+ * false past the last. */
+static bool next_name(const char **c, char *name)
+{
+    if (!**c)
+        return false;
+    size_t n = strcspn(*c, " ");
+    TE_ASSERT(n > 0 && n < 64);
+    memcpy(name, *c, n);
+    name[n] = 0;
+    *c += n;
+    *c += **c == ' ';
+    return true;
+}
+
 /* Does TEXT use one of the space-separated NAMES? */
 static bool uses_any(const char *text, const char *names)
 {
     char name[64];
-    for (const char *c = names; *c;) {
-        size_t n = strcspn(c, " ");
-        TE_ASSERT(n > 0 && n < sizeof name);
-        memcpy(name, c, n);
-        name[n] = 0;
-        if (uses(text, name, n))
+    for (const char *c = names; next_name(&c, name);)
+        if (uses(text, name, strlen(name)))
             return true;
-        c += n;
-        c += *c == ' ';
-    }
     return false;
 }
 
@@ -838,16 +846,9 @@ static void identifiers_in(Arena *a, const char *text, const PtrMap *names, PtrM
 static bool any_used(const PtrMap *used, const char *names)
 {
     char name[64];
-    for (const char *c = names; *c;) {
-        size_t n = strcspn(c, " ");
-        TE_ASSERT(n > 0 && n < sizeof name);
-        memcpy(name, c, n);
-        name[n] = 0;
+    for (const char *c = names; next_name(&c, name);)
         if (strmap_get(used, name) >= 0)
             return true;
-        c += n;
-        c += *c == ' ';
-    }
     return false;
 }
 

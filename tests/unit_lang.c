@@ -20,23 +20,7 @@
 
 #include "../lang/texc.h"
 
-static int tests_run, tests_failed;
-
-static bool check(bool cond, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static bool check(bool cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tests_run);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (!cond)
-        tests_failed++;
-    return cond;
-}
+#include "tests/tap.h"
 
 /* Same double, NaN equal to NaN, and 0.0 distinct from -0.0. */
 static bool same(double a, double b)
@@ -1127,6 +1111,5 @@ int main(void)
     test_src_load();
     test_size_expr();
     rmdir(tmp_dir);
-    printf("1..%d\n", tests_run);
-    return tests_failed == 0 ? 0 : 1;
+    return tap_done();
 }

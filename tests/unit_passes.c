@@ -27,22 +27,7 @@
 #include "frontend/frontend.h"
 #include "sched/sched.h"
 
-static int tests_run, tests_failed;
-
-static bool check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static bool check(bool cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tests_run);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (!cond)
-        tests_failed++;
-    return cond;
-}
+#include "tests/tap.h"
 
 /* ---------------------------------------------------------------- */
 /* Building and running graphs.                                      */
@@ -687,6 +672,5 @@ int main(void)
         run_case(&cases[i]);
     test_details();
     test_memplan();
-    printf("1..%d\n", tests_run);
-    return tests_failed != 0;
+    return tap_done();
 }

@@ -14,21 +14,7 @@
 
 #include "frontend/frontend.h"
 
-static int tests_run, tests_failed;
-
-static void check(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void check(bool cond, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    printf("%s %d - ", cond ? "ok" : "not ok", ++tests_run);
-    vprintf(fmt, ap);
-    putchar('\n');
-    va_end(ap);
-    if (!cond)
-        tests_failed++;
-}
+#include "tests/tap.h"
 
 /* DIMS (the dim statements), then an input of every dim, a stage and an
  * output around them, checked by sema under -D DNAME=DVALUE (none if
@@ -260,6 +246,5 @@ int main(void)
     test_specialize();
     test_bounds();
     test_eval_at();
-    printf("1..%d\n", tests_run);
-    return tests_failed != 0;
+    return tap_done();
 }
