@@ -165,24 +165,19 @@ static void size_normalize(Sema *s, IntRange *r)
     }
 }
 
-/* A op B for + - * / (B != 0 for /); false if it overflows int64. */
+/* The size kind of the arithmetic operator OP (+ - * / %). */
+static SizeKind size_kind_of(Op op)
+{
+    static const SizeKind kinds[] = { [OP_ADD] = SZ_ADD, [OP_SUB] = SZ_SUB, [OP_MUL] = SZ_MUL,
+                                      [OP_DIV] = SZ_DIV, [OP_MOD] = SZ_MOD };
+    TE_ASSERT(op < (int)(sizeof kinds / sizeof kinds[0]) && kinds[op] != SZ_NUM);
+    return kinds[op];
+}
+
+/* A op B for + - * / % (B != 0 for / and %); false if it overflows int64. */
 static bool int_arith(Op op, int64_t a, int64_t b, int64_t *out)
 {
-    switch (op) {
-    case OP_ADD: return !__builtin_add_overflow(a, b, out);
-    case OP_SUB: return !__builtin_sub_overflow(a, b, out);
-    case OP_MUL: return !__builtin_mul_overflow(a, b, out);
-    case OP_DIV:
-        if (a == INT64_MIN && b == -1)
-            return false;
-        *out = a / b;
-        return true;
-    case OP_MOD:
-        *out = a == INT64_MIN && b == -1 ? 0 : a % b;
-        return true;
-    default:
-        TE_UNREACHABLE();
-    }
+    return te_size_arith(size_kind_of(op), a, b, out);
 }
 
 /* A op B over ranges.  + and - are monotonic in each operand, and so are
@@ -294,10 +289,9 @@ static bool eval_range(Sema *s, const Node *n, IntRange *out)
             FAIL(s, n->span, "integer overflow: the value does not fit in int64");
             return false;
         }
-        static const SizeKind kinds[] = { [OP_ADD] = SZ_ADD, [OP_SUB] = SZ_SUB, [OP_MUL] = SZ_MUL,
-                                          [OP_DIV] = SZ_DIV, [OP_MOD] = SZ_MOD };
-        out->size = out->runtime ? te_size_op(s->arena, kinds[n->op], range_size(s, a), range_size(s, b))
-                                 : NULL;
+        out->size = out->runtime
+                        ? te_size_op(s->arena, size_kind_of(n->op), range_size(s, a), range_size(s, b))
+                        : NULL;
         return true;
     }
     case N_CALL:

@@ -149,8 +149,7 @@ char *te_size_canonical(Arena *a, const SizeExpr *e)
 /* ------------------------------------------------------------------ */
 /* Evaluation and intervals.                                           */
 
-/* X op Y for the arithmetic kinds; false on overflow or a zero divisor. */
-static bool size_arith(SizeKind k, int64_t x, int64_t y, int64_t *out)
+bool te_size_arith(SizeKind k, int64_t x, int64_t y, int64_t *out)
 {
     switch (k) {
     case SZ_ADD: return !__builtin_add_overflow(x, y, out);
@@ -188,7 +187,7 @@ bool te_size_eval(const SizeExpr *e, const int64_t *values, int64_t *out)
     case SZ_DIM: *out = values[e->dim]; return true;
     default:
         return te_size_eval(e->a, values, &x) && te_size_eval(e->b, values, &y) &&
-               size_arith(e->kind, x, y, out);
+               te_size_arith(e->kind, x, y, out);
     }
 }
 
@@ -232,8 +231,8 @@ bool te_size_range(const SizeExpr *e, const Dim *dims, int64_t *lo, int64_t *hi)
         break;
     }
     int64_t c[4];
-    if (!size_arith(e->kind, alo, blo, &c[0]) || !size_arith(e->kind, alo, bhi, &c[1]) ||
-        !size_arith(e->kind, ahi, blo, &c[2]) || !size_arith(e->kind, ahi, bhi, &c[3]))
+    if (!te_size_arith(e->kind, alo, blo, &c[0]) || !te_size_arith(e->kind, alo, bhi, &c[1]) ||
+        !te_size_arith(e->kind, ahi, blo, &c[2]) || !te_size_arith(e->kind, ahi, bhi, &c[3]))
         return false;
     *lo = *hi = c[0];
     for (int i = 1; i < 4; i++) {
@@ -438,7 +437,7 @@ static Poly *poly_opaque(Norm *n, SizeKind k, Poly *x, Poly *y)
 {
     bool xnum = x->nterms == 0, ynum = y->nterms == 0;
     int64_t v;
-    if (xnum && ynum && size_arith(k, x->constant, y->constant, &v))
+    if (xnum && ynum && te_size_arith(k, x->constant, y->constant, &v))
         return poly_new(n, v);
     switch (k) {
     case SZ_DIV:

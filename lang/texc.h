@@ -311,6 +311,9 @@ bool te_size_range(const SizeExpr *e, const struct Dim *dims, int64_t *lo, int64
 bool te_size_exact(const SizeExpr *e);
 /* E at the dims' values VALUES[dim]; false on overflow or division by 0. */
 bool te_size_eval(const SizeExpr *e, const int64_t *values, int64_t *out);
+/* X op Y for the arithmetic kinds, in int64 (/ truncates, % keeps the
+ * dividend's sign, x % -1 is 0); false on overflow or a zero divisor. */
+bool te_size_arith(SizeKind k, int64_t x, int64_t y, int64_t *out);
 /* The same where sema has proved it defined (a size in its dims' ranges):
  * failure is an internal error. */
 int64_t te_size_at(const SizeExpr *e, const int64_t *values);
