@@ -37,6 +37,8 @@ typedef struct Params {
     const Tensor **t;
     bool *ro;
     int n;
+    bool dims; /* the run-time dims come first (Emitter.rt), and the
+                  function returns 0 or NAME_ERANGE */
 } Params;
 
 typedef struct Emitter {
@@ -56,6 +58,12 @@ typedef struct Emitter {
     bool in_lifted;    /* writing one: nested parallel loops run serially */
     char *text[2];     /* the function and e->lifted, in memory */
     size_t len[2];
+    /* a program with run-time dims: the declared ones' variables, in
+     * declaration order (the functions' first parameters) */
+    IterVar **rt;
+    int nrt;
+    const char *sizes_ok; /* the static function that checks them */
+    const char *erange;   /* NAME_ERANGE */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -782,7 +790,20 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     for (int i = 0; i < e->outer.len; i++)
         if (map_get(&uses.seen, e->outer.items[i]) >= 0)
             vec_push(e->p.a, &vars, e->outer.items[i]);
-    int captured = nparams + vars.len + ws;
+    /* the run-time dims its bounds, indices or views use */
+    PtrVec dims = {0};
+    for (int i = 0; e->fn_params->dims && i < e->nrt; i++) {
+        int d = e->rt[i]->size_dim - 1;
+        bool used = map_get(&uses.seen, e->rt[i]) >= 0;
+        for (int j = 0; j < nparams + ntemps && !used; j++) {
+            const Tensor *t = j < nparams ? p->t[param[j]] : temps->items[temp[j - nparams]];
+            for (int k = 1; k < t->rank && !used; k++)
+                used = t->shape_size[k] && te_size_uses(t->shape_size[k], d);
+        }
+        if (used)
+            vec_push(e->p.a, &dims, e->rt[i]);
+    }
+    int captured = nparams + vars.len + ws + dims.len;
     TE_ASSERT(captured > 0); /* it stores to a parameter or a temp */
 
     FILE *out = e->p.out;
@@ -798,12 +819,18 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     }
     if (ws)
         fputs("    char *te_workspace;\n", e->p.out);
+    for (int i = 0; i < dims.len; i++)
+        fprintf(e->p.out, "    int64_t %s;\n", cg_var_name(&e->p, dims.items[i]));
     for (int i = 0; i < vars.len; i++)
         fprintf(e->p.out, "    int64_t %s;\n", cg_var_name(&e->p, vars.items[i]));
     fprintf(e->p.out, "};\n\n/* iterations [te_lo, te_hi) of %s (te_parallel_for runs the parts) */\n"
             "static void %s(void *te_arg, int64_t te_lo, int64_t te_hi)\n{\n", l->name, f);
     e->p.indent = 1;
     cg_line(&e->p, "const struct %s_ctx *te_ctx = te_arg;\n", f);
+    for (int i = 0; i < dims.len; i++) {
+        const char *v = cg_var_name(&e->p, dims.items[i]);
+        cg_line(&e->p, "const int64_t %s = te_ctx->%s;\n", v, v);
+    }
     for (int j = 0; j < nparams; j++)
         emit_view(e, p->t[param[j]], p->ro[param[j]], "te_ctx->");
     if (ws)
@@ -828,6 +855,10 @@ static bool emit_parallel(Emitter *e, const Stmt *s)
     }
     if (ws) {
         fprintf(e->p.out, "%ste_workspace", sep);
+        sep = ", ";
+    }
+    for (int i = 0; i < dims.len; i++) {
+        fprintf(e->p.out, "%s%s", sep, cg_var_name(&e->p, dims.items[i]));
         sep = ", ";
     }
     for (int i = 0; i < vars.len; i++) {
@@ -990,8 +1021,16 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
 
 static void emit_dims(Emitter *e, const Tensor *t, int from)
 {
-    for (int d = from; d < t->rank; d++)
-        fprintf(e->p.out, "[%lld]", (long long)t->shape[d]);
+    for (int d = from; d < t->rank; d++) {
+        if (!t->shape_size[d]) {
+            fprintf(e->p.out, "[%lld]", (long long)t->shape[d]);
+            continue;
+        }
+        /* a run-time size: a variably modified type */
+        fputc('[', e->p.out);
+        cg_emit_expr(&e->p, sch_size_expr(e->st, t->shape_size[d]), 0);
+        fputc(']', e->p.out);
+    }
 }
 
 static void emit_stmt(Emitter *e, const Stmt *s)
@@ -1168,7 +1207,7 @@ static const CgHelper *c_after_all(Arena *a, int *n)
 static Params params_new(Arena *a, int cap)
 {
     return (Params){ arena_alloc(a, sizeof(Tensor *) * (size_t)cap),
-                     arena_alloc(a, sizeof(bool) * (size_t)cap), 0 };
+                     arena_alloc(a, sizeof(bool) * (size_t)cap), 0, false };
 }
 
 static void add_param(Params *p, const Tensor *t, bool ro)
@@ -1182,7 +1221,9 @@ static void add_param(Params *p, const Tensor *t, bool ro)
 static void emit_signature(Emitter *e, FILE *out, const char *name, const Params *p, bool in_header,
                            bool ws)
 {
-    fprintf(out, "void %s(", name);
+    fprintf(out, "%s %s(", p->dims ? "int" : "void", name);
+    for (int i = 0; p->dims && i < e->nrt; i++)
+        fprintf(out, "int64_t %s, ", cg_var_name(&e->p, e->rt[i]));
     for (int i = 0; i < p->n; i++)
         fprintf(out, "%s%s%s *%s%s", i ? ", " : "", p->ro[i] ? "const " : "",
                 storage_type(p->t[i]->dtype), in_header ? "" : "restrict ",
@@ -1192,10 +1233,13 @@ static void emit_signature(Emitter *e, FILE *out, const char *name, const Params
     fputc(')', out);
 }
 
-/* "NAME(x_, w_packed_, b_, z_" — a call passing P's parameters on. */
+/* "NAME(x_, w_packed_, b_, z_" — a call passing P's parameters on;
+ * "int te_status = NAME(M, x_, ..." when P takes the run-time dims. */
 static void emit_call_open(Emitter *e, const char *name, const Params *p)
 {
-    cg_line(&e->p, "%s(", name);
+    cg_line(&e->p, "%s%s(", p->dims ? "int te_status = " : "", name);
+    for (int i = 0; p->dims && i < e->nrt; i++)
+        fprintf(e->p.out, "%s, ", cg_var_name(&e->p, e->rt[i]));
     for (int i = 0; i < p->n; i++)
         fprintf(e->p.out, "%s%s_", i ? ", " : "", cg_tensor_name(&e->p, p->t[i]));
 }
@@ -1282,6 +1326,42 @@ typedef struct Funcs {
 } Funcs;
 
 
+static const char *dims_decl(Emitter *e);
+
+/* "512, 3072", or "M, 3072" with run-time sizes */
+static void print_shape(Arena *a, FILE *h, const Tensor *t)
+{
+    for (int d = 0; d < t->rank; d++) {
+        if (t->shape_size[d])
+            fprintf(h, "%s%s", d ? ", " : "", te_size_str(a, t->shape_size[d]));
+        else
+            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    }
+}
+
+/* The run-time sizes' part of the header: what the functions return. */
+static void emit_sizes_header(Emitter *e, const CodegenOptions *o, FILE *h)
+{
+    Graph *g = e->st->g;
+    fputs("\n/* Run-time sizes: every function below that takes", h);
+    for (int i = 0; i < e->nrt; i++)
+        fprintf(h, "%s %s", i == 0 ? "" : i + 1 < e->nrt ? "," : " and", cg_var_name(&e->p, e->rt[i]));
+    fprintf(h, "\n * (first, in this order) returns 0, or %s with nothing written when a\n"
+               " * size is outside its range (%s_*_MIN .. %s_*_MAX above)",
+            e->erange, cg_upper(e->p.a, o->name), cg_upper(e->p.a, o->name));
+    if (g->nchecks) {
+        fputs(" or one of these\n * fails:", h);
+        for (int i = 0; i < g->nchecks; i++)
+            fprintf(h, "\n *   %s >= 0 (%s)", te_size_str(e->p.a, g->checks[i].value),
+                    g->checks[i].message);
+    }
+    fprintf(h, ".  %s_strerror(code) says what a code means. */\n", o->name);
+    fprintf(h, "#define %s (-1)\n", e->erange);
+    fprintf(h, "const char *%s_strerror(int code);\n", o->name);
+    fprintf(h, "/* 0, or %s: what each of them checks first */\nint %s(%s);\n\n", e->erange, e->sizes_ok,
+            dims_decl(e));
+}
+
 static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FILE *h)
 {
     Graph *g = e->st->g;
@@ -1304,25 +1384,26 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
     for (int i = 0; i < g->ninputs; i++) {
         const Tensor *t = g->inputs[i];
         fprintf(h, "\n * input  %s : %s%s[", t->name, t->is_const ? "const " : "", dtype_name(t->dtype));
-        for (int d = 0; d < t->rank; d++)
-            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        print_shape(e->p.a, h, t);
         fputc(']', h);
     }
     for (int i = 0; i < g->noutputs; i++) {
         const Tensor *t = g->outputs[i];
         fprintf(h, "\n * output %s : %s[", t->name, dtype_name(t->dtype));
-        for (int d = 0; d < t->rank; d++)
-            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        print_shape(e->p.a, h, t);
         fputc(']', h);
     }
     fputs("\n */\n", h);
+    if (e->nrt)
+        emit_sizes_header(e, o, h);
     emit_signature(e, h, o->name, &f->entry, true, false);
     fputs(";\n\n", h);
     /* the workspace API */
     fprintf(h, "/* The intermediates' bytes: one workspace, laid out by texc's memory\n"
                " * plan (texc --dump=memory); 0 when there are none. */\n");
-    fprintf(h, "#define %s %lld\n", f->ws_macro, (long long)e->plan.bytes);
-    fprintf(h, "size_t %s_workspace_size(void);\n\n", o->name);
+    fprintf(h, "#define %s %lld%s\n", f->ws_macro, (long long)e->plan.bytes,
+            e->nrt ? " /* enough for every size in the ranges */" : "");
+    fprintf(h, "size_t %s_workspace_size(%s);\n\n", o->name, dims_decl(e));
     fprintf(h, "/* %s with its intermediates in WORKSPACE instead of memory of its own:\n"
                " * %s_workspace_size() bytes, aligned to 64 bytes (aligned_alloc(64, ...)),\n"
                " * used by one call at a time; it needs no initial contents and holds\n"
@@ -1364,8 +1445,22 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
             o->name, o->name, o->name, o->name);
     fprintf(h, "size_t %s_prepacked_bytes(void);\n", o->name);
     fprintf(h, "void %s_prepack_args(void *const *args, void *packed);\n", o->name);
-    fprintf(h, "void %s_packed_args(void *const *args, const void *packed);\n", o->name);
+    if (e->nrt)
+        fprintf(h, "int %s_packed_args(const int64_t *dims, void *const *args, const void *packed); /* DIMS: the run-time sizes, in order */\n", o->name);
+    else
+        fprintf(h, "void %s_packed_args(void *const *args, const void *packed);\n", o->name);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
+}
+
+/* "int64_t M, int64_t S" (the run-time dims as parameters), or "void" */
+static const char *dims_decl(Emitter *e)
+{
+    if (!e->nrt)
+        return "void";
+    const char *s = "";
+    for (int i = 0; i < e->nrt; i++)
+        s = arena_printf(e->p.a, "%s%sint64_t %s", s, i ? ", " : "", cg_var_name(&e->p, e->rt[i]));
+    return s;
 }
 
 /* NAME_prepacked_bytes, NAME_prepack_args and NAME_packed_args: each
@@ -1401,10 +1496,15 @@ static void emit_args_entries(Emitter *e, const Funcs *f, const char *name)
     } else {
         fputs("    (void)args;\n    (void)packed;\n}\n", c);
     }
-    fprintf(c, "\nvoid %s_packed_args(void *const *args, const void *packed)\n{\n", name);
+    if (e->nrt)
+        fprintf(c, "\nint %s_packed_args(const int64_t *dims, void *const *args, const void *packed)\n{\n", name);
+    else
+        fprintf(c, "\nvoid %s_packed_args(void *const *args, const void *packed)\n{\n", name);
     if (!f->prepack.n)
         fputs("    (void)packed;\n", c);
-    fprintf(c, "    %s(", f->prepack.n ? f->packed_name : name);
+    fprintf(c, "    %s%s(", e->nrt ? "return " : "", f->prepack.n ? f->packed_name : name);
+    for (int i = 0; i < e->nrt; i++)
+        fprintf(c, "dims[%d], ", i);
     for (int i = 0; i < f->kernel.n; i++) {
         const Tensor *t = f->kernel.t[i];
         const char *cst = f->kernel.ro[i] ? "const " : "";
@@ -1426,6 +1526,53 @@ static const Tensor *packed_form(const LoweredFunc *fn, const Tensor *in)
         if (((const Tensor *)fn->packed.items[i])->packs == in)
             return fn->packed.items[i];
     return NULL;
+}
+
+/* "if (!te_sizes_ok(M)) return NAME_ERANGE;": the first statement of a
+ * function that takes the run-time dims */
+static void emit_sizes_check(Emitter *e, const Params *p)
+{
+    (void)p;
+    cg_line(&e->p, "if (%s(", e->sizes_ok);
+    for (int i = 0; i < e->nrt; i++)
+        fprintf(e->p.out, "%s%s", i ? ", " : "", cg_var_name(&e->p, e->rt[i]));
+    fprintf(e->p.out, ") != 0)\n");
+    cg_line(&e->p, "    return %s;\n", e->erange);
+}
+
+/* te_sizes_ok, which every function taking the run-time dims calls
+ * first (each size in its range, then the checks sema left to run
+ * time, which cannot overflow at sizes in the ranges), and
+ * NAME_strerror. */
+static void emit_sizes_functions(Emitter *e, const char *name)
+{
+    FILE *c = e->p.out;
+    Graph *g = e->st->g;
+    fprintf(c, "\nint %s(%s)\n{\n    return ", e->sizes_ok, dims_decl(e));
+    for (int i = 0; i < e->nrt; i++) {
+        const IterVar *v = e->rt[i];
+        const char *n = cg_var_name(&e->p, v);
+        fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", n, (long long)v->lo, n,
+                (long long)(v->lo + v->extent - 1));
+    }
+    e->p.indent = 2;
+    for (int i = 0; i < g->nchecks; i++) {
+        fputs(" &&\n           ", c);
+        cg_emit_expr(&e->p, sch_size_expr(e->st, g->checks[i].value), 3);
+        fputs(" >= 0", c);
+    }
+    e->p.indent = 0;
+    fprintf(c, " ? 0 : %s;\n}\n", e->erange);
+    fprintf(c, "\nconst char *%s_strerror(int code)\n{\n    switch (code) {\n"
+               "    case 0:\n        return \"success\";\n    case %s:\n        return \"", name, e->erange);
+    fputs("a run-time size is outside its range (", c);
+    for (int i = 0; i < e->nrt; i++) {
+        const IterVar *v = e->rt[i];
+        fprintf(c, "%s%s in %lld..%lld", i ? ", " : "", g->dims[v->size_dim - 1].name, (long long)v->lo,
+                (long long)(v->lo + v->extent - 1));
+    }
+    fputs(g->nchecks ? ") or the sizes fail a check the header lists" : ")", c);
+    fputs("\";\n    default:\n        return \"unknown error code\";\n    }\n}\n", c);
 }
 
 /* Starts the function NAME(P[, workspace]): its body, and the functions
@@ -1455,13 +1602,15 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
     emit_signature(e, e->p.out, name, p, false, ws);
     fputs("\n{\n", e->p.out);
     e->p.indent = 1;
+    if (p->dims)
+        emit_sizes_check(e, p);
     return true;
 }
 
 /* Writes to C the functions of the parallel loops, then the function. */
 static void end_function(Emitter *e, FILE *c)
 {
-    fputs("}\n", e->p.out);
+    fputs(e->fn_params->dims ? "    return 0;\n}\n" : "}\n", e->p.out);
     fclose(e->p.out);
     fclose(e->lifted);
     fwrite(e->text[1], 1, e->len[1], c);
@@ -1480,10 +1629,17 @@ static void emit_with_workspace(Emitter *e, const char *name, const char *ws_nam
     fputc('\n', c);
     emit_signature(e, c, name, p, false, false);
     fputs("\n{\n", c);
+    e->p.indent = 1;
+    if (p->dims)
+        emit_sizes_check(e, p);
     if (e->plan.bytes > 0)
         fprintf(c, "    void *te_workspace = te_alloc(%s);\n", ws_macro);
     emit_call_open(e, ws_name, p);
-    fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
+    if (p->dims)
+        fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n    return te_status;\n}\n"
+                                : ", NULL);\n    return te_status;\n}\n", c);
+    else
+        fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
 }
 
 /* The functions of NAME.c (the entry points the top of this file lists),
@@ -1492,7 +1648,15 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
                            const Funcs *f)
 {
     FILE *c = e->p.out;
-    fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f->ws_macro);
+    if (e->nrt) {
+        emit_sizes_functions(e, o->name);
+        fprintf(c, "\nsize_t %s_workspace_size(%s)\n{\n", o->name, dims_decl(e));
+        for (int i = 0; i < e->nrt; i++)
+            fprintf(c, "    (void)%s;\n", cg_var_name(&e->p, e->rt[i]));
+        fprintf(c, "    return %s;\n}\n", f->ws_macro);
+    } else {
+        fprintf(c, "\nsize_t %s_workspace_size(void)\n{\n    return %s;\n}\n", o->name, f->ws_macro);
+    }
     if (f->prepack.n) {
         if (!begin_function(e, f->prepack_name, &f->prepack, false, NULL))
             return false;
@@ -1527,6 +1691,9 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
     fputc('\n', c);
     emit_signature(e, c, f->ws_name, &f->entry, false, true);
     fputs("\n{\n", c);
+    e->p.indent = 1;
+    if (f->entry.dims)
+        emit_sizes_check(e, &f->entry);
     for (int i = 0; i < fn->packed.len; i++) {
         const Tensor *t = fn->packed.items[i];
         const char *ty = storage_type(t->dtype);
@@ -1539,7 +1706,7 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
     fputs(", te_workspace_);\n", c);
     for (int i = 0; i < fn->packed.len; i++)
         cg_line(&e->p, "free(%s_);\n", cg_tensor_name(&e->p, fn->packed.items[i]));
-    fputs("}\n", c);
+    fputs(f->kernel.dims ? "    return te_status;\n}\n" : "}\n", c);
     emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
     emit_args_entries(e, f, o->name);
     return true;
@@ -1552,14 +1719,30 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     Emitter e = { .p = { .a = a, .out = out_c, .d = &cg_dialect_c, .int_type = "int64_t",
                          .element = load_element },
                   .st = st, .base = o->name };
-    e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
     Graph *g = st->g;
+    for (int d = 0; d < g->ndims; d++) /* every dim's variable, before the names' table */
+        if (g->dims[d].runtime && g->dims[d].declared)
+            sch_dim_var(st, d);
+    e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
     cg_claim(&e.p, o->name);
     Funcs f = { .packed = &fn->packed };
     int cap = g->ninputs + g->noutputs + fn->packed.len;
     f.entry = params_new(a, cap);
     f.kernel = params_new(a, cap);
     f.prepack = params_new(a, cap);
+    /* the run-time dims, named first so that they keep their names */
+    e.rt = arena_alloc(a, sizeof *e.rt * (size_t)(g->ndims + 1));
+    for (int d = 0; d < g->ndims; d++)
+        if (g->dims[d].runtime && g->dims[d].declared)
+            e.rt[e.nrt++] = sch_dim_var(st, d);
+    for (int i = 0; i < e.nrt; i++)
+        cg_var_name(&e.p, e.rt[i]);
+    if (e.nrt) {
+        f.entry.dims = f.kernel.dims = true;
+        e.sizes_ok = cg_claim(&e.p, arena_printf(a, "%s_check_sizes", o->name));
+        e.erange = cg_upper(a, arena_printf(a, "%s_ERANGE", o->name));
+        cg_claim(&e.p, arena_printf(a, "%s_strerror", o->name));
+    }
     for (int i = 0; i < g->ninputs; i++) {
         const Tensor *p = packed_form(fn, g->inputs[i]);
         add_param(&f.entry, g->inputs[i], true);

@@ -939,6 +939,12 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
             m = cg_upper(a, arena_printf(a, "%s_%s_%d", name, g->dims[d].name, k));
         }
         vec_push(a, taken, (void *)m);
-        fprintf(h, "#define %s %lld\n", m, (long long)g->dims[d].value);
+        const Dim *dim = &g->dims[d];
+        if (dim->runtime)
+            fprintf(h, "#define %s_MIN %lld /* %s: a run-time size */\n#define %s_MAX %lld\n", m,
+                    (long long)dim->lo, dim->declared ? "an argument" : te_size_str(a, dim->size), m,
+                    (long long)dim->hi);
+        else
+            fprintf(h, "#define %s %lld\n", m, (long long)dim->value);
     }
 }

@@ -208,6 +208,46 @@ const char *cg_npy_descr(DType t)
     }
 }
 
+/* Size expression E as C over the harness's sizes te_d[] (the declared
+ * run-time dims, in order: RT[dim] is a dim's place there). */
+static const char *size_c(Arena *a, const SizeExpr *e, const int *rt)
+{
+    switch (e->kind) {
+    case SZ_NUM: return arena_printf(a, "%lldLL", (long long)e->value);
+    case SZ_DIM: return arena_printf(a, "te_d[%d]", rt[e->dim]);
+    case SZ_MIN:
+    case SZ_MAX: {
+        const char *x = size_c(a, e->a, rt), *y = size_c(a, e->b, rt);
+        return arena_printf(a, "(%s %s %s ? %s : %s)", x, e->kind == SZ_MIN ? "<" : ">", y, x, y);
+    }
+    default: {
+        static const char *const ops[] = { TE_SIZE_KINDS(TE_ENUM_NAME) };
+        return arena_printf(a, "(%s %s %s)", size_c(a, e->a, rt), ops[e->kind], size_c(a, e->b, rt));
+    }
+    }
+}
+
+/* Dimension D of T as C: its number, or its size over te_d[]. */
+static const char *dim_c(Arena *a, const Tensor *t, int d, const int *rt)
+{
+    return t->shape_size[d] ? size_c(a, t->shape_size[d], rt)
+                            : arena_printf(a, "%lld", (long long)t->shape[d]);
+}
+
+/* T's element count as C: a number for a static shape. */
+static const char *elems_c(Arena *a, const Tensor *t, const int *rt)
+{
+    bool runtime = false;
+    for (int d = 0; d < t->rank; d++)
+        runtime = runtime || t->shape_size[d];
+    if (!runtime)
+        return arena_printf(a, "%lld", (long long)tensor_elems(t));
+    const char *s = "(1LL";
+    for (int d = 0; d < t->rank; d++)
+        s = arena_printf(a, "%s * %s", s, dim_c(a, t, d, rt));
+    return arena_printf(a, "%s)", s);
+}
+
 static const char *shape_text(Arena *a, const Tensor *t)
 {
     const char *s = "(";
@@ -230,7 +270,38 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
           "#include <time.h>\n#include <unistd.h>\n\n", out);
     fputs(harness_body, out);
     int nin = g->ninputs, nout = g->noutputs, nbuf = nin + nout;
+    /* a program with run-time dims: their values first, NAME=VALUE each */
+    int nrt = 0;
+    int *rt = arena_alloc(a, sizeof *rt * (size_t)(g->ndims + 1));
+    for (int d = 0; d < g->ndims; d++)
+        rt[d] = g->dims[d].runtime && g->dims[d].declared ? nrt++ : -1;
     fputs("\nint main(int argc, char **argv)\n{\n", out);
+    if (nrt) {
+        fprintf(out, "    /* the run-time sizes: %d arguments NAME=VALUE, in this order */\n"
+                     "    static const char *const te_names[] = {", nrt);
+        for (int d = 0; d < g->ndims; d++)
+            if (rt[d] >= 0)
+                fprintf(out, " \"%s\",", g->dims[d].name);
+        fprintf(out, " };\n    int64_t te_d[%d];\n", nrt);
+        fprintf(out, "    for (int i = 0; i < %d; i++) {\n"
+                     "        size_t n = strlen(te_names[i]);\n"
+                     "        char *end = NULL;\n"
+                     "        if (i + 1 < argc && strncmp(argv[i + 1], te_names[i], n) == 0 && argv[i + 1][n] == '=')\n"
+                     "            te_d[i] = strtoll(argv[i + 1] + n + 1, &end, 10);\n"
+                     "        if (!end || end == argv[i + 1] + n + 1 || *end) {\n"
+                     "            fprintf(stderr, \"harness: argument %%d must be %%s=SIZE\\n\", i + 1, te_names[i]);\n"
+                     "            return 2;\n"
+                     "        }\n"
+                     "    }\n"
+                     "    int te_status = %s_check_sizes(", nrt, name);
+        for (int i = 0; i < nrt; i++)
+            fprintf(out, "%ste_d[%d]", i ? ", " : "", i);
+        fprintf(out, ");\n"
+                     "    if (te_status != 0) {\n"
+                     "        fprintf(stderr, \"harness: %%s\\n\", %s_strerror(te_status));\n"
+                     "        return 3;\n"
+                     "    }\n", name);
+    }
     /* the arguments: the buffers' files, then -r REPEATS [-c COPIES] */
     fprintf(out, "    int repeats = 0, copies = 0;\n"
                  "    int argn = %d;\n"
@@ -243,55 +314,78 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
                  "        }\n"
                  "    }\n"
                  "    if (argc != argn || repeats < 0 || copies < 0) {\n"
-                 "        fprintf(stderr, \"usage: %%s", nbuf + 1);
+                 "        fprintf(stderr, \"usage: %%s", nbuf + 1 + nrt);
+    for (int d = 0; d < g->ndims; d++)
+        if (rt[d] >= 0)
+            fprintf(out, " %s=SIZE", g->dims[d].name);
     for (int i = 0; i < nin; i++)
         fprintf(out, " %s.npy", g->inputs[i]->name);
     for (int i = 0; i < nout; i++)
         fprintf(out, " %s.npy", g->outputs[i]->name);
     fputs(" [-r REPEATS [-c COPIES]]\\n\", argv[0]);\n        return 2;\n    }\n", out);
-    long long set = 0;
+    /* sizes as C: numbers (a static program's text), or expressions of
+     * te_d[] (LIT: the number when every size is static) */
+    const char *set;
+    if (!nrt) {
+        long long total = 0;
+        for (int i = 0; i < nbuf; i++) {
+            const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
+            total += (tensor_elems(t) * dtype_bytes(t->dtype) + 63) / 64 * 64;
+        }
+        set = arena_printf(a, "%lldLL", total);
+    } else {
+        set = "0LL";
+        for (int i = 0; i < nbuf; i++) {
+            const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
+            set = arena_printf(a, "%s + (%s * %d + 63) / 64 * 64", set, elems_c(a, t, rt),
+                               dtype_bytes(t->dtype));
+        }
+    }
+    const char **elems = arena_alloc(a, sizeof *elems * (size_t)(nbuf + 1));
+    const char **bytes = arena_alloc(a, sizeof *bytes * (size_t)(nbuf + 1));
+    const char **alloc = arena_alloc(a, sizeof *alloc * (size_t)(nbuf + 1));
     for (int i = 0; i < nbuf; i++) {
         const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
-        set += (tensor_elems(t) * dtype_bytes(t->dtype) + 63) / 64 * 64;
+        elems[i] = elems_c(a, t, rt);
+        int64_t b = tensor_elems(t) * dtype_bytes(t->dtype);
+        bool lit = strspn(elems[i], "0123456789") == strlen(elems[i]);
+        bytes[i] = lit ? arena_printf(a, "%lld", (long long)b)
+                       : arena_printf(a, "%s * %d", elems[i], dtype_bytes(t->dtype));
+        alloc[i] = lit ? arena_printf(a, "%lld", (long long)((b + 63) / 64 * 64))
+                       : arena_printf(a, "(%s + 63) / 64 * 64", bytes[i]);
     }
-    fprintf(out, "    if (copies == 0)\n        copies = choose_copies(%lldLL, repeats);\n", set);
+    fprintf(out, "    if (copies == 0)\n        copies = choose_copies(%s, repeats);\n", set);
     fprintf(out, "    /* copy c's buffers: buf[c * %d + i], inputs then outputs */\n", nbuf);
     fprintf(out, "    void **buf = calloc((size_t)copies * %d, sizeof *buf);\n", nbuf);
     fputs("    if (!buf)\n        return 2;\n", out);
     for (int i = 0; i < nbuf; i++) {
         const Tensor *t = i < nin ? g->inputs[i] : g->outputs[i - nin];
-        int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
         if (i < nin) {
-            fprintf(out, "    static const long long dims%d[] = { ", i);
+            fprintf(out, "    %sconst long long dims%d[] = { ", nrt ? "" : "static ", i);
             for (int d = 0; d < t->rank; d++)
-                fprintf(out, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+                fprintf(out, "%s%s", d ? ", " : "", dim_c(a, t, d, rt));
             fprintf(out, "%s };\n", t->rank ? "" : "0");
-            fprintf(out, "    buf[%d] = read_npy(argv[%d], \"%s\", %d, dims%d, %d, %d);\n", i, i + 1,
+            fprintf(out, "    buf[%d] = read_npy(argv[%d], \"%s\", %d, dims%d, %d, %d);\n", i, i + 1 + nrt,
                     cg_npy_descr(t->dtype), t->rank, i, dtype_bytes(t->dtype), t->dtype == DT_BF16);
             continue;
         }
         fprintf(out, "    for (int c = 0; c < copies; c++) {\n");
-        fprintf(out, "        void *p = buf[c * %d + %d] = aligned_alloc(64, %lld);\n", nbuf, i,
-                (long long)((bytes + 63) / 64 * 64));
+        fprintf(out, "        void *p = buf[c * %d + %d] = aligned_alloc(64, %s);\n", nbuf, i, alloc[i]);
         fprintf(out, "        if (!p)\n            return 2;\n");
         if (t->dtype == DT_F32 || t->dtype == DT_F64) {
-            fprintf(out, "        for (long long k = 0; k < %lld; k++)\n", (long long)tensor_elems(t));
+            fprintf(out, "        for (long long k = 0; k < %s; k++)\n", elems[i]);
             fprintf(out, "            ((%s *)p)[k] = NAN;\n", dtype_ctype(t->dtype));
         } else {
-            fprintf(out, "        memset(p, 0x7f, %lld);\n", (long long)bytes);
+            fprintf(out, "        memset(p, 0x7f, %s);\n", bytes[i]);
         }
         fputs("    }\n", out);
     }
     if (nin > 0) {
         fputs("    for (int c = 1; c < copies; c++) {\n", out);
         for (int i = 0; i < nin; i++) {
-            const Tensor *t = g->inputs[i];
-            int64_t bytes = tensor_elems(t) * dtype_bytes(t->dtype);
-            fprintf(out, "        buf[c * %d + %d] = aligned_alloc(64, %lld);\n", nbuf, i,
-                    (long long)((bytes + 63) / 64 * 64));
+            fprintf(out, "        buf[c * %d + %d] = aligned_alloc(64, %s);\n", nbuf, i, alloc[i]);
             fprintf(out, "        if (!buf[c * %d + %d])\n            return 2;\n", nbuf, i);
-            fprintf(out, "        memcpy(buf[c * %d + %d], buf[%d], %lld);\n", nbuf, i, i,
-                    (long long)bytes);
+            fprintf(out, "        memcpy(buf[c * %d + %d], buf[%d], %s);\n", nbuf, i, i, bytes[i]);
         }
         fputs("    }\n", out);
     }
@@ -306,8 +400,17 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     fputs("    for (int r = 0; r <= repeats; r++) {\n", out);
     fprintf(out, "        void **b = buf + (size_t)(r %% copies) * %d;\n", nbuf);
     fputs("        double start = now();\n", out);
-    fprintf(out, "        %s_packed_args(b, packed[r %% copies]);\n", name);
-    fputs("        times[r] = now() - start;\n    }\n", out);
+    if (nrt)
+        fprintf(out, "        te_status = %s_packed_args(te_d, b, packed[r %% copies]);\n", name);
+    else
+        fprintf(out, "        %s_packed_args(b, packed[r %% copies]);\n", name);
+    fputs("        times[r] = now() - start;\n", out);
+    if (nrt)
+        fprintf(out, "        if (te_status != 0) {\n"
+                     "            fprintf(stderr, \"harness: %%s\\n\", %s_strerror(te_status));\n"
+                     "            return 3;\n"
+                     "        }\n", name);
+    fputs("    }\n", out);
     fputs("    if (repeats > 0) {\n"
           "        qsort(times + 1, (size_t)repeats, sizeof *times, cmp_double);\n"
           "        printf(\"%.9f %d\\n\", times[1 + repeats / 2], copies);\n"
@@ -315,9 +418,21 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     fprintf(out, "    void **last = buf + (size_t)(repeats %% copies) * %d;\n", nbuf);
     for (int i = 0; i < nout; i++) {
         const Tensor *t = g->outputs[i];
-        fprintf(out, "    write_npy(argv[%d], last[%d], %lld, \"%s\", \"%s\");\n", nin + i + 1,
-                nin + i, (long long)(tensor_elems(t) * dtype_bytes(t->dtype)), cg_npy_descr(t->dtype),
-                shape_text(a, t));
+        int k = nin + i;
+        if (strspn(elems[k], "0123456789") == strlen(elems[k])) {
+            fprintf(out, "    write_npy(argv[%d], last[%d], %s, \"%s\", \"%s\");\n", k + 1 + nrt, k,
+                    bytes[k], cg_npy_descr(t->dtype), shape_text(a, t));
+            continue;
+        }
+        /* the shape's text at these sizes */
+        fprintf(out, "    {\n        char shape[%d];\n        snprintf(shape, sizeof shape, \"(", 24 * t->rank + 8);
+        for (int d = 0; d < t->rank; d++)
+            fprintf(out, "%%lld%s", t->rank == 1 ? "," : d + 1 < t->rank ? ", " : "");
+        fputs(")\"", out);
+        for (int d = 0; d < t->rank; d++)
+            fprintf(out, ", (long long)%s", dim_c(a, t, d, rt));
+        fprintf(out, ");\n        write_npy(argv[%d], last[%d], %s, \"%s\", shape);\n    }\n", k + 1 + nrt, k,
+                bytes[k], cg_npy_descr(t->dtype));
     }
     fprintf(out, "    for (size_t k = 0; k < (size_t)copies * %d; k++)\n        free(buf[k]);\n", nbuf);
     fputs("    for (int c = 0; c < copies; c++)\n        free(packed[c]);\n", out);

@@ -449,7 +449,7 @@ static void note_loads(const Expr *e, int stage, int *last)
  * what the graph needs at once, not the sum of every stage. */
 int te_eval(const Graph *g, double *const *inputs, double **outputs)
 {
-    if (!te_require_static_dims(g))
+    if (!te_require_static_dims(g, "--eval"))
         return -1;
     return te_eval_at(g, NULL, inputs, outputs);
 }

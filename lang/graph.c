@@ -79,13 +79,13 @@ void te_graph_compact(Arena *a, Graph *g)
             count_uses(g->tensors[i]->body);
 }
 
-/* Run-time dims (lang/texc.h, Dim) are parsed and checked, but nothing
- * below sema takes a size at run time yet (doc/runtime-dims.md, the
- * phases): until it does, this one message says so at the declaration of
- * the first run-time dim, which is always one declared with a range (a
- * computed one comes after the dims it uses), and names the -D for every
- * declared one, so that one run of texc tells the whole fix. */
-bool te_require_static_dims(const Graph *g)
+/* Run-time dims (lang/texc.h, Dim) are compiled for the CPU; the rest
+ * (doc/runtime-dims.md, the phases) takes static sizes only: this one
+ * message says so at the declaration of the first run-time dim, which is
+ * always one declared with a range (a computed one comes after the dims
+ * it uses), and names the -D for every declared one, so that one run of
+ * texc tells the whole fix. */
+bool te_require_static_dims(const Graph *g, const char *what)
 {
     const Dim *first = NULL;
     int ndeclared = 0;
@@ -104,9 +104,9 @@ bool te_require_static_dims(const Graph *g)
             len += (size_t)snprintf(fix + len, sizeof fix - len, "%s-D %s=VALUE", len ? " " : "",
                                     g->dims[i].name);
     diag_error(g->src, first->span,
-               "run-time dim '%s' (%lld..%lld): this texc cannot compile run-time sizes yet; "
+               "run-time dim '%s' (%lld..%lld): %s takes static sizes only, for now; "
                "give %s a size with %s",
-               first->name, (long long)first->lo, (long long)first->hi,
+               first->name, (long long)first->lo, (long long)first->hi, what,
                ndeclared > 1 ? "each run-time dim" : "it", fix);
     return false;
 }

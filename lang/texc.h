@@ -345,6 +345,10 @@ typedef struct IterVar {
      * region_lo + region_trip - 1 at most (index simplification uses it) */
     struct Expr *region_lo;
     int64_t region_trip;
+    /* lowering: the variable of a run-time dim, 1 + its index in
+     * Graph.dims (a parameter of the generated functions, ranging over
+     * the dim's lo .. lo + extent - 1); 0 for every other variable */
+    int size_dim;
 } IterVar;
 
 typedef struct Tensor Tensor;
@@ -507,12 +511,12 @@ Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
 bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx);
 
 /* graph.c: does every dim of G have a compile-time size?  If one is a
- * run-time dim, prints the one diagnostic that says this texc cannot yet
- * compile it (at the first such dim, naming the -D that fixes it) and
- * returns false.  Every consumer that needs static sizes (the driver's
- * build, --check, --eval and --tune, and sch_build, tune_run, te_eval as
- * a backstop) asks it first. */
-bool te_require_static_dims(const Graph *g);
+ * run-time dim, prints the one diagnostic that says WHAT ("--tune", "the
+ * cuda target") takes static sizes only (at the first such dim, naming
+ * the -D that fixes it) and returns false.  Every consumer that needs
+ * static sizes (--eval, --tune, CUDA builds; te_eval, tune_run and
+ * sch_build for CUDA as a backstop) asks it first. */
+bool te_require_static_dims(const Graph *g, const char *what);
 
 /* print.c — the graph printer (--dump=graph) and the canonical form. */
 void te_print_expr(FILE *out, const Expr *e);

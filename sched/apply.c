@@ -98,11 +98,12 @@ static bool check_plain(SchedState *st, SStage *s, Loop *l, const SchedStmt *stm
     return true;
 }
 
-static Loop *new_loop(SchedState *st, const char *name, int64_t extent, bool reduce)
+static Loop *new_loop(SchedState *st, const char *name, int64_t extent, const SizeExpr *size,
+                      bool reduce)
 {
     Loop *l = arena_alloc(st->arena, sizeof *l);
     l->name = name;
-    l->var = sch_new_var(st, name, extent);
+    l->var = sch_new_var_size(st, name, extent, size);
     l->reduce = reduce;
     return l;
 }
@@ -140,13 +141,24 @@ static bool do_split(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *l,
     if (factor > extent)
         factor = extent;
     int64_t nouter = (extent + factor - 1) / factor;
-    Loop *lo = new_loop(st, outer, nouter, l->reduce);
-    Loop *li = new_loop(st, inner, factor, l->reduce);
     Arena *a = st->arena;
+    /* a run-time extent E: ceil(E / factor) outer iterations, and a guard
+     * unless FACTOR divides E at every size */
+    const SizeExpr *size = l->var->extent_size, *outer_size = NULL;
+    bool divides = extent % factor == 0;
+    if (size) {
+        const SizeExpr *f = te_size_num(a, factor);
+        outer_size = te_size_simplify(
+            a, te_size_op(a, SZ_DIV, te_size_op(a, SZ_ADD, size, te_size_num(a, factor - 1)), f));
+        int64_t rem;
+        divides = te_size_is_num(te_size_simplify(a, te_size_op(a, SZ_MOD, size, f)), &rem) && rem == 0;
+    }
+    Loop *lo = new_loop(st, outer, nouter, outer_size, l->reduce);
+    Loop *li = new_loop(st, inner, factor, NULL, l->reduce);
     Expr *value = sch_add(a, sch_mul(a, ex_var(a, no_span, lo->var), sch_int(a, factor)),
                           ex_var(a, no_span, li->var));
-    if (extent % factor != 0) {
-        Expr *args[2] = { ex_var(a, no_span, l->var), sch_int(a, extent) };
+    if (!divides) {
+        Expr *args[2] = { ex_var(a, no_span, l->var), sch_extent_expr(st, l->var) };
         vec_push(a, &s->guards, ex_op(a, no_span, OP_LT, DT_BOOL, args, 2));
     }
     substitute_loop(st, s, l, value);
@@ -203,10 +215,16 @@ static bool do_fuse(SchedState *st, SStage *s, const SchedStmt *stmt, Loop *a, L
                    a->name, b->name);
         return false;
     }
-    Loop *f = new_loop(st, name, extent, a->reduce);
     Arena *ar = st->arena;
+    const SizeExpr *size = NULL;
+    if (a->var->extent_size || b->var->extent_size) {
+        const SizeExpr *ea = a->var->extent_size ? a->var->extent_size : te_size_num(ar, a->var->extent);
+        const SizeExpr *eb = b->var->extent_size ? b->var->extent_size : te_size_num(ar, b->var->extent);
+        size = te_size_simplify(ar, te_size_op(ar, SZ_MUL, ea, eb));
+    }
+    Loop *f = new_loop(st, name, extent, size, a->reduce);
     Expr *fv = ex_var(ar, no_span, f->var);
-    Expr *eb = sch_int(ar, b->var->extent);
+    Expr *eb = sch_extent_expr(st, b->var);
     Expr *args[2] = { fv, eb };
     substitute_loop(st, s, a, ex_op(ar, no_span, OP_DIV, DT_I32, args, 2));
     substitute_loop(st, s, b, ex_op(ar, no_span, OP_MOD, DT_I32, args, 2));
@@ -570,12 +588,13 @@ static SStage *new_copy_stage(SchedState *st, const char *name, Tensor *src_tens
     t->dtype = src_tensor->dtype;
     t->rank = src_tensor->rank;
     memcpy(t->shape, src_tensor->shape, sizeof t->shape);
+    memcpy(t->shape_size, src_tensor->shape_size, sizeof t->shape_size);
     t->vars = arena_alloc(st->arena, sizeof *t->vars * (size_t)(t->rank + 1));
     Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(t->rank + 1));
     for (int d = 0; d < t->rank; d++) {
         const char *vn = src_tensor->vars ? src_tensor->vars[d]->name
                                           : arena_printf(st->arena, "ax%d", d);
-        t->vars[d] = sch_new_var(st, vn, t->shape[d]);
+        t->vars[d] = sch_new_var_size(st, vn, t->shape[d], t->shape_size[d]);
         idx[d] = ex_var(st->arena, no_span, t->vars[d]);
     }
     SStage *s = arena_alloc(st->arena, sizeof *s);
@@ -597,7 +616,7 @@ static void init_loops_of(SchedState *st, SStage *s)
         IterVar **vars = pass == 0 ? s->svars : s->rvars;
         int n = pass == 0 ? s->nsvars : s->nrvars;
         for (int i = 0; i < n; i++) {
-            Loop *l = new_loop(st, vars[i]->name, vars[i]->extent, pass == 1);
+            Loop *l = new_loop(st, vars[i]->name, vars[i]->extent, vars[i]->extent_size, pass == 1);
             vec_push(st->arena, &s->loops, l);
             Expr *v = ex_var(st->arena, no_span, l->var);
             s->value_of[pass * s->nsvars + i] =

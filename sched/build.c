@@ -52,9 +52,9 @@ void sch_build_layout(const SchedBuild *b)
 
 SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
 {
-    /* loops take static extents only, until run-time dims lower (the
-       driver asks first; this keeps every other caller honest) */
-    if (!te_require_static_dims(b->g))
+    /* CUDA loops take static extents only, until run-time dims lower
+       there (the driver asks first; this keeps every other caller honest) */
+    if (b->target == TARGET_CUDA && !te_require_static_dims(b->g, "the cuda target"))
         return NULL;
     sch_build_layout(b);
     SchedState *st = sch_state_new(b->arena, b->g, b->target);

@@ -251,6 +251,11 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
 {
     if (w->kind != TK_INPUT || !w->is_const || w->rank < 2)
         return NULL;
+    /* a weight whose shape is known only at run time is read in place:
+     * its panels would be sized at run time too (doc/runtime-dims.md) */
+    for (int d = 0; d < w->rank; d++)
+        if (w->shape_size[d])
+            return NULL;
     Tensor *reader = NULL;
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];

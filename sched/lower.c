@@ -251,7 +251,8 @@ static void region_of_loads(Lower *L, Expr *e, const Tensor *t, bool *varying, B
         for (int d = 0; d < t->rank; d++) {
             Bounds b;
             if (!bounds(L, e->args[d], varying, &b))
-                b = (Bounds){ sch_int(L->a, 0), sch_int(L->a, t->shape[d] - 1) };
+                b = (Bounds){ sch_int(L->a, 0),
+                              sch_sub(L->a, sch_shape_expr(L->st, t, d), sch_int(L->a, 1)) };
             if (!seen[d]) {
                 r[d] = b;
                 seen[d] = true;
@@ -324,7 +325,7 @@ static void whole_range(Lower *L, const SStage *s, const Loop *l)
 {
     if (!s->attach || l->reduce || !L->loop_min[l->var->id]) {
         L->loop_min[l->var->id] = sch_int(L->a, 0);
-        L->loop_ext[l->var->id] = sch_int(L->a, l->var->extent);
+        L->loop_ext[l->var->id] = sch_extent_expr(L->st, l->var);
         L->loop_trip[l->var->id] = l->var->extent;
     }
 }
@@ -374,7 +375,7 @@ static bool loads_in_bounds(Lower *L, Expr *e, bool *inner, bool *all)
         for (int d = 0; d < e->tensor->rank; d++) {
             int64_t lo, hi;
             if (!const_bounds(L, e->args[d], inner, all, &lo, &hi) || lo < 0 ||
-                hi >= e->tensor->shape[d])
+                hi >= e->tensor->shape[d] || e->tensor->shape_size[d])
                 return false;
         }
     for (int i = 0; i < e->nargs; i++)
@@ -455,7 +456,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     Expr *ext[TE_MAX_RANK];
     for (int d = 0; d < t->rank; d++) {
         if (!seen[d])
-            r[d] = (Bounds){ sch_int(a, 0), sch_int(a, t->shape[d] - 1) };
+            r[d] = (Bounds){ sch_int(a, 0), sch_sub(a, sch_shape_expr(L->st, t, d), sch_int(a, 1)) };
         Expr *size = sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1));
         if (!sch_const_int(size, &shape[d]) && seen_b[d])
             size = sch_add(a, sch_sub(a, rb[d].hi, rb[d].lo), sch_int(a, 1));
@@ -467,7 +468,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
          * that it simplifies */
         r[d].lo = sch_max(a, r[d].lo, sch_int(a, 0));
         ext[d] = sch_min(a, sch_add(a, sch_sub(a, r[d].hi, r[d].lo), sch_int(a, 1)),
-                         sch_sub(a, sch_int(a, t->shape[d]), r[d].lo));
+                         sch_sub(a, sch_shape_expr(L->st, t, d), r[d].lo));
         c->region_lo[d] = r[d].lo;
     }
     /* the region's loops: c's spatial loops iterate it */
@@ -512,6 +513,7 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         Tensor *buf = arena_alloc(a, sizeof *buf);
         *buf = *t;
         memcpy(buf->shape, shape, sizeof buf->shape);
+        memset(buf->shape_size, 0, sizeof buf->shape_size); /* a constant tile */
         buf->kind = TK_STAGE;
         buf->is_output = false;
         c->storage = buf;

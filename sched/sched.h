@@ -238,6 +238,8 @@ typedef struct SchedState {
     bool sizes_known;   /* the stages' nodes and readers are up to date */
     PtrVec trace;       /* SchedStmt *: what was applied, knobs resolved */
     int next_var;       /* the next free IterVar id */
+    IterVar **dim_vars; /* by Graph.dims index: a declared run-time dim's
+                           variable (sch_dim_var), made when first used */
 } SchedState;
 
 #define SCH_STMT_KINDS(X)                                                 \
@@ -299,6 +301,20 @@ bool sch_inline_refused(Arena *a, const Source *src, const SchedStmt *stmt, cons
 Loop *sch_find_loop(SStage *s, const char *name);
 int sch_loop_index(SStage *s, const Loop *l);
 IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent);
+/* A variable whose extent is SIZE over the run-time dims (NULL: EXTENT, a
+ * static one); EXTENT is then SIZE's static bound. */
+IterVar *sch_new_var_size(SchedState *st, const char *name, int64_t extent, const SizeExpr *size);
+/* Sizes over run-time dims as index expressions of the generated code:
+ * a declared run-time dim D is the variable sch_dim_var (a parameter of
+ * the generated functions, of D's range), SIZE the expression over such
+ * variables, V's extent and T's dimension D that expression or their
+ * number where they are static. */
+IterVar *sch_dim_var(SchedState *st, int d);
+Expr *sch_size_expr(SchedState *st, const SizeExpr *size);
+Expr *sch_extent_expr(SchedState *st, const IterVar *v);
+Expr *sch_shape_expr(SchedState *st, const Tensor *t, int d);
+/* Does any stage or input of the graph have a run-time size? */
+bool sch_has_runtime_dims(const Graph *g);
 /* A substitution: the variables VARS[0..N) by VALUES[0..N).  A few at
  * most (a stage's variables, one loop's), so looked up by a scan: a map
  * by IterVar id would be as long as all the program's variables, for

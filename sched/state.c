@@ -24,6 +24,72 @@ IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent)
     return v;
 }
 
+IterVar *sch_new_var_size(SchedState *st, const char *name, int64_t extent, const SizeExpr *size)
+{
+    IterVar *v = sch_new_var(st, name, extent);
+    int64_t n;
+    if (size && te_size_is_num(size, &n)) {
+        v->extent = n;
+        size = NULL;
+    }
+    v->extent_size = size;
+    return v;
+}
+
+IterVar *sch_dim_var(SchedState *st, int d)
+{
+    TE_ASSERT(d >= 0 && d < st->g->ndims && st->g->dims[d].runtime);
+    if (!st->dim_vars)
+        st->dim_vars = arena_alloc(st->arena, sizeof *st->dim_vars * (size_t)(st->g->ndims + 1));
+    if (!st->dim_vars[d]) {
+        const Dim *dim = &st->g->dims[d];
+        IterVar *v = sch_new_var(st, dim->name, dim->hi - dim->lo + 1);
+        v->lo = dim->lo;
+        v->size_dim = d + 1;
+        st->dim_vars[d] = v;
+    }
+    return st->dim_vars[d];
+}
+
+Expr *sch_size_expr(SchedState *st, const SizeExpr *e)
+{
+    Arena *a = st->arena;
+    if (e->kind == SZ_NUM)
+        return sch_int(a, e->value);
+    if (e->kind == SZ_DIM)
+        return ex_var(a, no_span, sch_dim_var(st, e->dim));
+    Expr *x = sch_size_expr(st, e->a), *y = sch_size_expr(st, e->b);
+    Expr *args[2] = { x, y };
+    switch (e->kind) {
+    case SZ_ADD: return sch_add(a, x, y);
+    case SZ_SUB: return sch_sub(a, x, y);
+    case SZ_MUL: return sch_mul(a, x, y);
+    case SZ_MIN: return sch_min(a, x, y);
+    case SZ_MAX: return sch_max(a, x, y);
+    case SZ_DIV: return sch_simplify(a, ex_op(a, no_span, OP_DIV, DT_I32, args, 2));
+    case SZ_MOD: return sch_simplify(a, ex_op(a, no_span, OP_MOD, DT_I32, args, 2));
+    default: TE_UNREACHABLE();
+    }
+}
+
+Expr *sch_extent_expr(SchedState *st, const IterVar *v)
+{
+    return v->extent_size ? sch_size_expr(st, v->extent_size) : sch_int(st->arena, v->extent);
+}
+
+Expr *sch_shape_expr(SchedState *st, const Tensor *t, int d)
+{
+    return t->shape_size[d] ? sch_size_expr(st, t->shape_size[d]) : sch_int(st->arena, t->shape[d]);
+}
+
+bool sch_has_runtime_dims(const Graph *g)
+{
+    for (int i = 0; i < g->ndims; i++)
+        if (g->dims[i].runtime)
+            return true;
+    return false;
+}
+
 Subst sch_subst1(Arena *a, IterVar *var, Expr *value)
 {
     IterVar **vars = arena_alloc(a, sizeof *vars);
@@ -250,7 +316,7 @@ static void init_loops(SchedState *st, SStage *s)
         for (int i = 0; i < n; i++) {
             Loop *l = arena_alloc(st->arena, sizeof *l);
             l->name = vars[i]->name;
-            l->var = sch_new_var(st, vars[i]->name, vars[i]->extent);
+            l->var = sch_new_var_size(st, vars[i]->name, vars[i]->extent, vars[i]->extent_size);
             l->reduce = pass == 1;
             vec_push(st->arena, &s->loops, l);
             Expr *v = ex_var(st->arena, no_span, l->var);
@@ -350,10 +416,14 @@ static Expr *hoist(Hoist *h, Expr *e, bool top)
         for (int i = 0; i < h->nscope; i++) {
             IterVar *old = h->scope[i];
             IterVar *nv = sch_new_var(st, old->name, old->extent);
-            nv->lo = old->lo;
             t->shape[i] = old->lo + old->extent;
             nv->extent = old->lo + old->extent;
-            nv->lo = 0;
+            if (old->extent_size) {
+                Arena *a = st->arena;
+                t->shape_size[i] = te_size_simplify(
+                    a, te_size_op(a, SZ_ADD, old->extent_size, te_size_num(a, old->lo)));
+                nv->extent_size = t->shape_size[i];
+            }
             t->vars[i] = nv;
             map[i] = ex_var(st->arena, no_span, nv);
             idx[i] = ex_var(st->arena, e->span, old);

@@ -107,14 +107,14 @@ static void test_specialize(void)
           "-D M=100 makes M static 100");
     check(mp && !mp->runtime && mp->value == 102 && mp->lo == 102 && mp->hi == 102,
           "-D M=100 makes MP = M + 2 static 102");
-    check(g && te_require_static_dims(g), "a program with every run-time dim given by -D builds");
+    check(g && te_require_static_dims(g, "--tune"), "a program with every run-time dim given by -D builds");
     arena_free(&a);
 
     check(!sema_of(&a, "dim M in 1..4096;", "M", 4097) && diag_errors == 1,
           "-D M=4097 outside 1..4096 is refused");
     arena_free(&a);
     g = sema_of(&a, "dim M in 1..4096; dim MP = M + 2;", NULL, 0);
-    check(g && !te_require_static_dims(g) && diag_errors == 1,
+    check(g && !te_require_static_dims(g, "--tune") && diag_errors == 1,
           "a graph with a run-time dim left is refused with one diagnostic");
     arena_free(&a);
 }
@@ -199,7 +199,7 @@ static void expect_eval_at(const char *sample, const char *from, const char *to,
             Graph *rt = text ? graph_of(&a, text, all, nov) : NULL;
             all[nov] = (DimOverride){ "M", sizes[s], false };
             Graph *st = text ? graph_of(&a, text, all, nov + 1) : NULL;
-            bool same = rt && st && te_require_static_dims(st);
+            bool same = rt && st && te_require_static_dims(st, "--tune");
             OptOptions o = { .dump = stdout };
             OptStats stats = { 0 };
             if (same && opt)

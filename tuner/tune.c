@@ -875,7 +875,7 @@ static void summary(Tuner *t, double model_corr)
 
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
-    if (!te_require_static_dims(g))
+    if (!te_require_static_dims(g, "--tune"))
         return 1;
     bool cuda = o->target == TARGET_CUDA;
     if (cuda && !cuda_ready(o))
