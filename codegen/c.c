@@ -62,8 +62,16 @@ typedef struct Emitter {
      * declaration order (the functions' first parameters) */
     IterVar **rt;
     int nrt;
-    const char *sizes_ok; /* the static function that checks them */
+    const char *sizes_ok; /* NAME_check_sizes */
     const char *erange;   /* NAME_ERANGE */
+    const char **rt_names; /* their names in every variant */
+    /* the variants of a program with run-time dims (one otherwise) */
+    const CgVariant *variants;
+    int nvariants;
+    WorkspacePlan *plans; /* by variant */
+    bool in_variant;      /* writing a variant's function: static, and its
+                             caller checked the sizes */
+    int64_t ws_bytes;     /* the workspace: the most any variant's plan needs */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -1221,7 +1229,7 @@ static void add_param(Params *p, const Tensor *t, bool ro)
 static void emit_signature(Emitter *e, FILE *out, const char *name, const Params *p, bool in_header,
                            bool ws)
 {
-    fprintf(out, "%s %s(", p->dims ? "int" : "void", name);
+    fprintf(out, "%s%s %s(", e->in_variant && !in_header ? "static " : "", p->dims ? "int" : "void", name);
     for (int i = 0; p->dims && i < e->nrt; i++)
         fprintf(out, "int64_t %s, ", cg_var_name(&e->p, e->rt[i]));
     for (int i = 0; i < p->n; i++)
@@ -1327,6 +1335,7 @@ typedef struct Funcs {
 
 
 static const char *dims_decl(Emitter *e);
+static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, bool header);
 
 /* "512, 3072", or "M, 3072" with run-time sizes */
 static void print_shape(Arena *a, FILE *h, const Tensor *t)
@@ -1394,14 +1403,16 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         fputc(']', h);
     }
     fputs("\n */\n", h);
-    if (e->nrt)
+    if (e->nrt) {
         emit_sizes_header(e, o, h);
+        emit_variant_table(e, o, h, true);
+    }
     emit_signature(e, h, o->name, &f->entry, true, false);
     fputs(";\n\n", h);
     /* the workspace API */
     fprintf(h, "/* The intermediates' bytes: one workspace, laid out by texc's memory\n"
                " * plan (texc --dump=memory); 0 when there are none. */\n");
-    fprintf(h, "#define %s %lld%s\n", f->ws_macro, (long long)e->plan.bytes,
+    fprintf(h, "#define %s %lld%s\n", f->ws_macro, (long long)e->ws_bytes,
             e->nrt ? " /* enough for every size in the ranges */" : "");
     fprintf(h, "size_t %s_workspace_size(%s);\n\n", o->name, dims_decl(e));
     fprintf(h, "/* %s with its intermediates in WORKSPACE instead of memory of its own:\n"
@@ -1540,6 +1551,31 @@ static void emit_sizes_check(Emitter *e, const Params *p)
     cg_line(&e->p, "    return %s;\n", e->erange);
 }
 
+/* E as C over the run-time dims' parameters, for every size in their
+ * ranges (not a variant's: sch_size_expr would fix its single sizes). */
+static const char *size_c(Emitter *e, const SizeExpr *x)
+{
+    Arena *a = e->p.a;
+    switch (x->kind) {
+    case SZ_NUM:
+        return arena_printf(a, "%lld", (long long)x->value);
+    case SZ_DIM:
+        for (int i = 0; i < e->nrt; i++)
+            if (e->rt[i]->size_dim - 1 == x->dim)
+                return e->rt_names[i];
+        TE_UNREACHABLE();
+    case SZ_MIN:
+    case SZ_MAX: {
+        const char *p = size_c(e, x->a), *q = size_c(e, x->b);
+        return arena_printf(a, "(%s %s %s ? %s : %s)", p, x->kind == SZ_MIN ? "<" : ">", q, p, q);
+    }
+    default: {
+        static const char *const ops[] = { TE_SIZE_KINDS(TE_ENUM_NAME) };
+        return arena_printf(a, "(%s %s %s)", size_c(e, x->a), ops[x->kind], size_c(e, x->b));
+    }
+    }
+}
+
 /* te_sizes_ok, which every function taking the run-time dims calls
  * first (each size in its range, then the checks sema left to run
  * time, which cannot overflow at sizes in the ranges), and
@@ -1550,15 +1586,15 @@ static void emit_sizes_functions(Emitter *e, const char *name)
     Graph *g = e->st->g;
     fprintf(c, "\nint %s(%s)\n{\n    return ", e->sizes_ok, dims_decl(e));
     for (int i = 0; i < e->nrt; i++) {
-        const IterVar *v = e->rt[i];
-        const char *n = cg_var_name(&e->p, v);
-        fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", n, (long long)v->lo, n,
-                (long long)(v->lo + v->extent - 1));
+        const Dim *d = &g->dims[e->rt[i]->size_dim - 1]; /* (the whole range: not a variant's) */
+        const char *n = cg_var_name(&e->p, e->rt[i]);
+        fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", n, (long long)d->lo, n,
+                (long long)d->hi);
     }
     e->p.indent = 2;
     for (int i = 0; i < g->nchecks; i++) {
         fputs(" &&\n           ", c);
-        cg_emit_expr(&e->p, sch_size_expr(e->st, g->checks[i].value), 3);
+        fputs(size_c(e, g->checks[i].value), c);
         fputs(" >= 0", c);
     }
     e->p.indent = 0;
@@ -1567,9 +1603,8 @@ static void emit_sizes_functions(Emitter *e, const char *name)
                "    case 0:\n        return \"success\";\n    case %s:\n        return \"", name, e->erange);
     fputs("a run-time size is outside its range (", c);
     for (int i = 0; i < e->nrt; i++) {
-        const IterVar *v = e->rt[i];
-        fprintf(c, "%s%s in %lld..%lld", i ? ", " : "", g->dims[v->size_dim - 1].name, (long long)v->lo,
-                (long long)(v->lo + v->extent - 1));
+        const Dim *d = &g->dims[e->rt[i]->size_dim - 1];
+        fprintf(c, "%s%s in %lld..%lld", i ? ", " : "", d->name, (long long)d->lo, (long long)d->hi);
     }
     fputs(g->nchecks ? ") or the sizes fail a check the header lists" : ")", c);
     fputs("\";\n    default:\n        return \"unknown error code\";\n    }\n}\n", c);
@@ -1602,7 +1637,7 @@ static bool begin_function(Emitter *e, const char *name, const Params *p, bool w
     emit_signature(e, e->p.out, name, p, false, ws);
     fputs("\n{\n", e->p.out);
     e->p.indent = 1;
-    if (p->dims)
+    if (p->dims && !e->in_variant)
         emit_sizes_check(e, p);
     return true;
 }
@@ -1632,14 +1667,164 @@ static void emit_with_workspace(Emitter *e, const char *name, const char *ws_nam
     e->p.indent = 1;
     if (p->dims)
         emit_sizes_check(e, p);
-    if (e->plan.bytes > 0)
+    if (e->ws_bytes > 0)
         fprintf(c, "    void *te_workspace = te_alloc(%s);\n", ws_macro);
     emit_call_open(e, ws_name, p);
     if (p->dims)
-        fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n    return te_status;\n}\n"
+        fputs(e->ws_bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n    return te_status;\n}\n"
                                 : ", NULL);\n    return te_status;\n}\n", c);
     else
-        fputs(e->plan.bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
+        fputs(e->ws_bytes > 0 ? ", te_workspace);\n    free(te_workspace);\n}\n" : ", NULL);\n}\n", c);
+}
+
+/* The function NAME running FN's kernel steps, each temp at its planned
+ * offset (e->plan). */
+static bool emit_core(Emitter *e, const char *name, const Funcs *f, const LoweredFunc *fn, FILE *c)
+{
+    if (!begin_function(e, name, &f->kernel, true, fn))
+        return false;
+    for (int i = 0; e->in_variant && i < e->nrt; i++) {
+        int d = e->rt[i]->size_dim - 1;
+        if (e->st->dims[d].lo == e->st->dims[d].hi)
+            cg_line(&e->p, "(void)%s; /* %lld in this variant */\n", cg_var_name(&e->p, e->rt[i]),
+                    (long long)e->st->dims[d].lo);
+    }
+    emit_views(e, &f->kernel, fn->body);
+    if (fn->temps.len)
+        cg_line(&e->p, "char *te_workspace = te_workspace_;\n");
+    else
+        cg_line(&e->p, "(void)te_workspace_;\n");
+    const SStage **roots;
+    const Stmt **bodies;
+    int nsteps = cg_kernel_steps(e->p.a, e->st, fn, &roots, &bodies);
+    for (int k = 0; k < nsteps; k++)
+        emit_step(e, fn, bodies[k]);
+    end_function(e, c);
+    return true;
+}
+
+/* Makes variant I's state the one names and sizes come from: its
+ * variables get fresh names, but for its run-time dims' (every variant
+ * calls them the same), and its workspace plan. */
+static void use_variant(Emitter *e, int i)
+{
+    SchedState *st = e->variants[i].st;
+    e->st = st;
+    for (int k = 0; k < e->nrt; k++)
+        e->rt[k] = sch_dim_var(st, e->rt[k]->size_dim - 1);
+    e->p.var_names = arena_alloc(e->p.a, sizeof *e->p.var_names * (size_t)(st->next_var + 1));
+    for (int k = 0; k < e->nrt; k++)
+        e->p.var_names[e->rt[k]->id] = e->rt_names[k];
+    e->plan = e->plans[i];
+}
+
+/* NAME, the dispatcher: the sizes checked, then the variant whose bucket
+ * holds them, by an if-chain in the buckets' order (when the buckets
+ * differ along one dim, one comparison each). */
+static void emit_dispatch(Emitter *e, const char *name, const char **variants, const Funcs *f, FILE *c)
+{
+    Graph *g = e->st->g;
+    int varying = 0;
+    for (int k = 0; k < e->nrt; k++) {
+        int d = e->rt[k]->size_dim - 1;
+        for (int i = 1; i < e->nvariants; i++)
+            if (e->variants[i].bucket->lo[d] != e->variants[0].bucket->lo[d]) {
+                varying++;
+                break;
+            }
+    }
+    fputc('\n', c);
+    emit_signature(e, c, name, &f->kernel, false, true);
+    fputs("\n{\n", c);
+    e->p.indent = 1;
+    emit_sizes_check(e, &f->kernel);
+    for (int i = 0; i < e->nvariants; i++) {
+        const Bucket *b = e->variants[i].bucket;
+        if (i + 1 < e->nvariants) {
+            cg_line(&e->p, "if (");
+            const char *sep = "";
+            for (int k = 0; k < e->nrt; k++) {
+                int d = e->rt[k]->size_dim - 1;
+                const char *n = e->rt_names[k];
+                if (b->lo[d] > g->dims[d].lo && varying != 1) {
+                    fprintf(c, "%s%s >= %lld", sep, n, (long long)b->lo[d]);
+                    sep = " && ";
+                }
+                if (b->hi[d] < g->dims[d].hi) {
+                    fprintf(c, "%s%s <= %lld", sep, n, (long long)b->hi[d]);
+                    sep = " && ";
+                }
+            }
+            fprintf(c, ") /* %s */\n", sch_bucket_str(e->p.a, g, b));
+            e->p.indent++;
+        }
+        cg_line(&e->p, "return %s(", variants[i]);
+        for (int k = 0; k < e->nrt; k++)
+            fprintf(c, "%s, ", e->rt_names[k]);
+        for (int k = 0; k < f->kernel.n; k++)
+            fprintf(c, "%s_, ", cg_tensor_name(&e->p, f->kernel.t[k]));
+        fputs("te_workspace_);\n", c);
+        if (i + 1 < e->nvariants)
+            e->p.indent--;
+    }
+    fputs("}\n", c);
+}
+
+/* S as a C string literal's contents */
+static const char *c_string(Arena *a, const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '"' || *p == '\\' || *p == '\n' ? 2 : 1;
+    char *out = arena_alloc(a, n + 1), *o = out;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else {
+            if (*p == '"' || *p == '\\')
+                *o++ = '\\';
+            *o++ = *p;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+/* The variants' table (header: its type and declaration; C: its
+ * definition). */
+static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, bool header)
+{
+    Graph *g = e->st->g;
+    const char *up = cg_upper(e->p.a, o->name);
+    if (header) {
+        fprintf(out, "\n/* The compiled variants, in the order %s tries them: the sizes each\n"
+                     " * serves (inclusive; lo[i] and hi[i] are the i-th run-time dim's), its\n"
+                     " * schedule, one statement a line, and where that came from. */\n",
+                o->name);
+        fprintf(out, "struct %s_variant {\n    int64_t lo[%d], hi[%d];\n    const char *schedule, *from;\n};\n",
+                o->name, e->nrt, e->nrt);
+        fprintf(out, "#define %s_NVARIANTS %d\n", up, e->nvariants);
+        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n", o->name, o->name, up);
+        return;
+    }
+    fprintf(out, "\nconst struct %s_variant %s_variants[%s_NVARIANTS] = {\n", o->name, o->name, up);
+    for (int i = 0; i < e->nvariants; i++) {
+        const CgVariant *v = &e->variants[i];
+        fputs("    { {", out);
+        for (int k = 0; k < e->nrt; k++) {
+            int d = e->rt[k]->size_dim - 1;
+            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v->bucket ? v->bucket->lo[d] : g->dims[d].lo));
+        }
+        fputs(" }, {", out);
+        for (int k = 0; k < e->nrt; k++) {
+            int d = e->rt[k]->size_dim - 1;
+            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v->bucket ? v->bucket->hi[d] : g->dims[d].hi));
+        }
+        fprintf(out, " },\n      \"%s\",\n      \"%s\" },\n", c_string(e->p.a, v->schedule ? v->schedule : ""),
+                c_string(e->p.a, v->from ? v->from : ""));
+    }
+    fputs("};\n", out);
 }
 
 /* The functions of NAME.c (the entry points the top of this file lists),
@@ -1649,6 +1834,7 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
 {
     FILE *c = e->p.out;
     if (e->nrt) {
+        emit_variant_table(e, o, c, false);
         emit_sizes_functions(e, o->name);
         fprintf(c, "\nsize_t %s_workspace_size(%s)\n{\n", o->name, dims_decl(e));
         for (int i = 0; i < e->nrt; i++)
@@ -1665,21 +1851,26 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
         end_function(e, c);
     }
 
-    /* the kernel steps in order, each temp at its planned offset */
+    /* the kernel steps in order, each temp at its planned offset: one
+       function, or one per variant and the dispatcher */
     const char *core = f->prepack.n ? f->packed_ws_name : f->ws_name;
-    if (!begin_function(e, core, &f->kernel, true, fn))
-        return false;
-    emit_views(e, &f->kernel, fn->body);
-    if (fn->temps.len)
-        cg_line(&e->p, "char *te_workspace = te_workspace_;\n");
-    else
-        cg_line(&e->p, "(void)te_workspace_;\n");
-    const SStage **roots;
-    const Stmt **bodies;
-    int nsteps = cg_kernel_steps(e->p.a, e->st, fn, &roots, &bodies);
-    for (int k = 0; k < nsteps; k++)
-        emit_step(e, fn, bodies[k]);
-    end_function(e, c);
+    if (e->nvariants == 1) {
+        if (!emit_core(e, core, f, fn, c))
+            return false;
+    } else {
+        const char **names = arena_alloc(e->p.a, sizeof *names * (size_t)e->nvariants);
+        for (int i = 0; i < e->nvariants; i++) {
+            names[i] = cg_claim(&e->p, arena_printf(e->p.a, "%s_v%d", core, i));
+            use_variant(e, i);
+            e->in_variant = true;
+            bool ok = emit_core(e, names[i], f, e->variants[i].fn, c);
+            e->in_variant = false;
+            if (!ok)
+                return false;
+        }
+        use_variant(e, 0);
+        emit_dispatch(e, core, names, f, c);
+    }
 
     if (!f->prepack.n) {
         emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
@@ -1715,10 +1906,19 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h)
 {
+    CgVariant v = { st, fn, NULL, NULL, NULL };
+    return cg_emit_c_variants(&v, 1, o, out_c, out_h);
+}
+
+bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenOptions *o,
+                        FILE *out_c, FILE *out_h)
+{
+    SchedState *st = variants[0].st;
+    const LoweredFunc *fn = variants[0].fn;
     Arena *a = st->arena;
     Emitter e = { .p = { .a = a, .out = out_c, .d = &cg_dialect_c, .int_type = "int64_t",
                          .element = load_element },
-                  .st = st, .base = o->name };
+                  .st = st, .base = o->name, .variants = variants, .nvariants = nvariants };
     Graph *g = st->g;
     for (int d = 0; d < g->ndims; d++) /* every dim's variable, before the names' table */
         if (g->dims[d].runtime && g->dims[d].declared)
@@ -1735,8 +1935,9 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
     for (int d = 0; d < g->ndims; d++)
         if (g->dims[d].runtime && g->dims[d].declared)
             e.rt[e.nrt++] = sch_dim_var(st, d);
+    e.rt_names = arena_alloc(a, sizeof *e.rt_names * (size_t)(e.nrt + 1));
     for (int i = 0; i < e.nrt; i++)
-        cg_var_name(&e.p, e.rt[i]);
+        e.rt_names[i] = cg_var_name(&e.p, e.rt[i]);
     if (e.nrt) {
         f.entry.dims = f.kernel.dims = true;
         e.sizes_ok = cg_claim(&e.p, arena_printf(a, "%s_check_sizes", o->name));
@@ -1781,14 +1982,29 @@ bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
         f.elems_macros[i] = cg_upper(a, arena_printf(a, "%s_%s_ELEMS", o->name,
                                                   cg_tensor_name(&e.p, fn->packed.items[i])));
 
-    if (!cg_plan_workspace(a, st, fn, &e.plan))
-        return false;
+    e.plans = arena_alloc(a, sizeof *e.plans * (size_t)nvariants);
+    for (int i = 0; i < nvariants; i++) {
+        if (!cg_plan_workspace(a, variants[i].st, variants[i].fn, &e.plans[i]))
+            return false;
+        if (e.plans[i].bytes > e.ws_bytes)
+            e.ws_bytes = e.plans[i].bytes;
+    }
+    e.plan = e.plans[0];
     emit_header(&e, o, &f, out_h);
 
     FILE *c = out_c;
     fprintf(c, "/* %s.c — generated by texc %s from %s.\n", o->name, TE_VERSION, o->source_path);
     fprintf(c, " * target: %s (C11 + OpenMP)\n", target_name(o->target));
-    cg_print_schedule_comment(c, st, o);
+    if (nvariants == 1) {
+        cg_print_schedule_comment(c, st, o);
+    } else {
+        for (int i = 0; i < nvariants; i++) {
+            fprintf(c, " * variant %d, %s:\n", i, sch_bucket_str(a, g, variants[i].bucket));
+            CodegenOptions vo = *o;
+            vo.schedule_from = variants[i].from;
+            cg_print_schedule_comment(c, variants[i].st, &vo);
+        }
+    }
     fputs(" * Do not edit: regenerate with texc.\n */\n", c);
     fputs("#if !defined(_POSIX_C_SOURCE) && !defined(_GNU_SOURCE)\n"
           "#define _POSIX_C_SOURCE 200809L /* threads, signal masks, sysconf (parallel loops) */\n"

@@ -64,6 +64,20 @@ bool cg_plan_workspace(Arena *a, const SchedState *st, const LoweredFunc *fn,
                        WorkspacePlan *out);
 
 /* c.c: writes the C translation unit and the header to OUT_C and OUT_H. */
+/* One compiled variant of a program with run-time dims (a bucket of its
+ * sizes, sched.h), for cg_emit_c_variants. */
+typedef struct CgVariant {
+    SchedState *st;
+    const LoweredFunc *fn;
+    const Bucket *bucket;  /* its sizes; NULL: all of them (one variant) */
+    const char *schedule;  /* its schedule, one statement a line */
+    const char *from;      /* where that came from */
+} CgVariant;
+/* The same as cg_emit_c for VARIANTS[0..N) of one program, which share
+ * its layouts (the same prepack): one function per variant and a
+ * dispatcher (N > 1), and the table of the variants. */
+bool cg_emit_c_variants(const CgVariant *variants, int n, const CodegenOptions *o, FILE *out_c,
+                        FILE *out_h);
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h);
 

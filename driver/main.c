@@ -82,6 +82,8 @@ typedef struct Options {
     TuneOptions tuning; /* --trials, --time-budget, --jobs, --log, --plot */
     const char *log_summary; /* --log-summary FILE */
     CudaOptions cuda;   /* --embed, --keep, --dump=cuda */
+    BucketSpec *buckets; /* --buckets DIM=LIST, one per dim */
+    int nbuckets;
 } Options;
 
 static void usage(FILE *out)
@@ -130,6 +132,9 @@ static void usage(FILE *out)
             "                      run the reference evaluator on the program as written (or\n"
             "                      after the optimizer); write PREFIX.OUTPUT.npy\n"
             "      --save-inputs   with --eval, also write PREFIX.in.INPUT.npy\n"
+            "      --buckets DIM=LIST\n"
+            "                      the buckets of a run-time dim, each compiled as a variant:\n"
+            "                      sizes and inclusive ranges, e.g. M=1,2..16,17..4096\n"
             "      --seed=N        seed of the random inputs (default 1)\n"
             "      --input NAME=FILE.npy\n"
             "                      read input NAME from a .npy file instead\n"
@@ -174,6 +179,34 @@ static char *split_assign(char *arg, const char *opt)
     return eq + 1;
 }
 
+/* --buckets DIM=A,B..C,...: the list; its checks against the dim's range
+ * are sema's (sched/bucket.c), which knows the range. */
+static void parse_buckets(Arena *a, char *arg, BucketSpec *sp)
+{
+    char *list = split_assign(arg, "--buckets");
+    sp->dim = arg;
+    sp->text = arena_strdup(a, list);
+    if (list[0] == ',' || strstr(list, ",,") || list[strlen(list) - 1] == ',')
+        usage_error("--buckets %s=%s: expected sizes and ranges LO..HI separated by commas", arg,
+                    sp->text);
+    int cap = 1;
+    for (const char *c = list; *c; c++)
+        cap += *c == ',';
+    sp->lo = arena_alloc(a, sizeof *sp->lo * (size_t)cap);
+    sp->hi = arena_alloc(a, sizeof *sp->hi * (size_t)cap);
+    for (char *item = strtok(list, ","); item; item = strtok(NULL, ",")) {
+        char *dots = strstr(item, "..");
+        if (dots) {
+            *dots = '\0';
+            sp->lo[sp->n] = parse_int(item, "--buckets");
+            sp->hi[sp->n] = parse_int(dots + 2, "--buckets");
+        } else {
+            sp->lo[sp->n] = sp->hi[sp->n] = parse_int(item, "--buckets");
+        }
+        sp->n++;
+    }
+}
+
 static unsigned parse_dumps(char *list, Options *o)
 {
     OptOptions *opt = &o->opt;
@@ -209,7 +242,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
-           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE };
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_BUCKETS };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -229,6 +262,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "embed", no_argument, NULL, OPT_EMBED },
         { "keep", no_argument, NULL, OPT_KEEP },
         { "seed", required_argument, NULL, OPT_SEED },
+        { "buckets", required_argument, NULL, OPT_BUCKETS },
         { "input", required_argument, NULL, OPT_INPUT },
         { "verbose", no_argument, NULL, 'v' },
         { "quiet", no_argument, NULL, 'q' },
@@ -241,6 +275,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     o->defines = arena_alloc(a, sizeof *o->defines * (size_t)argc);
     o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
     o->inputs = arena_alloc(a, sizeof *o->inputs * (size_t)argc);
+    o->buckets = arena_alloc(a, sizeof *o->buckets * (size_t)argc);
     int c;
     while ((c = getopt_long(argc, argv, "o:D:K:f:cvqhV", longopts, NULL)) != -1) {
         switch (c) {
@@ -336,6 +371,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_SEED:
             o->seed = (uint64_t)parse_int(optarg, "--seed");
+            break;
+        case OPT_BUCKETS:
+            parse_buckets(a, optarg, &o->buckets[o->nbuckets++]);
             break;
         case OPT_INPUT: {
             char *path = split_assign(optarg, "--input");
@@ -541,6 +579,80 @@ static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sc
         stats->packed = stats->layout_notes.len;
 }
 
+/* A run-time-dims program's variants (sched/bucket.c): the buckets, the
+ * layouts once (for the schedule of the bucket that holds the hints),
+ * then one build per bucket under the file's schedule for it (or the
+ * default), neighbours with the same schedule merged and built again.
+ * Into *OUT (N of them); false after a diagnostic. */
+static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats, CgVariant **out,
+                           int *n)
+{
+    PtrVec buckets = { 0 };
+    if (!sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &buckets))
+        return false;
+    /* the layouts: for the bucket holding the hints */
+    const Bucket *at_hint = buckets.items[0];
+    for (int i = 0; i < buckets.len; i++) {
+        const Bucket *b = buckets.items[i];
+        bool holds = true;
+        for (int d = 0; d < g->ndims; d++)
+            holds = holds && (!g->dims[d].runtime || !g->dims[d].declared ||
+                              (b->lo[d] <= g->dims[d].hint && g->dims[d].hint <= b->hi[d]));
+        if (holds)
+            at_hint = b;
+    }
+    SchedBuild lb = build_of(a, o, g, sch_bucket_schedule(g, o->target, at_hint), stats);
+    sch_build_layout(&lb);
+    for (int round = 0; round < 2; round++) {
+        CgVariant *v = arena_alloc(a, sizeof *v * (size_t)buckets.len);
+        const char **texts = arena_alloc(a, sizeof *texts * (size_t)buckets.len);
+        for (int i = 0; i < buckets.len; i++) {
+            const Bucket *bk = buckets.items[i];
+            const Schedule *sched = sch_bucket_schedule(g, o->target, bk);
+            SchedBuild b = build_of(a, o, g, sched, stats);
+            b.bucket = bk;
+            b.keep_layout = true;
+            b.dump_layout = b.dump_kernels = NULL;
+            if (round == 0)
+                b.dump_loops = NULL;
+            else if (b.dump_loops)
+                printf("# variant %d: %s\n", i, sch_bucket_str(a, g, bk));
+            LoweredFunc *fn = arena_alloc(a, sizeof *fn);
+            SchedState *st = sch_build(&b, fn);
+            if (!st)
+                return false;
+            char *text = NULL;
+            size_t len = 0;
+            FILE *m = open_memstream(&text, &len);
+            if (!m)
+                return false;
+            sch_print_trace(m, st);
+            fclose(m);
+            texts[i] = arena_strdup(a, text);
+            free(text);
+            char *hints = "";
+            for (int d = 0; d < g->ndims; d++)
+                if (g->dims[d].runtime && g->dims[d].declared && bk->lo[d] != bk->hi[d])
+                    hints = arena_printf(a, "%s%s%s = %lld", hints, *hints ? ", " : "", g->dims[d].name,
+                                         (long long)bk->hint[d]);
+            const char *from =
+                !sched ? arena_printf(a, "the default%s%s", *hints ? ", at " : "", hints)
+                : sched->nwhen ? arena_printf(a, "the file's `schedule %s when ...`, the default for the stages it leaves out",
+                                              target_name(o->target))
+                               : arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
+                                              target_name(o->target));
+            v[i] = (CgVariant){ st, fn, bk, texts[i], from };
+        }
+        /* the second round builds the merged list, with the dumps */
+        if (round == 1 || (sch_merge_buckets(a, g, &buckets, texts) == 0 && !(o->dump & DUMP_LOOPS))) {
+            *out = v;
+            *n = buckets.len;
+            return true;
+        }
+    }
+    TE_UNREACHABLE();
+}
+
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
 static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
@@ -562,26 +674,46 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                 target_name(o->target));
     /* the build sequence (sched/build.c), the one the tuner's candidates
        go through: the layouts its tiles want, the schedule, the default
-       for the rest, lowering */
+       for the rest, lowering; once per variant for run-time dims */
     LoweredFunc fn = {0};
-    SchedBuild b = build_of(a, o, g, written, stats);
-    SchedState *st = sch_build(&b, &fn);
-    if (!st)
-        return 1;
+    CgVariant one = { NULL, &fn, NULL, NULL, from }, *variants = &one;
+    int nvariants = 1;
+    if (o->target == TARGET_CPU && sch_has_runtime_dims(g)) {
+        if (!build_variants(a, o, g, stats, &variants, &nvariants))
+            return 1;
+    } else {
+        SchedBuild b = build_of(a, o, g, written, stats);
+        one.st = sch_build(&b, &fn);
+        if (!one.st)
+            return 1;
+    }
+    SchedState *st = variants[0].st;
+    fn = *variants[0].fn;
     if (g->layouts)
         stats->packed = stats->layout_notes.len;
-    if (o->dump & DUMP_SCHEDULE)
-        sch_print_trace(stdout, st);
-    WorkspacePlan plan;
-    if (!cg_plan_workspace(a, st, &fn, &plan))
-        return 1;
-    if (o->dump & DUMP_MEMORY) {
-        const SStage **roots;
-        const Stmt **bodies;
-        int nsteps = cg_kernel_steps(a, st, &fn, &roots, &bodies);
-        for (int k = 0; k < nsteps; k++)
-            printf("kernel %d : %s\n", k, roots[k]->name);
-        te_print_memplan(stdout, plan.bufs, plan.nbufs, plan.naive, plan.bytes);
+    WorkspacePlan plan = { 0 };
+    for (int i = 0; i < nvariants; i++) {
+        const char *which = nvariants > 1 ? arena_printf(a, "# variant %d: %s\n", i,
+                                                         sch_bucket_str(a, g, variants[i].bucket))
+                                          : "";
+        if (o->dump & DUMP_SCHEDULE) {
+            fputs(which, stdout);
+            sch_print_trace(stdout, variants[i].st);
+        }
+        WorkspacePlan p;
+        if (!cg_plan_workspace(a, variants[i].st, variants[i].fn, &p))
+            return 1;
+        if (o->dump & DUMP_MEMORY) {
+            fputs(which, stdout);
+            const SStage **roots;
+            const Stmt **bodies;
+            int nsteps = cg_kernel_steps(a, variants[i].st, variants[i].fn, &roots, &bodies);
+            for (int k = 0; k < nsteps; k++)
+                printf("kernel %d : %s\n", k, roots[k]->name);
+            te_print_memplan(stdout, p.bufs, p.nbufs, p.naive, p.bytes);
+        }
+        if (i == 0 || p.bytes > plan.bytes)
+            plan = p;
     }
     if (o->verbose) {
         vec_push(a, &stats->notes,
@@ -618,7 +750,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     OutputSet out = { .arena = a };
     FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
     FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
-    bool ok = !out.failed && cg_emit_c(st, &fn, &co, c, h) &&
+    bool ok = !out.failed && cg_emit_c_variants(variants, nvariants, &co, c, h) &&
               (!o->harness || cg_emit_harness(a, g, co.name, co.header, m));
     if (!cg_output_commit(&out, ok))
         return 1;

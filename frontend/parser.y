@@ -84,6 +84,8 @@ static SchedStmt *mk_stmt(Parser *p, Span sp, const char *stage,
 static Knob *mk_knob(Parser *p, const char *name, Span sp, PtrVec *values);
 static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
                         double hi, Span range_span);
+static SchedWhen *mk_when(Parser *p, const char *dim, Span dim_span, double lo, double hi,
+                          Span range_span);
 }
 
 %union {
@@ -108,7 +110,7 @@ static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
 
 %type <node> item dimdef axis expr primary arg
 %type <vec> dimdefs axes exprs args arglist names sargs sarglist
-%type <vec> outs_opt numlist
+%type <vec> outs_opt numlist whens when_opt
 %type <sarg> sarg
 %type <stmt> sstmt sstmt_body
 %type <knob> knob
@@ -137,7 +139,8 @@ program:
  *      | "let" NAME "=" expr ";"
  *      | NAME ["[" axis {"," axis} "]"] "=" expr ";"
  *      | "output" NAME {"," NAME} ";"
- *      | "schedule" NAME "{" sstmt* "}" */
+ *      | "schedule" NAME ["when" when {"," when}] "{" sstmt* "}"
+ * when = NAME "in" INTEGER ".." INTEGER        (the sizes it is for) */
 item:
   DIM dimdefs ';'  {
       $$ = NULL;
@@ -181,14 +184,42 @@ item:
       $$ = mk(p, N_OUTPUT, @$);
       add_all(p, $$, &$2);
   }
-| SCHEDULE IDENT '{' sstmts '}'  {
+| SCHEDULE IDENT when_opt '{' sstmts '}'  {
       $$ = mk_named(p, N_SCHEDULE, @$, $2, @2);
       $$->sched = p->sched;
+      $$->sched->nwhen = $3.len;
+      $$->sched->when = arena_alloc(p->arena, sizeof *$$->sched->when * (size_t)($3.len + 1));
+      for (int i = 0; i < $3.len; i++)
+          $$->sched->when[i] = *(SchedWhen *)$3.items[i];
       /* any word parses; sch_check rejects one that names no target */
       $$->sched->target = target_lookup($2);
       $$->sched->unknown_target = $$->sched->target == TARGET_COUNT ? $2 : NULL;
       $$->sched->target_span = @2;
       p->sched = NULL;
+  }
+;
+
+/* "when" is no keyword: a word after the target that is not "when" is
+   an error here, and "when" stays a name everywhere else */
+when_opt:
+  %empty  { $$ = (PtrVec){0}; }
+| IDENT whens  {
+      if (strcmp($1, "when") != 0) {
+          diag_error(p->src, @1, "expected 'when' or '{' after the schedule's target, not '%s'", $1);
+          YYABORT;
+      }
+      $$ = $2;
+  }
+;
+
+whens:
+  IDENT IN INT DOTDOT INT  {
+      $$ = (PtrVec){0};
+      vec_push(p->arena, &$$, mk_when(p, $1, @1, $3, $5, span_join(@3, @5)));
+  }
+| whens ',' IDENT IN INT DOTDOT INT  {
+      $$ = $1;
+      vec_push(p->arena, &$$, mk_when(p, $3, @3, $5, $7, span_join(@5, @7)));
   }
 ;
 
@@ -484,6 +515,15 @@ static Knob *knob_range(Parser *p, const char *name, Span sp, double lo,
         vec_push(p->arena, &vals, x);
     }
     return mk_knob(p, name, sp, &vals);
+}
+
+/* A when clause; sch_check resolves the dim and checks the range. */
+static SchedWhen *mk_when(Parser *p, const char *dim, Span dim_span, double lo, double hi,
+                          Span range_span)
+{
+    SchedWhen *w = arena_alloc(p->arena, sizeof *w);
+    *w = (SchedWhen){ dim, dim_span, (int64_t)lo, (int64_t)hi, range_span, -1 };
+    return w;
 }
 
 /* Bison calls yyerror only when its stack is full: with the lexer's limit

@@ -56,8 +56,9 @@ SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
        there (the driver asks first; this keeps every other caller honest) */
     if (b->target == TARGET_CUDA && !te_require_static_dims(b->g, "the cuda target"))
         return NULL;
-    sch_build_layout(b);
-    SchedState *st = sch_state_new(b->arena, b->g, b->target);
+    if (!b->keep_layout)
+        sch_build_layout(b);
+    SchedState *st = sch_state_new_bucket(b->arena, b->g, b->target, b->bucket);
     FILE *loops = b->dump_loops;
     if (loops) {
         fputs("# before scheduling\n", loops);

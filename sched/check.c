@@ -578,6 +578,74 @@ static bool resolve_knobs(Checker *c, Schedule *s)
     return true;
 }
 
+/* S's when clauses: each names a dim declared with a range (run-time, or
+ * made static by -D), once, with a nonempty range inside the dim's. */
+static bool check_when(const Graph *g, Schedule *s)
+{
+    for (int i = 0; i < s->nwhen; i++) {
+        SchedWhen *w = &s->when[i];
+        w->index = -1;
+        for (int d = 0; d < g->ndims; d++)
+            if (strcmp(g->dims[d].name, w->dim) == 0)
+                w->index = d;
+        const Dim *dim = w->index >= 0 ? &g->dims[w->index] : NULL;
+        if (!dim) {
+            diag_error(g->src, w->dim_span, "'when' names '%s', which is no dim of the program",
+                       w->dim);
+            return false;
+        }
+        if (!dim->declared && !(dim->overridden && dim->range_span.end)) {
+            diag_error(g->src, w->dim_span,
+                       "'when' names '%s', which is %s: only a run-time dim (dim %s in LO..HI) has sizes to choose a schedule by",
+                       w->dim, dim->runtime ? "computed from other dims" : "a static dim", w->dim);
+            return false;
+        }
+        for (int k = 0; k < i; k++)
+            if (s->when[k].index == w->index) {
+                diag_error(g->src, w->dim_span, "'when' names '%s' twice", w->dim);
+                return false;
+            }
+        if (w->lo > w->hi) {
+            diag_error(g->src, w->range_span, "empty range %lld..%lld of '%s': the range is inclusive, LO..HI with LO <= HI",
+                       (long long)w->lo, (long long)w->hi, w->dim);
+            return false;
+        }
+        if (dim->runtime && (w->lo < dim->lo || w->hi > dim->hi)) {
+            diag_error(g->src, w->range_span, "sizes %lld..%lld of '%s' are outside its range %lld..%lld",
+                       (long long)w->lo, (long long)w->hi, w->dim, (long long)dim->lo,
+                       (long long)dim->hi);
+            diag_note(g->src, dim->range_span, "the range of '%s'", w->dim);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The sizes S is for along dim D: its when clause's, else all of D's. */
+static void when_range(const Graph *g, const Schedule *s, int d, int64_t *lo, int64_t *hi)
+{
+    *lo = g->dims[d].lo;
+    *hi = g->dims[d].hi;
+    for (int i = 0; i < s->nwhen; i++)
+        if (s->when[i].index == d) {
+            *lo = s->when[i].lo;
+            *hi = s->when[i].hi;
+        }
+}
+
+/* Do the sizes A and B are for overlap (along every dim)? */
+static bool whens_overlap(const Graph *g, const Schedule *a, const Schedule *b)
+{
+    for (int d = 0; d < g->ndims; d++) {
+        int64_t alo, ahi, blo, bhi;
+        when_range(g, a, d, &alo, &ahi);
+        when_range(g, b, d, &blo, &bhi);
+        if (ahi < blo || bhi < alo)
+            return false;
+    }
+    return true;
+}
+
 bool sch_check(Graph *g)
 {
     Arena scratch = {0};
@@ -592,15 +660,29 @@ bool sch_check(Graph *g)
             ok = false;
             break;
         }
-        for (int k = 0; k < i; k++)
-            if (g->schedules[k]->target == s->target) {
+        if (!check_when(g, s)) {
+            ok = false;
+            break;
+        }
+        for (int k = 0; k < i && ok; k++) {
+            const Schedule *f = g->schedules[k];
+            if (f->target != s->target)
+                continue;
+            if (!s->nwhen && !f->nwhen) {
                 diag_error(g->src, s->target_span,
-                           "a second schedule for %s: a program has one schedule per target",
+                           "a second schedule for %s: a program has one schedule per target (and one per 'when' range)",
                            target_name(s->target));
-                diag_note(g->src, g->schedules[k]->target_span, "the first schedule for %s",
+                diag_note(g->src, f->target_span, "the first schedule for %s",
                           target_name(s->target));
                 ok = false;
+            } else if (s->nwhen && f->nwhen && whens_overlap(g, f, s)) {
+                diag_error(g->src, s->when[0].dim_span,
+                           "this schedule's sizes overlap those of an earlier schedule %s: each size has at most one",
+                           target_name(s->target));
+                diag_note(g->src, f->when[0].dim_span, "the earlier schedule's sizes");
+                ok = false;
             }
+        }
         if (!ok || !resolve_knobs(&c, s))
             ok = false;
         init_stages(&c);

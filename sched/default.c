@@ -90,12 +90,14 @@ static int lanes_of(DType t)
 
 /* The micro-kernel (sch_template_micro) with column panels outside and
  * the tile default_tile picks. */
-static void schedule_matmul_like(SchEmit *b, SStage *s, int lanes)
+static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, int lanes)
 {
     const char *j = s->svars[s->nsvars - 1]->name;
     const char *i = s->svars[s->nsvars - 2]->name;
     int64_t ti, tj;
-    default_tile(s->svars[s->nsvars - 2]->extent, s->svars[s->nsvars - 1]->extent, lanes, &ti, &tj);
+    /* (at the bucket's hint where a size is run-time) */
+    default_tile(sch_extent_hint(st, s->svars[s->nsvars - 2]), sch_extent_hint(st, s->svars[s->nsvars - 1]),
+                 lanes, &ti, &tj);
     SchLoops l = { 0 };
     sch_stage_loops(b->arena, s, &l);
     l.acc = suffixed(b, s->name, "_acc");
@@ -113,7 +115,7 @@ bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
 bool sch_vectorizes_reduction(const SchedState *st, const SStage *s)
 {
     return s->nrvars > 0 && s->tensor->dtype == DT_F32 &&
-           s->rvars[s->nrvars - 1]->extent >= lanes_of(s->tensor->dtype) &&
+           sch_extent_hint(st, s->rvars[s->nrvars - 1]) >= lanes_of(s->tensor->dtype) &&
            sch_can_vectorize_reduction(st, s);
 }
 
@@ -202,7 +204,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         int lanes = lanes_of(s->tensor->dtype);
         IterVar *inner = s->svars[s->nsvars - 1];
         if (sch_form_of(st, s, lanes) == SCH_FORM_MATMUL) {
-            schedule_matmul_like(&b, s, lanes);
+            schedule_matmul_like(st, &b, s, lanes);
             continue;
         }
         if (s->tensor->packs && s->nsvars >= 3) {

@@ -92,19 +92,56 @@ void sch_add_knob(Arena *a, Schedule *s, Knob *knob)
     s->knobs_cap = v.cap;
 }
 
+/* Does S's when hold for the sizes lo..hi (by Graph.dims index; NULL:
+ * the static dims' values): every clause's range holds them? */
+static bool when_holds(const Graph *g, const Schedule *s, const int64_t *lo, const int64_t *hi)
+{
+    for (int i = 0; i < s->nwhen; i++) {
+        const SchedWhen *w = &s->when[i];
+        if (w->index < 0)
+            return false; /* unchecked */
+        const Dim *d = &g->dims[w->index];
+        int64_t l = lo ? lo[w->index] : d->value, h = hi ? hi[w->index] : d->value;
+        if ((!lo && d->runtime) || l < w->lo || h > w->hi)
+            return false;
+    }
+    return true;
+}
+
 const Schedule *sch_file_schedule(const Graph *g, Target target)
 {
+    /* a when schedule whose dims -D made static, at those values; else
+       the one for every size */
     const Schedule *written = NULL;
     for (int i = 0; i < g->nschedules; i++)
-        if (g->schedules[i]->target == target)
+        if (g->schedules[i]->target == target && !g->schedules[i]->nwhen)
+            written = g->schedules[i];
+    for (int i = 0; i < g->nschedules; i++)
+        if (g->schedules[i]->target == target && g->schedules[i]->nwhen &&
+            when_holds(g, g->schedules[i], NULL, NULL))
             written = g->schedules[i];
     return written;
 }
 
+const Schedule *sch_bucket_schedule(const Graph *g, Target target, const Bucket *b)
+{
+    for (int i = 0; i < g->nschedules; i++)
+        if (g->schedules[i]->target == target && g->schedules[i]->nwhen &&
+            when_holds(g, g->schedules[i], b->lo, b->hi))
+            return g->schedules[i];
+    for (int i = 0; i < g->nschedules; i++)
+        if (g->schedules[i]->target == target && !g->schedules[i]->nwhen)
+            return g->schedules[i];
+    return NULL;
+}
+
 void sch_print(FILE *out, const Schedule *s)
 {
-    fprintf(out, "schedule %s {\n",
-            s->target == TARGET_COUNT ? s->unknown_target : target_name(s->target));
+    fprintf(out, "schedule %s", s->target == TARGET_COUNT ? s->unknown_target : target_name(s->target));
+    for (int i = 0; i < s->nwhen; i++)
+        fprintf(out, "%s %s in %lld..%lld", i ? "," : " when", s->when[i].dim, (long long)s->when[i].lo,
+                (long long)s->when[i].hi);
+    fputs(" {\n", out);
     for (int i = 0; i < s->nstmts; i++) {
         fputs("  ", out);
         sch_print_stmt_text(out, s->stmts[i], true);

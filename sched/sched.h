@@ -53,6 +53,16 @@ typedef struct SchedStmt {
     Span at_span;
 } SchedStmt;
 
+/* "when M in 1..16": the sizes a schedule is for (a bucket's range of a
+ * run-time dim, inclusive). */
+typedef struct SchedWhen {
+    const char *dim;  /* as written */
+    Span dim_span;
+    int64_t lo, hi;
+    Span range_span;  /* LO..HI */
+    int index;        /* sch_check: the dim's index in Graph.dims */
+} SchedWhen;
+
 typedef struct Schedule {
     Target target;
     const char *unknown_target; /* target is TARGET_COUNT: the word the file
@@ -62,6 +72,10 @@ typedef struct Schedule {
     SchedStmt **stmts;
     int nstmts;
     int stmts_cap; /* the room STMTS has (0: none known), for sch_add_stmt */
+    SchedWhen *when; /* schedule TARGET when DIM in LO..HI, ... { }: the
+                        sizes it is for, one clause per dim named; none:
+                        every size the file's other schedules leave */
+    int nwhen;
     Knob **knobs; /* every knob defined in this schedule */
     int nknobs;
     int knobs_cap; /* ... and KNOBS */
@@ -104,8 +118,13 @@ bool sch_check(Graph *g);
  * time: a schedule of 16,000 statements is read in linear time. */
 void sch_add_stmt(Arena *a, Schedule *s, SchedStmt *stmt);
 void sch_add_knob(Arena *a, Schedule *s, Knob *knob);
-/* The file's schedule for TARGET (sch_check allows one), or NULL. */
+/* The file's schedule for TARGET, or NULL: the one without 'when' (sch_check
+ * allows one), or the one whose 'when' holds for the sizes -D gave. */
 const Schedule *sch_file_schedule(const Graph *g, Target target);
+struct Bucket;
+/* The file's schedule for the variant of bucket B: the one whose 'when'
+ * holds for all of B's sizes, else the one without 'when', or NULL. */
+const Schedule *sch_bucket_schedule(const Graph *g, Target target, const struct Bucket *b);
 /* Prints the schedules as parsed, knobs with their chosen values. */
 void sch_print(FILE *out, const Schedule *s);
 /* One statement as schedule text, ending the line: a knob as ?NAME=VALUE
@@ -220,6 +239,32 @@ struct SStage {
     Expr *region_lo[TE_MAX_RANK]; /* storage index d = index d - region_lo[d] */
 };
 
+/* A bucket: a sub-range of every declared run-time dim, compiled as one
+ * variant of a program with run-time dims (doc/runtime-dims.md).  Its
+ * arrays are by Graph.dims index (entries of other dims unused). */
+typedef struct Bucket {
+    int64_t *lo, *hi; /* inclusive */
+    int64_t *hint;    /* the size default schedules use in it */
+} Bucket;
+
+/* bucket.c: --buckets DIM=A,B..C,... (one dim's intervals, inclusive) */
+typedef struct BucketSpec {
+    const char *dim;
+    int64_t *lo, *hi;
+    int n;
+    const char *text; /* as given, for messages */
+} BucketSpec;
+/* The buckets (Bucket *) of G's declared run-time dims for TARGET into
+ * OUT: see bucket.c.  False after a diagnostic. */
+bool sch_buckets(Arena *a, const Graph *g, Target target, const BucketSpec *specs, int nspecs,
+                 PtrVec *out);
+/* "M in 17..32, S = 1" */
+char *sch_bucket_str(Arena *a, const Graph *g, const Bucket *b);
+/* Merges neighbouring buckets whose variants' schedules TEXTS[i] are the
+ * same (neither of them a single size) into one, hints recomputed;
+ * returns how many merges. */
+int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *const *texts);
+
 /* A schedule being applied: the stages of one graph and the trace of the
  * primitives applied so far. */
 typedef struct SchedState {
@@ -240,6 +285,11 @@ typedef struct SchedState {
     int next_var;       /* the next free IterVar id */
     IterVar **dim_vars; /* by Graph.dims index: a declared run-time dim's
                            variable (sch_dim_var), made when first used */
+    Dim *dims;          /* the graph's dims with the bucket's ranges and
+                           hints (a dim whose range is one value is a
+                           constant in this variant); g->dims if none */
+    const Bucket *bucket; /* the variant being built, or NULL: the whole
+                             ranges */
 } SchedState;
 
 #define SCH_STMT_KINDS(X)                                                 \
@@ -277,6 +327,12 @@ typedef struct LoweredFunc {
 
 /* state.c */
 SchedState *sch_state_new(Arena *a, Graph *g, Target target);
+/* The same for the variant of BUCKET (NULL: the whole ranges). */
+SchedState *sch_state_new_bucket(Arena *a, Graph *g, Target target, const Bucket *bucket);
+/* V's extent at the state's hints: where it depends on run-time dims,
+ * its size at the bucket's hint sizes (the size default schedules and
+ * the tuner's estimates choose tiles for), else its extent. */
+int64_t sch_extent_hint(const SchedState *st, const IterVar *v);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 SStage *sch_stage_of(const SchedState *st, const Tensor *t); /* or NULL */
 /* Makes S, a stage just added to st->stages, one that the two find. */
@@ -545,6 +601,10 @@ typedef struct SchedBuild {
     FILE *dump_layout;     /* --dump=after-layout: the graph after layouts */
     FILE *dump_kernels;    /* --dump=kernels: the kernels as laid out */
     FILE *dump_loops;      /* --dump=loops: before, after each step, lowered */
+    const struct Bucket *bucket; /* a variant of a program with run-time
+                              dims: its sizes; NULL: the whole ranges */
+    bool keep_layout;      /* skip step 1: the graph is laid out already
+                              (the variants of one artifact share it) */
 } SchedBuild;
 /* Builds B->g for B->target under B->sched into *FN: see build.c.
  * Returns the SchedState, or NULL after a diagnostic (among them: a graph

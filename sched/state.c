@@ -24,16 +24,53 @@ IterVar *sch_new_var(SchedState *st, const char *name, int64_t extent)
     return v;
 }
 
+/* SIZE with the dims this variant fixes (one value in its bucket) by
+ * their values, simplified. */
+static const SizeExpr *size_in_bucket(SchedState *st, const SizeExpr *e)
+{
+    if (!st->bucket)
+        return e;
+    switch (e->kind) {
+    case SZ_NUM:
+        return e;
+    case SZ_DIM: {
+        const Dim *d = &st->dims[e->dim];
+        return d->lo == d->hi ? te_size_num(st->arena, d->lo) : e;
+    }
+    default: {
+        const SizeExpr *x = size_in_bucket(st, e->a), *y = size_in_bucket(st, e->b);
+        if (x == e->a && y == e->b)
+            return e;
+        return te_size_simplify(st->arena, te_size_op(st->arena, e->kind, x, y));
+    }
+    }
+}
+
 IterVar *sch_new_var_size(SchedState *st, const char *name, int64_t extent, const SizeExpr *size)
 {
     IterVar *v = sch_new_var(st, name, extent);
-    int64_t n;
+    int64_t n, lo, hi;
+    if (size)
+        size = size_in_bucket(st, size);
     if (size && te_size_is_num(size, &n)) {
         v->extent = n;
         size = NULL;
+    } else if (size && st->bucket && te_size_range(size, st->dims, &lo, &hi) && hi < extent) {
+        v->extent = hi; /* the bucket's bound */
     }
     v->extent_size = size;
     return v;
+}
+
+int64_t sch_extent_hint(const SchedState *st, const IterVar *v)
+{
+    if (!v->extent_size)
+        return v->extent;
+    int64_t *at = arena_alloc(st->arena, sizeof *at * (size_t)(st->g->ndims + 1));
+    for (int d = 0; d < st->g->ndims; d++)
+        at[d] = st->dims[d].hint;
+    int64_t n;
+    return te_size_eval(v->extent_size, at, &n) && n > 0 ? n : v->extent;
 }
 
 IterVar *sch_dim_var(SchedState *st, int d)
@@ -42,7 +79,7 @@ IterVar *sch_dim_var(SchedState *st, int d)
     if (!st->dim_vars)
         st->dim_vars = arena_alloc(st->arena, sizeof *st->dim_vars * (size_t)(st->g->ndims + 1));
     if (!st->dim_vars[d]) {
-        const Dim *dim = &st->g->dims[d];
+        const Dim *dim = &st->dims[d];
         IterVar *v = sch_new_var(st, dim->name, dim->hi - dim->lo + 1);
         v->lo = dim->lo;
         v->size_dim = d + 1;
@@ -56,6 +93,8 @@ Expr *sch_size_expr(SchedState *st, const SizeExpr *e)
     Arena *a = st->arena;
     if (e->kind == SZ_NUM)
         return sch_int(a, e->value);
+    if (e->kind == SZ_DIM && st->dims[e->dim].lo == st->dims[e->dim].hi)
+        return sch_int(a, st->dims[e->dim].lo); /* fixed in this variant */
     if (e->kind == SZ_DIM)
         return ex_var(a, no_span, sch_dim_var(st, e->dim));
     Expr *x = sch_size_expr(st, e->a), *y = sch_size_expr(st, e->b);
@@ -469,11 +508,40 @@ static void add_state_stage(SchedState *st, SStage *s)
 
 SchedState *sch_state_new(Arena *a, Graph *g, Target target)
 {
+    return sch_state_new_bucket(a, g, target, NULL);
+}
+
+SchedState *sch_state_new_bucket(Arena *a, Graph *g, Target target, const Bucket *bucket)
+{
     SchedState *st = arena_alloc(a, sizeof *st);
     st->arena = a;
     st->g = g;
     st->target = target;
     st->next_var = g->nvars;
+    st->bucket = bucket;
+    st->dims = g->dims;
+    if (bucket) {
+        st->dims = arena_alloc(a, sizeof *st->dims * (size_t)(g->ndims + 1));
+        for (int d = 0; d < g->ndims; d++) {
+            st->dims[d] = g->dims[d];
+            if (g->dims[d].runtime && g->dims[d].declared) {
+                st->dims[d].lo = bucket->lo[d];
+                st->dims[d].hi = bucket->hi[d];
+                st->dims[d].hint = bucket->hint[d];
+            }
+        }
+        /* a computed dim's range and hint follow from the narrowed ones */
+        for (int d = 0; d < g->ndims; d++) {
+            Dim *dim = &st->dims[d];
+            if (dim->runtime && !dim->declared && dim->size) {
+                int64_t lo, hi;
+                if (te_size_range(dim->size, st->dims, &lo, &hi)) {
+                    dim->lo = lo > dim->lo ? lo : dim->lo;
+                    dim->hi = hi < dim->hi ? hi : dim->hi;
+                }
+            }
+        }
+    }
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE)

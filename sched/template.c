@@ -406,7 +406,7 @@ SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
     bool tiles = s->is_reduce && s->nsvars >= 2;
     if (st->target != TARGET_CPU)
         return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
-    if (tiles && s->svars[s->nsvars - 1]->extent >= lanes)
+    if (tiles && sch_extent_hint(st, s->svars[s->nsvars - 1]) >= lanes)
         return SCH_FORM_MATMUL;
     return s->is_reduce ? SCH_FORM_REDUCE : SCH_FORM_ELEMWISE;
 }
