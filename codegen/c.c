@@ -1352,23 +1352,23 @@ static void print_shape(Arena *a, FILE *h, const Tensor *t)
 static void emit_sizes_header(Emitter *e, const CodegenOptions *o, FILE *h)
 {
     Graph *g = e->st->g;
-    fputs("\n/* Run-time sizes: every function below that takes", h);
+    fputs("\n/* Run-time sizes.  The functions below take", h);
     for (int i = 0; i < e->nrt; i++)
-        fprintf(h, "%s %s", i == 0 ? "" : i + 1 < e->nrt ? "," : " and", cg_var_name(&e->p, e->rt[i]));
-    fprintf(h, "\n * (first, in this order) returns 0, or %s with nothing written when a\n"
-               " * size is outside its range (%s_*_MIN .. %s_*_MAX above)",
-            e->erange, cg_upper(e->p.a, o->name), cg_upper(e->p.a, o->name));
+        fprintf(h, "%s %s", i == 0 ? "" : i + 1 < e->nrt ? "," : " and", e->rt_names[i]);
+    fprintf(h, " first (in the order the\n * program declares %s) and return 0, or %s with nothing\n"
+               " * written when a size is outside its range (the _MIN and _MAX macros above)",
+            e->nrt > 1 ? "them" : "it", e->erange);
     if (g->nchecks) {
-        fputs(" or one of these\n * fails:", h);
+        fputs(" or\n * one of these checks fails:", h);
         for (int i = 0; i < g->nchecks; i++)
             fprintf(h, "\n *   %s >= 0 (%s)", te_size_str(e->p.a, g->checks[i].value),
                     g->checks[i].message);
     }
-    fprintf(h, ".  %s_strerror(code) says what a code means. */\n", o->name);
+    fprintf(h, ".\n * %s tells without running anything; %s_strerror(code)\n"
+               " * says what a code means. */\n", e->sizes_ok, o->name);
     fprintf(h, "#define %s (-1)\n", e->erange);
+    fprintf(h, "int %s(%s);\n", e->sizes_ok, dims_decl(e));
     fprintf(h, "const char *%s_strerror(int code);\n", o->name);
-    fprintf(h, "/* 0, or %s: what each of them checks first */\nint %s(%s);\n\n", e->erange, e->sizes_ok,
-            dims_decl(e));
 }
 
 static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FILE *h)
@@ -1798,14 +1798,13 @@ static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, b
     Graph *g = e->st->g;
     const char *up = cg_upper(e->p.a, o->name);
     if (header) {
-        fprintf(out, "\n/* The compiled variants, in the order %s tries them: the sizes each\n"
-                     " * serves (inclusive; lo[i] and hi[i] are the i-th run-time dim's), its\n"
-                     " * schedule, one statement a line, and where that came from. */\n",
-                o->name);
+        fprintf(out, "\n/* The compiled variants, in the order the functions try them: the\n"
+                     " * sizes each serves (inclusive; lo[i] and hi[i] are the i-th run-time\n"
+                     " * dim's), its schedule, one statement a line, and where that came from. */\n");
         fprintf(out, "struct %s_variant {\n    int64_t lo[%d], hi[%d];\n    const char *schedule, *from;\n};\n",
                 o->name, e->nrt, e->nrt);
         fprintf(out, "#define %s_NVARIANTS %d\n", up, e->nvariants);
-        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n", o->name, o->name, up);
+        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n\n", o->name, o->name, up);
         return;
     }
     fprintf(out, "\nconst struct %s_variant %s_variants[%s_NVARIANTS] = {\n", o->name, o->name, up);

@@ -941,9 +941,9 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
         vec_push(a, taken, (void *)m);
         const Dim *dim = &g->dims[d];
         if (dim->runtime)
-            fprintf(h, "#define %s_MIN %lld /* %s: a run-time size */\n#define %s_MAX %lld\n", m,
-                    (long long)dim->lo, dim->declared ? "an argument" : te_size_str(a, dim->size), m,
-                    (long long)dim->hi);
+            fprintf(h, "#define %s_MIN %lld /* %s: a run-time size%s%s */\n#define %s_MAX %lld\n", m,
+                    (long long)dim->lo, dim->name, dim->declared ? ", an argument" : " = ",
+                    dim->declared ? "" : te_size_str(a, dim->size), m, (long long)dim->hi);
         else
             fprintf(h, "#define %s %lld\n", m, (long long)dim->value);
     }

@@ -172,13 +172,19 @@ bool sch_buckets(Arena *a, const Graph *g, Target target, const BucketSpec *spec
         int d = 0;
         while (d < g->ndims && strcmp(g->dims[d].name, specs[k].dim) != 0)
             d++;
-        if (d == g->ndims || !g->dims[d].runtime || !g->dims[d].declared) {
+        if (d == g->ndims) {
+            /* the command line has no place in the file: no line, no caret */
             fprintf(diag_stream ? diag_stream : stderr,
-                    "%s: error: --buckets %s=%s: %s\n", g->src->path, specs[k].dim, specs[k].text,
-                    d == g->ndims ? "the program has no dim of that name"
-                    : g->dims[d].runtime ? "the dim is computed from others: give the buckets of those"
-                                         : "the dim is static (a number, or set with -D): it has no buckets");
+                    "%s: error: --buckets %s=%s: the program has no dim called '%s'\n", g->src->path,
+                    specs[k].dim, specs[k].text, specs[k].dim);
             diag_errors++;
+            return false;
+        }
+        if (!g->dims[d].runtime || !g->dims[d].declared) {
+            diag_error(g->src, g->dims[d].span, "--buckets %s=%s: '%s' is %s", specs[k].dim, specs[k].text,
+                       specs[k].dim,
+                       g->dims[d].runtime ? "computed from other dims: give the buckets of those"
+                                          : "a static dim (a number, or set with -D): it has no buckets");
             return false;
         }
         for (int i = 0; i < k; i++)

@@ -677,9 +677,10 @@ bool sch_check(Graph *g)
                 ok = false;
             } else if (s->nwhen && f->nwhen && whens_overlap(g, f, s)) {
                 diag_error(g->src, s->when[0].dim_span,
-                           "this schedule's sizes overlap those of an earlier schedule %s: each size has at most one",
+                           "the sizes of this schedule %s overlap those of an earlier one: each size has one schedule at most",
                            target_name(s->target));
-                diag_note(g->src, f->when[0].dim_span, "the earlier schedule's sizes");
+                diag_note(g->src, f->when[0].dim_span, "the earlier schedule %s for these sizes",
+                          target_name(s->target));
                 ok = false;
             }
         }
