@@ -601,14 +601,37 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
         if (holds)
             at_hint = b;
     }
-    SchedBuild lb = build_of(a, o, g, sch_bucket_schedule(g, o->target, at_hint), stats);
+    /* each bucket's schedule: the tuning log's record for it, else the
+       file's for it, else none (the default) */
+    const Schedule **scheds = arena_alloc(a, sizeof *scheds * (size_t)buckets.len);
+    const char **tuned = arena_alloc(a, sizeof *tuned * (size_t)buckets.len);
+    const Schedule *layout_sched = NULL;
+    int ntuned = 0;
+    for (int i = 0; i < buckets.len; i++) {
+        TuneOptions ob = o->tuning;
+        ob.bucket = buckets.items[i];
+        ob.quiet = !o->verbose;
+        const Schedule *file = sch_bucket_schedule(g, o->target, buckets.items[i]);
+        const char *from = NULL;
+        scheds[i] = tune_best(a, g, file, &ob, &from);
+        tuned[i] = from;
+        ntuned += from != NULL;
+        if (buckets.items[i] == at_hint)
+            layout_sched = scheds[i];
+    }
+    if (ntuned && !diag_quiet)
+        fprintf(stderr, "texc: tuned schedules from the tuning log for %d of %d buckets\n", ntuned,
+                buckets.len);
+    SchedBuild lb = build_of(a, o, g, layout_sched, stats);
     sch_build_layout(&lb);
+    int *first = NULL; /* after merging: each bucket's first before */
     for (int round = 0; round < 2; round++) {
         CgVariant *v = arena_alloc(a, sizeof *v * (size_t)buckets.len);
         const char **texts = arena_alloc(a, sizeof *texts * (size_t)buckets.len);
         for (int i = 0; i < buckets.len; i++) {
             const Bucket *bk = buckets.items[i];
-            const Schedule *sched = sch_bucket_schedule(g, o->target, bk);
+            int k = first ? first[i] : i;
+            const Schedule *sched = scheds[k];
             SchedBuild b = build_of(a, o, g, sched, stats);
             b.bucket = bk;
             b.keep_layout = true;
@@ -636,7 +659,8 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
                     hints = arena_printf(a, "%s%s%s = %lld", hints, *hints ? ", " : "", g->dims[d].name,
                                          (long long)bk->hint[d]);
             const char *from =
-                !sched ? arena_printf(a, "the default%s%s", *hints ? ", at " : "", hints)
+                tuned[k] ? tuned[k]
+                : !sched ? arena_printf(a, "the default%s%s", *hints ? ", at " : "", hints)
                 : sched->nwhen ? arena_printf(a, "the file's `schedule %s when ...`, the default for the stages it leaves out",
                                               target_name(o->target))
                                : arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
@@ -644,7 +668,8 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
             v[i] = (CgVariant){ st, fn, bk, texts[i], from };
         }
         /* the second round builds the merged list, with the dumps */
-        if (round == 1 || (sch_merge_buckets(a, g, &buckets, texts) == 0 && !(o->dump & DUMP_LOOPS))) {
+        if (round == 1 ||
+            (sch_merge_buckets(a, g, &buckets, texts, &first) == 0 && !(o->dump & DUMP_LOOPS))) {
             *out = v;
             *n = buckets.len;
             return true;
@@ -668,7 +693,12 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                                target_name(o->target))
                 : arena_printf(a, "the default (the file has no `schedule %s`)",
                                target_name(o->target));
-    written = tune_best(a, g, written, &o->tuning, &from);
+    bool dynamic = o->target == TARGET_CPU && sch_has_runtime_dims(g);
+    PtrVec unused = { 0 };
+    if (o->nbuckets && !dynamic && !sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &unused))
+        return 1; /* --buckets of a dim -D made static: said, not ignored */
+    if (!dynamic) /* (a run-time program's records are per bucket: build_variants) */
+        written = tune_best(a, g, written, &o->tuning, &from);
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 target_name(o->target));
@@ -678,7 +708,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     LoweredFunc fn = {0};
     CgVariant one = { NULL, &fn, NULL, NULL, from }, *variants = &one;
     int nvariants = 1;
-    if (o->target == TARGET_CPU && sch_has_runtime_dims(g)) {
+    if (dynamic) {
         if (!build_variants(a, o, g, stats, &variants, &nvariants))
             return 1;
     } else {
@@ -795,6 +825,8 @@ int main(int argc, char **argv)
     o.tuning.seed = o.seed;
     o.tuning.verbose = o.verbose;
     o.tuning.quiet = diag_quiet;
+    o.tuning.buckets = o.buckets;
+    o.tuning.nbuckets = o.nbuckets;
 
     Source src;
     if (!src_load(&arena, &src, o.file)) {
@@ -823,10 +855,9 @@ int main(int argc, char **argv)
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
-    /* run-time dims build for the CPU; --eval, --tune and CUDA take static
-       sizes only, for now (doc/runtime-dims.md): one diagnostic here */
-    const char *needs_static = o.eval ? "--eval" : o.tune ? "--tune"
-                               : o.target == TARGET_CUDA ? "the cuda target" : NULL;
+    /* run-time dims build and tune for the CPU; --eval and CUDA take
+       static sizes only, for now (doc/runtime-dims.md): one diagnostic here */
+    const char *needs_static = o.eval ? "--eval" : o.target == TARGET_CUDA ? "the cuda target" : NULL;
     if (needs_static && !te_require_static_dims(g, needs_static))
         goto out;
     /* --eval runs the program as written: it is the reference */

@@ -309,11 +309,12 @@ static bool mergeable(const Graph *g, const Bucket *x, const Bucket *y)
     return along >= 0 && x->lo[along] != x->hi[along] && y->lo[along] != y->hi[along];
 }
 
-int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *const *texts)
+int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *const *texts, int **first)
 {
     int merged = 0;
     PtrVec v = { 0 };
     const char **t = arena_alloc(a, sizeof *t * (size_t)(buckets->len + 1));
+    *first = arena_alloc(a, sizeof **first * (size_t)(buckets->len + 1));
     for (int i = 0; i < buckets->len; i++) {
         Bucket *b = buckets->items[i];
         if (v.len && texts[i] && t[v.len - 1] && strcmp(texts[i], t[v.len - 1]) == 0 &&
@@ -335,6 +336,7 @@ int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *con
             continue;
         }
         t[v.len] = texts[i];
+        (*first)[v.len] = i;
         vec_push(a, &v, b);
     }
     *buckets = v;

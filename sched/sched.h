@@ -262,8 +262,9 @@ bool sch_buckets(Arena *a, const Graph *g, Target target, const BucketSpec *spec
 char *sch_bucket_str(Arena *a, const Graph *g, const Bucket *b);
 /* Merges neighbouring buckets whose variants' schedules TEXTS[i] are the
  * same (neither of them a single size) into one, hints recomputed;
- * returns how many merges. */
-int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *const *texts);
+ * *FIRST[j] is the first of the buckets merged into bucket j.  Returns
+ * how many merges. */
+int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *const *texts, int **first);
 
 /* A schedule being applied: the stages of one graph and the trace of the
  * primitives applied so far. */

@@ -322,4 +322,24 @@ check "lines that are no records: skipped, each with its line and reason" sh -c 
     grep -q 'notlog.jsonl:3: skipping .* (an ok record without a numeric time_s)' '$tmp/nl.err' &&
     grep -q '0 records' '$tmp/nl.out'"
 
+# Run-time dims (issue 16): one task per bucket, measured at its
+# representative sizes, logged as a workload of its own, seeded with the
+# neighbour's winner; the build then takes a record per bucket.
+sed 's/^dim M = 16,/dim M in 1..40 = 16,/' "$small" >"$tmp/rt.te"
+"$TEXC" "$tmp/rt.te" --tune --buckets M=1,2..40 --trials 4 --jobs 1 --log "$tmp/rt.jsonl" \
+    -o "$tmp/rtk" --harness >"$tmp/rt.out" 2>"$tmp/rt.err"
+rc=$?
+check "run-time dims: --tune exits 0, tuning each bucket" sh -c "
+    test $rc -eq 0 && grep -q 'tuning 2 buckets of the run-time dims' '$tmp/rt.err' &&
+    grep -q 'bucket 1 of 2: M = 1' '$tmp/rt.err' && grep -q 'bucket 2 of 2: M in 2..40' '$tmp/rt.err'"
+check "run-time dims: the records name their bucket, two workloads" sh -c "
+    grep -q '\"M\":{\"lo\":1,\"hi\":1,\"hint\":1}' '$tmp/rt.jsonl' &&
+    grep -q '\"M\":{\"lo\":2,\"hi\":40,\"hint\":16}' '$tmp/rt.jsonl' &&
+    test \$(sed -n 's/.*\"workload\":\"\\([0-9a-f]*\\)\".*/\\1/p' '$tmp/rt.jsonl' | sort -u | wc -l) -eq 2"
+check "run-time dims: the second bucket measured the first one's winner first" \
+    test "$(grep -c '"status":"ok"' "$tmp/rt.jsonl")" -ge 4
+check "run-time dims: the build takes a record for each bucket" \
+    grep -q 'tuned schedules from the tuning log for 2 of 2 buckets' "$tmp/rt.err"
+check "run-time dims: the variants' table names the records" \
+    grep -q 'a tuning-log record (workload' "$tmp/rtk.c"
 done_testing

@@ -36,6 +36,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
@@ -205,6 +206,14 @@ void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
     const char *source = o->source_path;
     memset(w, 0, sizeof *w);
     te_hash(g, w->hash);
+    if (o->bucket) {
+        /* a bucket of a program with run-time dims: a workload of its own */
+        char text[300];
+        snprintf(text, sizeof text, "%s bucket %s", w->hash, sch_bucket_str(a, g, o->bucket));
+        XXH128_hash_t h = XXH3_128bits(text, strlen(text));
+        snprintf(w->hash, sizeof w->hash, "%016llx%016llx", (unsigned long long)h.high64,
+                 (unsigned long long)h.low64);
+    }
     const char *base = source ? strrchr(source, '/') : NULL;
     base = base ? base + 1 : source ? source : "kernel";
     size_t n = strlen(base);
@@ -215,8 +224,10 @@ void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
     w->warm = o->warm;
     for (int i = 0; i < g->ntensors; i++) {
         const Tensor *t = g->tensors[i];
+        /* (a bucket's at its hint: its time is scaled to that work) */
         if (t->kind == TK_STAGE && t->body)
-            w->flop += (double)tensor_elems(t) * expr_flop(t->body);
+            w->flop += (double)(o->bucket ? te_elems_at(t, o->bucket->hint) : tensor_elems(t)) *
+                       expr_flop(t->body);
     }
     w->shapes = json_array();
     for (int i = 0; i < g->ninputs; i++)
@@ -224,8 +235,16 @@ void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
     for (int i = 0; i < g->noutputs; i++)
         json_array_append_new(w->shapes, tensor_json(g->outputs[i], "output"));
     w->dims = json_object();
-    for (int i = 0; i < g->ndims; i++)
-        json_object_set_new(w->dims, g->dims[i].name, json_integer((json_int_t)g->dims[i].value));
+    for (int i = 0; i < g->ndims; i++) {
+        const Dim *d = &g->dims[i];
+        if (o->bucket && d->runtime && d->declared)
+            json_object_set_new(w->dims, d->name,
+                                json_pack("{s:I, s:I, s:I}", "lo", (json_int_t)o->bucket->lo[i], "hi",
+                                          (json_int_t)o->bucket->hi[i], "hint",
+                                          (json_int_t)o->bucket->hint[i]));
+        else
+            json_object_set_new(w->dims, d->name, json_integer((json_int_t)d->value));
+    }
 }
 
 /* ------------------------------------------------------------------ */
@@ -552,6 +571,8 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     if (null)
         diag_stream = null;
     Space *sp = tune_space_new(a, g, written, o->target);
+    if (sp)
+        sp->bucket = o->bucket;
     diag_stream = saved_stream;
     diag_errors = saved_errors;
     diag_warnings = saved_warnings;

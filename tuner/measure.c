@@ -195,6 +195,9 @@ static void remove_stale(const char *tmp)
     closedir(d);
 }
 
+static void set_tolerances(Bench *b, Arena *a, Graph *g);
+static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o);
+
 bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const char *kernel)
 {
     memset(b, 0, sizeof *b);
@@ -245,6 +248,8 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
         fprintf(pf, "%ld\n", (long)getpid());
         fclose(pf);
     }
+    if (o->bucket)
+        return bucket_bench_init(b, a, g, o);
     /* the inputs, written once */
     double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
     b->input_paths = arena_alloc(a, sizeof *b->input_paths * (size_t)(g->ninputs + 1));
@@ -289,6 +294,14 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
         free(in[i]);
     if (!ok)
         return false;
+    set_tolerances(b, a, g);
+    return true;
+}
+
+/* Each output's tolerance: its dtype's, grown with the longest
+ * reduction. */
+static void set_tolerances(Bench *b, Arena *a, Graph *g)
+{
     int64_t red = 1;
     for (int i = 0; i < g->ntensors; i++)
         if (g->tensors[i]->kind == TK_STAGE) {
@@ -318,11 +331,132 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
         }
     }
     free(seen);
+}
+
+/* T's shape at the sizes DIMS, as a static tensor (for npy_write). */
+static Tensor shape_at(const Tensor *t, const int64_t *dims)
+{
+    Tensor s = *t;
+    for (int d = 0; d < t->rank; d++) {
+        s.shape[d] = te_shape_at(t, d, dims);
+        s.shape_size[d] = NULL;
+    }
+    return s;
+}
+
+/* The representative sizes of bucket B along each run-time dim: its
+ * smallest, largest and hint, and a size no tile divides (odd, off the
+ * hint); every combination across the dims, at most 8. */
+static void bucket_sizes(Bench *b, Arena *a, const Graph *g, const Bucket *bk)
+{
+    int64_t cand[TE_MAX_RANK][4];
+    int ncand[TE_MAX_RANK] = { 0 };
+    int nrt = 0, rt[TE_MAX_RANK];
+    for (int d = 0; d < g->ndims && nrt < TE_MAX_RANK; d++) {
+        if (!g->dims[d].runtime || !g->dims[d].declared)
+            continue;
+        int k = nrt++;
+        rt[k] = d;
+        int64_t lo = bk->lo[d], hi = bk->hi[d], h = bk->hint[d];
+        int64_t odd[4] = { h + 1, h - 1, lo + 1, hi - 1 };
+        int64_t pick[4] = { lo, hi, h, 0 };
+        for (int i = 0; i < 4 && !pick[3]; i++)
+            if (odd[i] >= lo && odd[i] <= hi && odd[i] % 2 && odd[i] != lo && odd[i] != hi && odd[i] != h)
+                pick[3] = odd[i];
+        for (int i = 0; i < 4; i++) {
+            bool dup = !pick[i];
+            for (int j = 0; j < ncand[k] && !dup; j++)
+                dup = cand[k][j] == pick[i];
+            if (!dup)
+                cand[k][ncand[k]++] = pick[i];
+        }
+        if (nrt > 1) /* a second dim: its hint only, so that the sizes stay few */
+            ncand[k] = 1, cand[k][0] = h;
+    }
+    b->nsizes = 0;
+    b->sizes = arena_alloc(a, sizeof *b->sizes * 8);
+    int at[TE_MAX_RANK] = { 0 };
+    for (;;) {
+        int64_t *v = arena_alloc(a, sizeof *v * (size_t)(g->ndims + 1));
+        for (int d = 0; d < g->ndims; d++)
+            v[d] = bk->hint[d];
+        for (int k = 0; k < nrt; k++)
+            v[rt[k]] = cand[k][at[k]];
+        b->sizes[b->nsizes++] = v;
+        int k = 0;
+        while (k < nrt && ++at[k] == ncand[k])
+            at[k++] = 0;
+        if (k == nrt || b->nsizes == 8)
+            break;
+    }
+}
+
+/* tune_bench_init for a bucket: inputs and a reference at each of its
+ * representative sizes. */
+static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o)
+{
+    b->bucket = o->bucket;
+    bucket_sizes(b, a, g, o->bucket);
+    b->size_inputs = arena_alloc(a, sizeof *b->size_inputs * (size_t)b->nsizes);
+    b->size_ref = arena_alloc(a, sizeof *b->size_ref * (size_t)b->nsizes);
+    b->size_weight = arena_alloc(a, sizeof *b->size_weight * (size_t)b->nsizes);
+    /* a size's time is scaled to the work at the hint, so that each size
+       counts alike: work ~ the product of the run-time sizes */
+    double hint_work = 1;
+    for (int d = 0; d < g->ndims; d++)
+        if (g->dims[d].runtime && g->dims[d].declared)
+            hint_work *= (double)o->bucket->hint[d];
+    bool ok = true;
+    double start = tune_now();
+    for (int s = 0; s < b->nsizes && ok; s++) {
+        const int64_t *dims = b->sizes[s];
+        double work = 1;
+        for (int d = 0; d < g->ndims; d++)
+            if (g->dims[d].runtime && g->dims[d].declared)
+                work *= (double)dims[d];
+        b->size_weight[s] = hint_work / work / b->nsizes;
+        double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
+        b->size_inputs[s] = arena_alloc(a, sizeof **b->size_inputs * (size_t)(g->ninputs + 1));
+        for (int i = 0; i < g->ninputs && ok; i++) {
+            const Tensor *t = g->inputs[i];
+            /* the bound's values, of which the size's are the first */
+            in[i] = malloc(sizeof(double) * (size_t)(tensor_elems(t) + 1));
+            if (!in[i]) {
+                fprintf(stderr, "texc: out of memory for input '%s'\n", t->name);
+                ok = false;
+                break;
+            }
+            te_random_input(t, o->seed, in[i]);
+            Tensor at = shape_at(t, dims);
+            b->size_inputs[s][i] = arena_printf(a, "%s/s%d_in%d.npy", b->workdir, s, i);
+            if (npy_write(b->size_inputs[s][i], &at, in[i]) != 0) {
+                fprintf(stderr, "texc: cannot write %s: %s\n", b->size_inputs[s][i], strerror(errno));
+                ok = false;
+            }
+        }
+        b->size_ref[s] = arena_alloc(a, sizeof **b->size_ref * (size_t)(g->noutputs + 1));
+        if (ok)
+            ok = te_eval_at(g, dims, in, b->size_ref[s]) == 0;
+        for (int i = 0; i < g->ninputs; i++)
+            free(in[i]);
+    }
+    if (ok && !o->quiet && o->verbose)
+        fprintf(stderr, "texc: the references at %d sizes took %.1f s\n", b->nsizes, tune_now() - start);
+    if (!ok)
+        return false;
+    b->input_paths = b->size_inputs[0];
+    b->ref = b->size_ref[0];
+    set_tolerances(b, a, g);
     return true;
 }
 
 void tune_bench_free(Bench *b)
 {
+    for (int s = 0; s < b->nsizes; s++)
+        for (int i = 0; b->size_ref[s] && i < b->g->noutputs; i++)
+            free(b->size_ref[s][i]);
+    if (b->nsizes)
+        b->ref = NULL;
     for (int i = 0; b->ref && i < b->g->noutputs; i++)
         free(b->ref[i]);
     b->ref = NULL;
@@ -393,7 +527,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
        the graph: its layouts are this candidate's */
     LoweredFunc fn = { 0 };
     SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
-                                              .sched = c->sched },
+                                              .sched = c->sched, .bucket = b->bucket },
                                &fn);
     if (!st)
         _exit(TUNE_EXIT_SCHEDULE);
@@ -419,7 +553,8 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
         fprintf(fc, "#define %s_packed_args texc_planted_%s_packed_args /* TEXC_TUNE_PLANT */\n",
                 b->kernel, b->kernel);
     CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = b->target };
-    bool ok = cg_emit_c(st, &fn, &co, fc, fh) &&
+    CgVariant v = { st, &fn, b->bucket, NULL, NULL };
+    bool ok = cg_emit_c_variants(&v, 1, &co, fc, fh) &&
               (!own_harness || cg_emit_harness(&a, b->g, b->kernel, NULL, fm)) &&
               (!plant || write_plant(fp, b, plant));
     ok = fclose(trace) == 0 && ok;
@@ -665,11 +800,18 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
 {
     const Graph *g = b->g;
     int nargs = g->ninputs + g->noutputs;
-    char **argv = calloc((size_t)nargs + 7, sizeof *argv);
+    char **argv = calloc((size_t)nargs + 7 + (size_t)g->ndims, sizeof *argv);
     char count[32];
     snprintf(count, sizeof count, "%d", repeats);
     int n = 0;
     argv[n++] = "./run";
+    /* a bucket's variant: the run-time sizes first (the harness's) */
+    int first_size = n;
+    for (int d = 0; b->nsizes && d < g->ndims; d++)
+        if (g->dims[d].runtime && g->dims[d].declared)
+            if (asprintf(&argv[n++], "%s=%lld", g->dims[d].name, (long long)b->sizes[b->cur][d]) < 0)
+                argv[n - 1] = NULL;
+    int last_size = n;
     for (int i = 0; i < g->ninputs; i++)
         argv[n++] = b->input_paths[i];
     for (int i = 0; i < g->noutputs; i++) {
@@ -713,7 +855,9 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
         _exit(127);
     }
     for (int i = 0; i < g->noutputs; i++)
-        free(argv[g->ninputs + 1 + i]);
+        free(argv[last_size + g->ninputs + i]);
+    for (int i = first_size; i < last_size; i++)
+        free(argv[i]);
     free(argv);
     if (pid < 0) {
         snprintf(c->detail, sizeof c->detail, "cannot fork: %s", strerror(errno));
@@ -791,9 +935,9 @@ static bool read_output(Bench *b, Candidate *c, int i, double *data)
         snprintf(c->detail, sizeof c->detail, "output %d was not written", i);
         return false;
     }
-    int64_t n = tensor_elems(t);
+    int64_t n = b->nsizes ? te_elems_at(t, b->sizes[b->cur]) : tensor_elems(t);
     int size = dtype_bytes(t->dtype);
-    unsigned char *raw = malloc((size_t)(n * size));
+    unsigned char *raw = malloc((size_t)(n * size) + 1);
     bool ok = raw && fread(raw, (size_t)size, (size_t)n, f) == (size_t)n;
     fclose(f);
     for (int64_t k = 0; ok && k < n; k++) {
@@ -833,8 +977,8 @@ static bool outputs_match(Bench *b, Candidate *c, bool *readable)
     bool match = true;
     for (int i = 0; i < g->noutputs; i++) {
         const Tensor *t = g->outputs[i];
-        int64_t n = tensor_elems(t);
-        double *got = malloc(sizeof *got * (size_t)n);
+        int64_t n = b->nsizes ? te_elems_at(t, b->sizes[b->cur]) : tensor_elems(t);
+        double *got = malloc(sizeof *got * (size_t)n + 1);
         if (!got || !read_output(b, c, i, got)) {
             free(got);
             *readable = false;
@@ -881,7 +1025,48 @@ static bool outputs_match(Bench *b, Candidate *c, bool *readable)
     return match;
 }
 
+static void measure_one(Bench *b, Candidate *c, double run_limit);
+
 void tune_measure(Bench *b, Candidate *c, double run_limit)
+{
+    if (!b->nsizes) {
+        measure_one(b, c, run_limit);
+        return;
+    }
+    /* a bucket: each representative size, the weighted sum */
+    double time = 0, first = 0;
+    int repeats = 0;
+    for (int s = 0; s < b->nsizes; s++) {
+        b->cur = s;
+        b->input_paths = b->size_inputs[s];
+        b->ref = b->size_ref[s];
+        measure_one(b, c, run_limit);
+        if (c->status != TS_OK) {
+            char at[256];
+            snprintf(at, sizeof at, "%s", c->detail);
+            char *sz = "";
+            for (int d = 0; d < b->g->ndims; d++)
+                if (b->g->dims[d].runtime && b->g->dims[d].declared)
+                    sz = arena_printf(b->arena, "%s%s%s=%lld", sz, *sz ? " " : "", b->g->dims[d].name,
+                                      (long long)b->sizes[s][d]);
+            snprintf(c->detail, sizeof c->detail, "at %.60s: %.180s", sz, at);
+            break;
+        }
+        time += b->size_weight[s] * c->time_s;
+        first += b->size_weight[s] * c->first_s;
+        repeats += c->repeats;
+    }
+    b->cur = 0;
+    b->input_paths = b->size_inputs[0];
+    b->ref = b->size_ref[0];
+    if (c->status == TS_OK) {
+        c->time_s = time;
+        c->first_s = first;
+        c->repeats = repeats;
+    }
+}
+
+static void measure_one(Bench *b, Candidate *c, double run_limit)
 {
     double t1 = 0;
     /* run 1: a warm-up and one timed run; the output is checked */

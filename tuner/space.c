@@ -897,7 +897,8 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
     Schedule *s = tune_space_schedule(&a, sp, point);
     LoweredFunc fn = { 0 };
     SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .graph_arena = &layouts, .g = g,
-                                              .target = sp->target, .sched = s },
+                                              .target = sp->target, .sched = s,
+                                              .bucket = sp->bucket },
                                &fn);
     bool ok = st != NULL;
     if (ok && sp->sm > 0)

@@ -112,6 +112,67 @@ typedef struct Tuner {
     bool odometer_done;
 } Tuner;
 
+/* --tune of a program with run-time dims: one task per bucket (the
+ * buckets a build compiles: sched/bucket.c, before merging), each
+ * measured at its representative sizes (measure.c) and logged as a
+ * workload of its own (log.c), with a share of the budget and trials by
+ * the width of its range (a single size 1, a range 1 + log2 of hi/lo),
+ * seeded with the winner of the bucket before it. */
+static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
+{
+    PtrVec buckets = { 0 };
+    if (!sch_buckets(outer, g, o->target, o->buckets, o->nbuckets, &buckets))
+        return 1;
+    double *share = arena_alloc(outer, sizeof *share * (size_t)buckets.len), total = 0;
+    for (int i = 0; i < buckets.len; i++) {
+        const Bucket *b = buckets.items[i];
+        share[i] = 1;
+        for (int d = 0; d < g->ndims; d++)
+            if (g->dims[d].runtime && g->dims[d].declared)
+                share[i] += log2((double)b->hi[d] / (double)b->lo[d]);
+        total += share[i];
+    }
+    double budget = o->time_budget > 0 ? o->time_budget : TUNE_DEFAULT_BUDGET_S;
+    int trials = o->trials > 0 ? o->trials : TUNE_DEFAULT_TRIALS;
+    if (!o->quiet)
+        fprintf(stderr, "texc: tuning %d buckets of the run-time dims, %.0f s and %d candidates in all\n",
+                buckets.len, budget, trials);
+    double start = tune_now();
+    json_t *seed = NULL;
+    int status = 0;
+    for (int i = 0; i < buckets.len && !tune_interrupted; i++) {
+        TuneOptions ob = *o;
+        ob.bucket = buckets.items[i];
+        /* the share of what is left, so that a bucket that stopped early
+           leaves its time to the rest */
+        double left = budget - (tune_now() - start), rest = 0;
+        if (left <= 0) {
+            if (!o->quiet)
+                fprintf(stderr, "texc: the time budget is spent: %d bucket%s left untuned (a build uses "
+                                "the file's or the default schedule there)\n",
+                        buckets.len - i, buckets.len - i == 1 ? "" : "s");
+            break;
+        }
+        for (int k = i; k < buckets.len; k++)
+            rest += share[k];
+        ob.time_budget = fmax(1.0, left * share[i] / rest);
+        ob.trials = (int)fmax(4, trials * share[i] / total);
+        ob.seed_config = seed;
+        json_t *best = NULL;
+        ob.best_config = &best;
+        if (!o->quiet)
+            fprintf(stderr, "texc: bucket %d of %d: %s\n", i + 1, buckets.len,
+                    sch_bucket_str(outer, g, ob.bucket));
+        status |= tune_run(outer, g, &ob);
+        json_decref(seed);
+        seed = best;
+    }
+    json_decref(seed);
+    if (!o->quiet)
+        fprintf(stderr, "texc: tuned %d buckets in %.1f s\n", buckets.len, tune_now() - start);
+    return status;
+}
+
 /* The configuration of the default schedule, as config_key writes it. */
 #define DEFAULT_KEY "{\"default\":true}"
 
@@ -873,9 +934,13 @@ static void summary(Tuner *t, double model_corr)
     }
 }
 
+static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o);
+
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
-    if (!te_require_static_dims(g, "--tune"))
+    if (o->target == TARGET_CPU && !o->bucket && sch_has_runtime_dims(g))
+        return tune_buckets(outer, g, o);
+    if (!o->bucket && !te_require_static_dims(g, "--tune"))
         return 1;
     bool cuda = o->target == TARGET_CUDA;
     if (cuda && !cuda_ready(o))
@@ -897,10 +962,12 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->seen = json_object();
     int status = 1;
 
-    const Schedule *written = sch_file_schedule(g, o->target);
+    const Schedule *written =
+        o->bucket ? sch_bucket_schedule(g, o->target, o->bucket) : sch_file_schedule(g, o->target);
     t->sp = tune_space_new(t->a, g, written, o->target);
     if (!t->sp)
         goto out;
+    t->sp->bucket = o->bucket;
     if (cuda)
         t->sp->sm = tune_cuda_devices()->sm; /* points are checked by the backend too */
     if (o->verbose)
@@ -953,6 +1020,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     tune_interrupted = 0;
 
     int new_trials = 0;      /* candidates of the space (not the default) */
+    bool seeded = false;
     Candidate **batch = arena_alloc(t->a, sizeof *batch * (size_t)(t->batch + 1));
     int **pts = arena_alloc(t->a, sizeof *pts * (size_t)(t->batch + 1));
     double *predicted = arena_alloc(t->a, sizeof *predicted * (size_t)(t->batch + 1));
@@ -975,6 +1043,18 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
             batch[n++] = new_candidate(t, NULL);
             json_object_set_new(t->seen, batch[0]->key, json_true());
             need_default = false;
+        }
+        if (o->seed_config && !seeded) {
+            /* the neighbouring bucket's winner, measured first */
+            seeded = true;
+            int *pt = arena_alloc(t->a, sizeof *pt * (size_t)(t->sp->nparams + 1));
+            if (tune_space_point_of(t->sp, o->seed_config, pt) && tune_space_legal(t->sp, pt) &&
+                !is_seen(t, o->seed_config)) {
+                Candidate *c = new_candidate(t, pt);
+                json_object_set_new(t->seen, c->key, json_true());
+                batch[n++] = c;
+                new_trials++;
+            }
         }
         int want = t->batch - n;
         if (want > t->trials - new_trials)
@@ -1057,6 +1137,8 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
                         "correctly, not even the default schedule (see the trials above)\n",
                 t->measured, t->measured == 1 ? "" : "s");
     status = tune_interrupted || t->log_lost || t->lock_failed || none_right ? 1 : 0;
+    if (o->best_config && t->best)
+        *o->best_config = json_deep_copy(json_object_get(t->best, "config"));
     if (t->log_lost)
         fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
                         "tuning stopped\n",

@@ -26,6 +26,15 @@ typedef struct TuneOptions {
                                 buffers, left in cache by the call before
                                 (cpu); else rotated copies (measure.c) */
     bool verbose, quiet;
+    /* run-time dims (doc/runtime-dims.md): --buckets, and the bucket one
+       task tunes (tune_run sets it, a task per bucket; a build asks
+       tune_best per bucket); NULL for a static program */
+    const BucketSpec *buckets;
+    int nbuckets;
+    const Bucket *bucket;
+    json_t *seed_config;     /* a configuration to measure first (the
+                                neighbouring bucket's winner), or NULL */
+    json_t **best_config;    /* if set, receives the winner's configuration */
 } TuneOptions;
 
 /* --tune: searches G's schedule space for O->target and appends every
@@ -90,6 +99,7 @@ typedef struct Space {
     int sm;                  /* tune_space_check also asks the CUDA
                                 backend's limits for sm_SM (cg_cuda_fits);
                                 0: it does not */
+    const Bucket *bucket;    /* points are checked as this bucket's variant */
 } Space;
 
 /* Builds the space of G for TARGET (WRITTEN: the file's schedule, or
@@ -187,6 +197,17 @@ typedef struct Bench {
     int ndevices;
     int max_repeats;      /* timed repeats of one run at most */
     bool warm;            /* --tune-cache=warm: the harness keeps one copy */
+    /* a bucket of a program with run-time dims: the variant candidates
+       build, and the sizes each is measured at (its representative sizes:
+       smallest, largest, hint, one no tile divides), each with inputs and
+       a reference of its own; input_paths and ref point at size CUR's */
+    const Bucket *bucket;
+    int nsizes;
+    int64_t **sizes;      /* by size: one per Graph.dims (te_eval_at's) */
+    char ***size_inputs;
+    double ***size_ref;
+    double *size_weight;  /* a size's time counts times this in the score */
+    int cur;
 } Bench;
 
 typedef struct Candidate {
