@@ -1386,6 +1386,10 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     PtrVec macros = {0};
     vec_push(e->p.a, &macros, (void *)f->ws_macro);
+    if (e->nrt) { /* the run-time sizes' macros: a dim called ERANGE is renamed */
+        vec_push(e->p.a, &macros, (void *)e->erange);
+        vec_push(e->p.a, &macros, cg_upper(e->p.a, arena_printf(e->p.a, "%s_NVARIANTS", o->name)));
+    }
     for (int i = 0; i < f->packed->len; i++)
         vec_push(e->p.a, &macros, (void *)f->elems_macros[i]);
     cg_print_dim_macros(e->p.a, h, o->name, g, &macros);

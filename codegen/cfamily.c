@@ -926,25 +926,38 @@ char *cg_upper(Arena *a, const char *s)
     return u;
 }
 
+/* Is NAME in TAKEN? */
+static bool macro_taken(const PtrVec *taken, const char *name)
+{
+    for (int i = 0; i < taken->len; i++)
+        if (strcmp(taken->items[i], name) == 0)
+            return true;
+    return false;
+}
+
 void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, PtrVec *taken)
 {
+    /* a run-time dim's macros are M_MIN and M_MAX: each must be free */
     for (int d = 0; d < g->ndims; d++) {
-        const char *m = cg_upper(a, arena_printf(a, "%s_%s", name, g->dims[d].name));
+        const Dim *dim = &g->dims[d];
+        const char *m = cg_upper(a, arena_printf(a, "%s_%s", name, dim->name));
         for (int k = 2;; k++) {
-            bool clash = false;
-            for (int i = 0; i < taken->len; i++)
-                clash = clash || strcmp(taken->items[i], m) == 0;
+            bool clash = dim->runtime ? macro_taken(taken, arena_printf(a, "%s_MIN", m)) ||
+                                            macro_taken(taken, arena_printf(a, "%s_MAX", m))
+                                      : macro_taken(taken, m);
             if (!clash)
                 break;
-            m = cg_upper(a, arena_printf(a, "%s_%s_%d", name, g->dims[d].name, k));
+            m = cg_upper(a, arena_printf(a, "%s_%s_%d", name, dim->name, k));
         }
-        vec_push(a, taken, (void *)m);
-        const Dim *dim = &g->dims[d];
-        if (dim->runtime)
+        if (dim->runtime) {
+            vec_push(a, taken, arena_printf(a, "%s_MIN", m));
+            vec_push(a, taken, arena_printf(a, "%s_MAX", m));
             fprintf(h, "#define %s_MIN %lld /* %s: a run-time size%s%s */\n#define %s_MAX %lld\n", m,
                     (long long)dim->lo, dim->name, dim->declared ? ", an argument" : " = ",
                     dim->declared ? "" : te_size_str(a, dim->size), m, (long long)dim->hi);
-        else
+        } else {
+            vec_push(a, taken, (void *)m);
             fprintf(h, "#define %s %lld\n", m, (long long)dim->value);
+        }
     }
 }
