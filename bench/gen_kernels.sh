@@ -32,83 +32,18 @@ set -e
 texc=$1 samples=$2 out=$3 cc=$4 log=$5 cache=$6
 shift 6
 
+# adapt, build, build_tuned and strip_schedules (kernel_lib.sh): they
+# read texc, out, cc, log and cache, and append to includes
+includes=''
+. "$(dirname "$0")/kernel_lib.sh"
+
 rm -rf "$out"
 mkdir -p "$out"
-# A schedule block runs from `schedule TARGET {` to the `}` in column 0.
-sed '/^schedule[ \t]/,/^}/d' "$samples/matmul_gelu.te" > "$out/matmul_gelu_default.te"
+strip_schedules "$samples/matmul_gelu.te" > "$out/matmul_gelu_default.te"
 if grep -q '^schedule' "$out/matmul_gelu_default.te"; then
     echo "gen_kernels.sh: could not strip the schedule blocks of $samples/matmul_gelu.te" >&2
     exit 1
 fi
-
-includes=''
-# adapt NAME: appends to $includes NAME's header and two functions the
-# benchmark calls: NAME_bench_prepare(w), which puts w in the layout the
-# kernel reads (NAME_prepack, once, outside the timed loop, as oneDNN's
-# weights are reordered once) and returns the seconds it took, or -1 when
-# the kernel reads w as it is; and NAME_bench(x, w, b, z), the timed call.
-adapt() {
-    up=$(echo "$1" | tr a-z A-Z)
-    if grep -q "^void $1_prepack(" "$out/$1.h"; then
-        includes="$includes#include \"$1.h\"
-static float *$1_wp;
-static double $1_bench_prepare(const float *w)
-{
-    free($1_wp);
-    $1_wp = aligned_alloc(64, (${up}_W_PACKED_ELEMS * sizeof(float) + 63) / 64 * 64);
-    if (!$1_wp)
-        abort();
-    double t0 = omp_get_wtime();
-    $1_prepack(w, $1_wp);
-    return omp_get_wtime() - t0;
-}
-static void $1_bench(const float *x, const float *w, const float *b, float *z)
-{
-    (void)w;
-    $1_packed(x, $1_wp, b, z);
-}
-"
-    else
-        includes="$includes#include \"$1.h\"
-static double $1_bench_prepare(const float *w) { (void)w; return -1; }
-static void $1_bench(const float *x, const float *w, const float *b, float *z) { $1(x, w, b, z); }
-"
-    fi
-}
-
-# build NAME SRC TEXC-ARGS...: NAME.{h,c,o} from SRC without the tuning log
-build() {
-    name=$1 src=$2
-    shift 2
-    "$texc" -q --log=/dev/null "$src" "$@" -o "$out/$name"
-    $cc -c "$out/$name.c" -o "$out/$name.o"
-    includes="$includes#include \"$name.h\"
-"
-}
-
-# build_tuned NAME SRC TEXC-ARGS...: NAME.{h,c,o} from SRC with the tuning
-# log's winner; sets tuned (the function, or NULL) and note (a C string's
-# contents: texc's lines about the log)
-build_tuned() {
-    name=$1 src=$2
-    shift 2
-    if [ -n "$log" ]; then
-        set -- "--log=$log" "$@"
-    fi
-    "$texc" -v --tune-cache="${cache:-cold}" "$src" "$@" -o "$out/$name" 2> "$out/$name.log"
-    # texc's lines about the log, without the prefix, quotes or backslashes
-    words=$(grep -E 'tuning log|tuned schedule|no record in|not a tuning record' "$out/$name.log" |
-            sed 's/^texc: //; s/["\\]//g' | tr '\n' ' ' | sed 's/ $//')
-    if grep -q 'using the tuned schedule' "$out/$name.log"; then
-        $cc -c "$out/$name.c" -o "$out/$name.o"
-        includes="$includes#include \"$name.h\"
-"
-        tuned=$name note=$words
-    else
-        rm -f "$out/$name.c" "$out/$name.h"
-        tuned=NULL note="no tuning record: ${words:-none for it in ${log:-the default tuning log}}"
-    fi
-}
 
 list=''
 for shape in "$@"; do
