@@ -62,8 +62,8 @@
  * mode in texc's default search space for the program: for the oracle,
  * the records whose dims are exactly M = m, N = 3072, K = 768 (for the
  * sizes of the run); for the dynamic artifact, the records that carry a
- * "bucket" (tuning_kind below: phase 5 decides that format, and this is
- * the one place to follow it).  A lower bound of the tuner's wall time
+ * bucket (tuning_kind below: a bucket's record gives M as an object,
+ * {"lo", "hi", "hint"}: tuner/log.c).  A lower bound of the tuner's wall time
  * (the cost model and process starts are not in it), counted the same
  * way for both sides.
  *
@@ -478,9 +478,10 @@ static TuningKind tuning_kind(json_t *r, const char *cpu, int64_t *m)
     if (strcmp(str_field(r, "target"), "cpu") || strcmp(str_field(r, "cpu"), cpu) ||
         strcmp(str_field(r, "cache"), BENCH_RT_CACHE) || strcmp(str_field(r, "space_kind"), "auto"))
         return TUNING_NONE;
-    if (json_object_get(r, "bucket"))
-        return TUNING_DYNAMIC;
     json_t *dims = json_object_get(r, "dims");
+    /* a bucket's record (tuner/log.c): M is its range and hint */
+    if (json_is_object(json_object_get(dims, "M")))
+        return TUNING_DYNAMIC;
     json_t *dm = json_object_get(dims, "M"), *dn = json_object_get(dims, "N");
     json_t *dk = json_object_get(dims, "K");
     if (json_object_size(dims) != 3 || !json_is_integer(dm) || !json_is_integer(dn) ||

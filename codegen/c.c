@@ -1722,11 +1722,14 @@ static void use_variant(Emitter *e, int i)
     e->plan = e->plans[i];
 }
 
-/* NAME, the dispatcher: the sizes checked, then the variant whose bucket
- * holds them, by an if-chain in the buckets' order (when the buckets
- * differ along one dim, one comparison each). */
-static void emit_dispatch(Emitter *e, const char *name, const char **variants, const Funcs *f, FILE *c)
+/* NAME_variant: the index in NAME_variants of the variant whose bucket
+ * holds the sizes (the sizes checked first), by an if-chain in the
+ * buckets' order (when the buckets differ along one dim, one comparison
+ * each), or NAME_ERANGE.  Every dispatcher calls it: it is the whole cost
+ * of dispatch, and make bench times it. */
+static void emit_variant_of(Emitter *e, const CodegenOptions *o)
 {
+    FILE *c = e->p.out;
     Graph *g = e->st->g;
     int varying = 0;
     for (int k = 0; k < e->nrt; k++) {
@@ -1737,40 +1740,63 @@ static void emit_dispatch(Emitter *e, const char *name, const char **variants, c
                 break;
             }
     }
+    fprintf(c, "\nint %s_variant(%s)\n{\n", o->name, dims_decl(e));
+    e->p.indent = 1;
+    cg_line(&e->p, "if (%s(", e->sizes_ok);
+    for (int i = 0; i < e->nrt; i++)
+        fprintf(c, "%s%s", i ? ", " : "", e->rt_names[i]);
+    fprintf(c, ") != 0)\n");
+    cg_line(&e->p, "    return %s;\n", e->erange);
+    for (int i = 0; i + 1 < e->nvariants; i++) {
+        const Bucket *b = e->variants[i].bucket;
+        cg_line(&e->p, "if (");
+        const char *sep = "";
+        for (int k = 0; k < e->nrt; k++) {
+            int d = e->rt[k]->size_dim - 1;
+            const char *n = e->rt_names[k];
+            if (b->lo[d] > g->dims[d].lo && varying != 1) {
+                fprintf(c, "%s%s >= %lld", sep, n, (long long)b->lo[d]);
+                sep = " && ";
+            }
+            if (b->hi[d] < g->dims[d].hi) {
+                fprintf(c, "%s%s <= %lld", sep, n, (long long)b->hi[d]);
+                sep = " && ";
+            }
+        }
+        fprintf(c, "%s) /* %s */\n", *sep ? "" : "1", sch_bucket_str(e->p.a, g, b));
+        cg_line(&e->p, "    return %d;\n", i);
+    }
+    cg_line(&e->p, "return %d; /* %s */\n", e->nvariants - 1,
+            e->variants[e->nvariants - 1].bucket
+                ? sch_bucket_str(e->p.a, g, e->variants[e->nvariants - 1].bucket)
+                : "every size");
+    fputs("}\n", c);
+}
+
+/* NAME, the dispatcher: NAME_variant's choice called. */
+static void emit_dispatch(Emitter *e, const char *name, const char **variants, const Funcs *f,
+                          const CodegenOptions *o, FILE *c)
+{
     fputc('\n', c);
     emit_signature(e, c, name, &f->kernel, false, true);
     fputs("\n{\n", c);
     e->p.indent = 1;
-    emit_sizes_check(e, &f->kernel);
+    cg_line(&e->p, "switch (%s_variant(", o->name);
+    for (int k = 0; k < e->nrt; k++)
+        fprintf(c, "%s%s", k ? ", " : "", e->rt_names[k]);
+    fputs(")) {\n", c);
     for (int i = 0; i < e->nvariants; i++) {
-        const Bucket *b = e->variants[i].bucket;
-        if (i + 1 < e->nvariants) {
-            cg_line(&e->p, "if (");
-            const char *sep = "";
-            for (int k = 0; k < e->nrt; k++) {
-                int d = e->rt[k]->size_dim - 1;
-                const char *n = e->rt_names[k];
-                if (b->lo[d] > g->dims[d].lo && varying != 1) {
-                    fprintf(c, "%s%s >= %lld", sep, n, (long long)b->lo[d]);
-                    sep = " && ";
-                }
-                if (b->hi[d] < g->dims[d].hi) {
-                    fprintf(c, "%s%s <= %lld", sep, n, (long long)b->hi[d]);
-                    sep = " && ";
-                }
-            }
-            fprintf(c, ") /* %s */\n", sch_bucket_str(e->p.a, g, b));
-            e->p.indent++;
-        }
-        cg_line(&e->p, "return %s(", variants[i]);
+        cg_line(&e->p, "case %d:\n", i);
+        cg_line(&e->p, "    return %s(", variants[i]);
         for (int k = 0; k < e->nrt; k++)
             fprintf(c, "%s, ", e->rt_names[k]);
         for (int k = 0; k < f->kernel.n; k++)
             fprintf(c, "%s_, ", cg_tensor_name(&e->p, f->kernel.t[k]));
         fputs("te_workspace_);\n", c);
-        if (i + 1 < e->nvariants)
-            e->p.indent--;
     }
+    cg_line(&e->p, "default:\n");
+    cg_line(&e->p, "    return %s;\n", e->erange);
+    cg_line(&e->p, "}\n");
     fputs("}\n", c);
 }
 
@@ -1808,7 +1834,10 @@ static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, b
         fprintf(out, "struct %s_variant {\n    int64_t lo[%d], hi[%d];\n    const char *schedule, *from;\n};\n",
                 o->name, e->nrt, e->nrt);
         fprintf(out, "#define %s_NVARIANTS %d\n", up, e->nvariants);
-        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n\n", o->name, o->name, up);
+        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n", o->name, o->name, up);
+        fprintf(out, "/* The index in %s_variants of the variant that runs at these sizes, or\n"
+                     " * %s: the whole of the dispatch a call makes. */\n", o->name, e->erange);
+        fprintf(out, "int %s_variant(%s);\n\n", o->name, dims_decl(e));
         return;
     }
     fprintf(out, "\nconst struct %s_variant %s_variants[%s_NVARIANTS] = {\n", o->name, o->name, up);
@@ -1839,6 +1868,7 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
     if (e->nrt) {
         emit_variant_table(e, o, c, false);
         emit_sizes_functions(e, o->name);
+        emit_variant_of(e, o);
         fprintf(c, "\nsize_t %s_workspace_size(%s)\n{\n", o->name, dims_decl(e));
         for (int i = 0; i < e->nrt; i++)
             fprintf(c, "    (void)%s;\n", cg_var_name(&e->p, e->rt[i]));
@@ -1872,7 +1902,7 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
                 return false;
         }
         use_variant(e, 0);
-        emit_dispatch(e, core, names, f, c);
+        emit_dispatch(e, core, names, f, o, c);
     }
 
     if (!f->prepack.n) {
@@ -1946,6 +1976,8 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         e.sizes_ok = cg_claim(&e.p, arena_printf(a, "%s_check_sizes", o->name));
         e.erange = cg_upper(a, arena_printf(a, "%s_ERANGE", o->name));
         cg_claim(&e.p, arena_printf(a, "%s_strerror", o->name));
+        cg_claim(&e.p, arena_printf(a, "%s_variant", o->name));
+        cg_claim(&e.p, arena_printf(a, "%s_variants", o->name));
     }
     for (int i = 0; i < g->ninputs; i++) {
         const Tensor *p = packed_form(fn, g->inputs[i]);
