@@ -570,6 +570,12 @@ Expr *sch_max(Arena *a, Expr *x, Expr *y);
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);
 
+/* peel.c: BODY (lowered for ST's target) with each serial or parallel
+ * loop L whose body holds edge extents min(C, A - C*L) split into its
+ * full tiles, the mins replaced by C, and the edge tile (see peel.c).
+ * sch_lower calls it last; the CUDA target's BODY is returned as it is. */
+Stmt *sch_peel(SchedState *st, Stmt *body);
+
 /* layout.c — layout assignment and weight prepacking, for the tiles of
  * the schedule a build uses: assigns layouts for SCHED (NULL: the default
  * schedule) on TARGET, unless -fno-layout cleared g->layouts.  Earlier

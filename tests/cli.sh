@@ -269,4 +269,26 @@ expect_status "a run-time dim without -D: texc builds it for the CPU" 0 \
 check "the entry function takes M first and returns int" \
     grep -q "^int r(int64_t M, const float \*x, const float \*w, const float \*b, float \*z);" "$tmp/rt/r.h"
 
+# Edge tiles out of the hot loop (sched/peel.c): where the row tile of 8
+# does not divide M, the full tiles' loop comes first with constant
+# extents (its unrolled rows and vectors untested), then the edge tile.
+# full_tiles FILE FROM TO: FILE's lines from the first holding FROM up to
+# the first after it holding TO (the edge tile's loop).
+full_tiles() {
+    awk -v from="$2" -v to="$3" 'index($0, from) { on = 1 } on && index($0, to) { exit } on { print }' "$1"
+}
+no_edge_tests() {  # no_edge_tests FILE: the full tiles' code, with no test of the edge
+    grep -q 'i: unrolled 8 times' "$1" && ! grep -q 'te_min_i64\|if (' "$1"
+}
+mkdir -p "$tmp/peel"
+(cd "$tmp/peel" && "$TEXC" --log=/dev/null -D M=100 -o st "$samples/matmul_gelu.te") >"$tmp/peel/err" 2>&1
+full_tiles "$tmp/peel/st.c" 'for (int64_t io = 0; io < 12; io++) {' 'for (int64_t io = 12; io < 13; io++) {' \
+    >"$tmp/peel/st.full"
+check "-D M=100: the 12 full row tiles' loop tests no edge" no_edge_tests "$tmp/peel/st.full"
+check "-D M=100: then the edge tile, its 4 rows unrolled" sh -c "
+    sed -n '/for (int64_t io = 12; io < 13; io++) {/,\$p' '$tmp/peel/st.c' | grep -q 'i: unrolled 4 times'"
+full_tiles "$tmp/rt/r.c" 'for (int64_t io = 0; io < M / 8; io++) {' 'for (int64_t io = M / 8; io < (M + 7) / 8; io++) {' \
+    >"$tmp/peel/rt.full"
+check "run-time M: the M / 8 full row tiles' loop tests no edge" no_edge_tests "$tmp/peel/rt.full"
+
 done_testing
