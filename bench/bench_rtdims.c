@@ -69,11 +69,11 @@
  *
  * Dispatch overhead.  A call at a size outside the range returns
  * NAME_ERANGE at once and tells nothing about the dispatch, so the
- * section times a tight loop of the generated entry point's own
- * selection code: mg_rt_check_sizes(M) (the range checks every entry
- * runs first; 0 or NAME_ERANGE), through a volatile M so that nothing is
- * hoisted, in ns per call including the call.  When the generated
- * dispatcher lands (phase 4), its selection function is timed here too.
+ * section times a tight loop of the generated dispatch itself:
+ * mg_rt_variant(M), which every entry point's dispatcher switches on (the
+ * range checks, then the if-chain over the buckets; the variant's index),
+ * through a volatile M so that nothing is hoisted, in ns per call
+ * including the call.
  * The section also checks that M = MIN - 1 and MAX + 1 return
  * NAME_ERANGE with z untouched.
  *
@@ -414,13 +414,14 @@ static void run_check_loop(void *ctx)
     CheckLoop *c = ctx;
     int sum = 0;
     for (int i = 0; i < CHECK_CALLS; i++)
-        sum += BENCH_RT_CHECK_SIZES(c->m);
+        sum += BENCH_RT_VARIANT(c->m);
     c->sink += sum;
 }
 
 typedef struct Dispatch {
     int64_t m[2];              /* the sizes timed: the run's least and largest */
-    double check_ns[2];        /* mg_rt_check_sizes, ns per call */
+    double check_ns[2];        /* mg_rt_variant, ns per call */
+    int variant[2];            /* ... and the variant it picks */
     int erange_ok;             /* M = MIN - 1 and MAX + 1 return NAME_ERANGE, z untouched */
 } Dispatch;
 
@@ -432,7 +433,8 @@ static void measure_dispatch(Dispatch *dp, const Data *d, int least, int largest
         CheckLoop loop = {dp->m[i], 0};
         Timing t = bench_measure(run_check_loop, &loop, 1, d->min_time);
         dp->check_ns[i] = t.median / CHECK_CALLS * 1e9;
-        fprintf(stderr, "  %s(%lld): %.2f ns per call\n", "check_sizes", (long long)dp->m[i],
+        dp->variant[i] = BENCH_RT_VARIANT(dp->m[i]);
+        fprintf(stderr, "  %s(%lld): %.2f ns per call\n", "variant", (long long)dp->m[i],
                 dp->check_ns[i]);
     }
     /* outside the range: NAME_ERANGE and nothing written */
@@ -841,13 +843,14 @@ static void print_report(FILE *out, const Report *rep)
                  "× threads), ⚠ below %.0f%%\n",
             rep->min_time, BENCH_TOLERANCE, 100.0 * BENCH_CONTENDED);
     const Dispatch *dp = &rep->dispatch;
-    fprintf(out, "- dispatch overhead: the entry's selection code, `mg_rt_check_sizes(M)` in a "
-                 "tight loop (volatile M, the call included): **%.1f ns** per call at M = %lld, "
-                 "%.1f ns at M = %lld; the artifact has one variant, so there is no selection "
-                 "function yet (the generated dispatcher of phase 4 adds one); M = %d and %d "
-                 "return MG_RT_ERANGE with z untouched: %s\n",
-            dp->check_ns[0], (long long)dp->m[0], dp->check_ns[1], (long long)dp->m[1],
-            BENCH_RT_M_MIN - 1, BENCH_RT_M_MAX + 1, dp->erange_ok ? "yes" : "**NO**");
+    fprintf(out, "- dispatch overhead: the whole of a call's dispatch, `mg_rt_variant(M)` (the size "
+                 "checks, then the if-chain over the %d variants), in a tight loop (volatile M, the "
+                 "call included): **%.1f ns** per call at M = %lld (variant %d), %.1f ns at M = %lld "
+                 "(variant %d, the chain's last); M = %d and %d return MG_RT_ERANGE with z "
+                 "untouched: %s\n",
+            BENCH_RT_NVARIANTS, dp->check_ns[0], (long long)dp->m[0], dp->variant[0], dp->check_ns[1],
+            (long long)dp->m[1], dp->variant[1], BENCH_RT_M_MIN - 1, BENCH_RT_M_MAX + 1,
+            dp->erange_ok ? "yes" : "**NO**");
     const Tuning *t = &rep->tuning;
     double oracle_secs = 0.0;
     int oracle_records = 0;

@@ -24,7 +24,7 @@
 # Last, OUTDIR/rt_kernels.h includes every header and defines:
 #   BENCH_RT_SIZES(X)   X(M, static_fn, static_prepare, oracle_fn or NULL,
 #                       oracle_prepare or NULL, "oracle note") for each M
-#   BENCH_RT_DYNAMIC, BENCH_RT_DYNAMIC_PREPARE, BENCH_RT_CHECK_SIZES,
+#   BENCH_RT_DYNAMIC, BENCH_RT_DYNAMIC_PREPARE, BENCH_RT_CHECK_SIZES, BENCH_RT_VARIANT,
 #   BENCH_RT_ERANGE, BENCH_RT_M_MIN, BENCH_RT_M_MAX   the dynamic artifact
 #   BENCH_RT_TUNED, BENCH_RT_TUNED_PREPARE (or NULL), BENCH_RT_TUNED_NOTE
 #   BENCH_RT_LOG, BENCH_RT_CACHE, BENCH_RT_KERNEL   where tuning records are
@@ -140,6 +140,8 @@ fi
     echo '#define BENCH_RT_DYNAMIC mg_rt_bench'
     echo '#define BENCH_RT_DYNAMIC_PREPARE mg_rt_bench_prepare'
     echo '#define BENCH_RT_CHECK_SIZES mg_rt_check_sizes'
+    echo '#define BENCH_RT_VARIANT mg_rt_variant'
+    echo '#define BENCH_RT_NVARIANTS MG_RT_NVARIANTS'
     echo '#define BENCH_RT_ERANGE MG_RT_ERANGE'
     echo '#define BENCH_RT_M_MIN MG_RT_M_MIN'
     echo '#define BENCH_RT_M_MAX MG_RT_M_MAX'
