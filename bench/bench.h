@@ -82,6 +82,18 @@ Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time);
 extern dnnl_engine_t bench_dnnl_engine;
 extern dnnl_stream_t bench_dnnl_stream;
 void bench_describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md);
+/* matmul_gelu as one oneDNN matmul primitive, as every make bench row of
+ * it builds it: M x K times K x N (M may be DNNL_RUNTIME_DIM_VAL: any),
+ * bias, output scale 0.125, an eltwise_gelu_erf post-op, the weights in
+ * the layout the primitive asks for (format any).  The plain row-major
+ * descs into *MD, the primitive's desc into *PD, the implementation
+ * oneDNN chose into IMPL.  1, or 0 and WHY. */
+typedef struct BenchMatmulDescs {
+    dnnl_memory_desc_t src, user_weights, bias, dst;
+} BenchMatmulDescs;
+int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md,
+                           dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
+                           size_t why_size);
 /* In a setup function with parameters WHY and WHY_SIZE returning int:
  * runs a oneDNN call; on failure says which and returns 0. */
 #define DNNL_TRY(call)                                                                  \

@@ -178,37 +178,12 @@ static void run_dnnl(void *ctx)
 static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
-    dnnl_memory_desc_t src_md, user_weights_md, any_weights_md, bias_md, dst_md;
-    dnnl_dims_t src_dims = {p->m, p->k}, weights_dims = {p->k, p->n};
-    dnnl_dims_t bias_dims = {1, p->n}, dst_dims = {p->m, p->n};
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 2, src_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&user_weights_md, 2, weights_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&any_weights_md, 2, weights_dims, dnnl_f32,
-                                          dnnl_format_tag_any));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 2, bias_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab));
-    dnnl_matmul_desc_t desc;
-    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &any_weights_md, &bias_md, &dst_md));
-
-    /* oneDNN 2.x applies the output scale after the bias:
-     *   dst = gelu(scale * (src @ weights + bias)),
-     * so the bias it is given is b / scale (b * 8: exact in binary). */
-    const float scale = 0.125f;
-    dnnl_primitive_attr_t attr;
-    dnnl_post_ops_t post_ops;
-    DNNL_TRY(dnnl_primitive_attr_create(&attr));
-    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale));
-    DNNL_TRY(dnnl_post_ops_create(&post_ops));
-    DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
-    DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    BenchMatmulDescs md;
     dnnl_primitive_desc_t pd;
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, bench_dnnl_engine, NULL));
-    dnnl_post_ops_destroy(post_ops);
-    dnnl_primitive_attr_destroy(attr);
-
-    const char *impl = "?";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    snprintf(d->impl, sizeof d->impl, "%s", impl);
+    if (!bench_dnnl_matmul_gelu(p->m, p->k, p->n, &md, &pd, d->impl, sizeof d->impl, why, why_size))
+        return 0;
+    dnnl_memory_desc_t src_md = md.src, user_weights_md = md.user_weights, bias_md = md.bias,
+                       dst_md = md.dst;
     const dnnl_memory_desc_t *weights_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     DNNL_TRY(dnnl_primitive_create(&d->matmul, pd));
 

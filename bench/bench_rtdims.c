@@ -270,31 +270,11 @@ static int dnnl_matmul_new(DnnlMatmul *mm, int64_t m, const Data *d, char *why, 
 {
     memset(mm, 0, sizeof *mm);
     double t0 = bench_now();
-    dnnl_memory_desc_t src_md, user_weights_md, any_weights_md, bias_md, dst_md;
-    dnnl_dims_t src_dims = {m, K}, weights_dims = {K, N}, bias_dims = {1, N}, dst_dims = {m, N};
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&src_md, 2, src_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&user_weights_md, 2, weights_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&any_weights_md, 2, weights_dims, dnnl_f32,
-                                          dnnl_format_tag_any));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&bias_md, 2, bias_dims, dnnl_f32, dnnl_ab));
-    DNNL_TRY(dnnl_memory_desc_init_by_tag(&dst_md, 2, dst_dims, dnnl_f32, dnnl_ab));
-    dnnl_matmul_desc_t desc;
-    DNNL_TRY(dnnl_matmul_desc_init(&desc, &src_md, &any_weights_md, &bias_md, &dst_md));
-    const float scale = 0.125f;
-    dnnl_primitive_attr_t attr;
-    dnnl_post_ops_t post_ops;
-    DNNL_TRY(dnnl_primitive_attr_create(&attr));
-    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale));
-    DNNL_TRY(dnnl_post_ops_create(&post_ops));
-    DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
-    DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    BenchMatmulDescs md;
     dnnl_primitive_desc_t pd;
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, bench_dnnl_engine, NULL));
-    dnnl_post_ops_destroy(post_ops);
-    dnnl_primitive_attr_destroy(attr);
-    const char *impl = "?";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &impl);
-    snprintf(mm->impl, sizeof mm->impl, "%s", impl);
+    if (!bench_dnnl_matmul_gelu(m, K, N, &md, &pd, mm->impl, sizeof mm->impl, why, why_size))
+        return 0;
+    dnnl_memory_desc_t bias_md = md.bias, user_weights_md = md.user_weights;
     DNNL_TRY(dnnl_primitive_create(&mm->prim, pd));
     DNNL_TRY(dnnl_memory_create(&mm->bias, &bias_md, bench_dnnl_engine, d->bias_dnnl));
 

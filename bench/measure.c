@@ -25,6 +25,43 @@ dnnl_engine_t bench_dnnl_engine;
 dnnl_stream_t bench_dnnl_stream;
 #endif
 
+#ifdef BENCH_HAVE_DNNL
+int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md,
+                           dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
+                           size_t why_size)
+{
+    dnnl_memory_desc_t any_weights_md;
+    dnnl_dims_t src_dims = {m, k}, weights_dims = {k, n}, bias_dims = {1, n}, dst_dims = {m, n};
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->src, 2, src_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->user_weights, 2, weights_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&any_weights_md, 2, weights_dims, dnnl_f32,
+                                          dnnl_format_tag_any));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->bias, 2, bias_dims, dnnl_f32, dnnl_ab));
+    DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->dst, 2, dst_dims, dnnl_f32, dnnl_ab));
+    dnnl_matmul_desc_t desc;
+    DNNL_TRY(dnnl_matmul_desc_init(&desc, &md->src, &any_weights_md, &md->bias, &md->dst));
+
+    /* oneDNN 2.x applies the output scale after the bias:
+     *   dst = gelu(scale * (src @ weights + bias)),
+     * so the bias it is given is b / scale (b * 8: exact in binary). */
+    const float scale = 0.125f;
+    dnnl_primitive_attr_t attr;
+    dnnl_post_ops_t post_ops;
+    DNNL_TRY(dnnl_primitive_attr_create(&attr));
+    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale));
+    DNNL_TRY(dnnl_post_ops_create(&post_ops));
+    DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
+    DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    DNNL_TRY(dnnl_primitive_desc_create(pd, &desc, attr, bench_dnnl_engine, NULL));
+    dnnl_post_ops_destroy(post_ops);
+    dnnl_primitive_attr_destroy(attr);
+    const char *name = "?";
+    dnnl_primitive_desc_query(*pd, dnnl_query_impl_info_str, 0, &name);
+    snprintf(impl, impl_size, "%s", name);
+    return 1;
+}
+#endif
+
 /* ---- Small helpers ------------------------------------------------------- */
 
 void bench_die(const char *fmt, ...)

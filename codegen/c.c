@@ -168,7 +168,7 @@ static void emit_store(Emitter *e, const Stmt *s)
 /* Is E free of the variable V? */
 static bool invariant(const Expr *e, const IterVar *v)
 {
-    return !cg_expr_uses_var(e, v);
+    return !sch_uses_var(e, v);
 }
 
 /* The most elements apart that consecutive lanes of a vector load may be

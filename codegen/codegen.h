@@ -45,8 +45,6 @@ typedef struct CgUses {
  * loops the C backend lifts into functions (their bounds count: they are
  * computed where the loop was). */
 CgUses cg_uses(Arena *a, const Stmt *s, bool outside);
-/* workspace.c: does E read the loop variable V? */
-bool cg_expr_uses_var(const Expr *e, const IterVar *v);
 
 /* The memory plan of a lowered function's intermediates (fn->temps). */
 typedef struct WorkspacePlan {

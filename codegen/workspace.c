@@ -40,18 +40,6 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
 }
 
 /* Does E read the loop variable V? */
-bool cg_expr_uses_var(const Expr *e, const IterVar *v)
-{
-    if (!e)
-        return false;
-    if (e->kind == EX_VAR && e->var == v)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (cg_expr_uses_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 static void note_use(Arena *a, CgUses *u, PtrVec *list, const void *p)
 {
     if (map_put(a, &u->seen, p, list->len))

@@ -290,16 +290,6 @@ static Stmt *seq2(Lower *L, Stmt *x, Stmt *y)
     return s;
 }
 
-static bool uses_var(const Expr *e, const IterVar *v)
-{
-    if (e->kind == EX_VAR)
-        return e->var == v;
-    for (int i = 0; i < e->nargs; i++)
-        if (uses_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 /* The position of the innermost loop of S (within [0, n)) that guard G
  * uses, or -1 if it uses a loop outside the nest being built. */
 static int guard_depth(SStage *s, Expr *g, bool *in_nest)
@@ -307,7 +297,7 @@ static int guard_depth(SStage *s, Expr *g, bool *in_nest)
     int deepest = -1;
     for (int i = 0; i < s->loops.len; i++) {
         Loop *l = s->loops.items[i];
-        if (uses_var(g, l->var)) {
+        if (sch_uses_var(g, l->var)) {
             if (!in_nest[i])
                 return -2;
             deepest = i;
@@ -609,7 +599,7 @@ static Stmt *build(Lower *L, Nest *n, int pos, Stmt *body)
         Expr *lhs = guard->args[0], *bound = guard->args[1];
         Expr *rest = sch_sub(a, lhs, ex_var(a, no_span, l->var));
         int64_t m;
-        if (!uses_var(rest, l->var) && sch_const_int(L->loop_min[l->var->id], &m) && m == 0) {
+        if (!sch_uses_var(rest, l->var) && sch_const_int(L->loop_min[l->var->id], &m) && m == 0) {
             extent = sch_min(a, extent, sch_sub(a, bound, rest));
         } else {
             Stmt *i = stmt_new(L, S_IF);

@@ -81,16 +81,6 @@ typedef struct Peel {
     int nouter;
 } Peel;
 
-static bool uses_var(const Expr *e, const IterVar *v)
-{
-    if (e->kind == EX_VAR)
-        return e->var == v;
-    for (int i = 0; i < e->nargs; i++)
-        if (uses_var(e->args[i], v))
-            return true;
-    return false;
-}
-
 /* Does E use only variables defined around L: run-time dims and the
  * loops outside it?  (Not L, nor a loop inside its body.) */
 static bool defined_around(const Peel *p, const Expr *e)
@@ -123,7 +113,7 @@ static bool edge_min(const Peel *p, Expr *e, int64_t *tile, Expr **rest)
     for (int k = 0; k < 2; k++) {
         int64_t c;
         Expr *x = e->args[1 - k];
-        if (!sch_const_int(e->args[k], &c) || c <= 0 || !uses_var(x, p->var))
+        if (!sch_const_int(e->args[k], &c) || c <= 0 || !sch_uses_var(x, p->var))
             continue;
         Expr *at0 = sch_simplify(p->a, sch_subst(p->a, x, sch_subst1(p->a, p->var, sch_int(p->a, 0))));
         Expr *at1 = sch_simplify(p->a, sch_subst(p->a, x, sch_subst1(p->a, p->var, sch_int(p->a, 1))));
@@ -199,7 +189,7 @@ static bool full_at_ends(const Peel *p, Expr *e, int64_t *k)
         return false;
     for (int i = 0; i < 2; i++) {
         Expr *x = e->args[1 - i];
-        if (!sch_const_int(e->args[i], k) || !uses_var(x, p->var))
+        if (!sch_const_int(e->args[i], k) || !sch_uses_var(x, p->var))
             continue;
         Expr *at0 = sch_simplify(p->a, sch_subst(p->a, x, sch_subst1(p->a, p->var, sch_int(p->a, 0))));
         Expr *at1 = sch_simplify(p->a, sch_subst(p->a, x, sch_subst1(p->a, p->var, sch_int(p->a, 1))));

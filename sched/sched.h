@@ -560,6 +560,8 @@ void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written);
 /* simplify.c */
 Expr *sch_simplify(Arena *a, Expr *e);
 bool sch_const_int(const Expr *e, int64_t *out);
+/* Does E (NULL: no) read the variable V? */
+bool sch_uses_var(const Expr *e, const IterVar *v);
 Expr *sch_int(Arena *a, int64_t v);
 Expr *sch_add(Arena *a, Expr *x, Expr *y);
 Expr *sch_sub(Arena *a, Expr *x, Expr *y);

@@ -34,6 +34,18 @@ Expr *sch_int(Arena *a, int64_t v)
     return ex_const(a, no_span, DT_I32, (double)v);
 }
 
+bool sch_uses_var(const Expr *e, const IterVar *v)
+{
+    if (!e)
+        return false;
+    if (e->kind == EX_VAR && e->var == v)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (sch_uses_var(e->args[i], v))
+            return true;
+    return false;
+}
+
 bool sch_const_int(const Expr *e, int64_t *out)
 {
     if (e->kind != EX_CONST)

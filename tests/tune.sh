@@ -342,4 +342,7 @@ check "run-time dims: the build takes a record for each bucket" \
     grep -q 'tuned schedules from the tuning log for 2 of 2 buckets' "$tmp/rt.err"
 check "run-time dims: the variants' table names the records" \
     grep -q 'a tuning-log record (workload' "$tmp/rtk.c"
+check "run-time dims: --log-summary shows each bucket" sh -c "
+    '$TEXC' --log-summary '$tmp/rt.jsonl' >'$tmp/rt.sum' &&
+    grep -q 'cpu, bucket M = 1)' '$tmp/rt.sum' && grep -q 'cpu, bucket M in 2..40)' '$tmp/rt.sum'"
 done_testing

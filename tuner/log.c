@@ -723,8 +723,24 @@ int tune_log_summary(const char *path)
                 any = recs[i];
             free(k);
         }
-        printf("\n%s (workload %.12s, %s)\n", str_field(any, "kernel"), str_field(any, "workload"),
-               str_field(any, "target"));
+        /* a bucket of a program with run-time dims: the dims it covers */
+        char bucket[256] = "";
+        size_t blen = 0;
+        const char *dname;
+        json_t *dval;
+        json_object_foreach(json_object_get(any, "dims"), dname, dval) {
+            if (!json_is_object(dval) || blen >= sizeof bucket)
+                continue;
+            json_int_t lo = json_integer_value(json_object_get(dval, "lo"));
+            json_int_t hi = json_integer_value(json_object_get(dval, "hi"));
+            blen += (size_t)(lo == hi ? snprintf(bucket + blen, sizeof bucket - blen, "%s%s = %lld",
+                                                 blen ? ", " : ", bucket ", dname, (long long)lo)
+                                      : snprintf(bucket + blen, sizeof bucket - blen, "%s%s in %lld..%lld",
+                                                 blen ? ", " : ", bucket ", dname, (long long)lo,
+                                                 (long long)hi));
+        }
+        printf("\n%s (workload %.12s, %s%s)\n", str_field(any, "kernel"), str_field(any, "workload"),
+               str_field(any, "target"), bucket);
         printf("  machine   %s\n", str_field(any, "arch"));
         printf("  texc %s, %s\n", str_field(any, "texc_version"), str_field(any, "compiler"));
         printf("  records   %lld (%lld failed)\n",
