@@ -184,6 +184,7 @@ static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
         return 0;
     dnnl_memory_desc_t src_md = md.src, user_weights_md = md.user_weights, bias_md = md.bias,
                        dst_md = md.dst;
+    const float scale = 0.125f; /* the primitive's output scale (bench_dnnl_matmul_gelu) */
     const dnnl_memory_desc_t *weights_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     DNNL_TRY(dnnl_primitive_create(&d->matmul, pd));
 
