@@ -88,8 +88,24 @@ static int lanes_of(DType t)
     return lanes > 16 ? 16 : lanes;
 }
 
+/* The panel width of a prepacked weight E loads (layout.c), the widest
+ * if several; 0 if none.  For te_expr_any: records it in *CTX. */
+static bool note_panel(const Expr *e, const void *ctx)
+{
+    int64_t *width = (int64_t *)ctx;
+    if (e->kind == EX_LOAD && e->tensor->packs && e->tensor->pack_width > *width)
+        *width = e->tensor->pack_width;
+    return false;
+}
+
 /* The micro-kernel (sch_template_micro) with column panels outside and
- * the tile default_tile picks. */
+ * the tile default_tile picks.  A tile that reads a weight packed in
+ * panels of P is P wide: packed weights are shared by every variant of a
+ * program with run-time dims (layouts are assigned once, for the hints'
+ * bucket), and a tile of several panels or a part of one reads them
+ * element by element (w_packed[j / P][k][j % P]); so M = 1's widened
+ * tile of 8 vectors is 3 there.  (A static build packs for its own
+ * tile: P is its tile already.) */
 static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, int lanes)
 {
     const char *j = s->svars[s->nsvars - 1]->name;
@@ -98,6 +114,10 @@ static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, in
     /* (at the bucket's hint where a size is run-time) */
     default_tile(sch_extent_hint(st, s->svars[s->nsvars - 2]), sch_extent_hint(st, s->svars[s->nsvars - 1]),
                  lanes, &ti, &tj);
+    int64_t panel = 0;
+    te_expr_any(s->value, note_panel, &panel);
+    if (panel > 0)
+        tj = panel;
     SchLoops l = { 0 };
     sch_stage_loops(b->arena, s, &l);
     l.acc = suffixed(b, s->name, "_acc");

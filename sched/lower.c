@@ -358,6 +358,17 @@ static bool const_bounds(Lower *L, Expr *e, bool *inner, bool *all, int64_t *lo,
     return false;
 }
 
+/* The least size dimension D of T has in this variant: its size, or
+ * where that depends on run-time dims, the least it takes over their
+ * ranges (the bucket's). */
+static int64_t least_extent(Lower *L, const Tensor *t, int d)
+{
+    int64_t lo, hi;
+    if (!t->shape_size[d])
+        return t->shape[d];
+    return te_size_range(t->shape_size[d], L->st->dims, &lo, &hi) ? lo : 0;
+}
+
 /* Whether every load in E stays inside its tensor over the loops' ranges. */
 static bool loads_in_bounds(Lower *L, Expr *e, bool *inner, bool *all)
 {
@@ -365,7 +376,7 @@ static bool loads_in_bounds(Lower *L, Expr *e, bool *inner, bool *all)
         for (int d = 0; d < e->tensor->rank; d++) {
             int64_t lo, hi;
             if (!const_bounds(L, e->args[d], inner, all, &lo, &hi) || lo < 0 ||
-                hi >= e->tensor->shape[d] || e->tensor->shape_size[d])
+                hi >= e->tensor->shape[d] || hi >= least_extent(L, e->tensor, d))
                 return false;
         }
     for (int i = 0; i < e->nargs; i++)

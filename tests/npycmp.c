@@ -1,6 +1,6 @@
 /* npycmp.c — compares a kernel's output with the reference evaluator's.
  *
- *     npycmp REF.npy GOT.npy
+ *     npycmp [-s SCALE] REF.npy GOT.npy
  *
  * Both files are NumPy .npy arrays (format 1.0, 2.0 or 3.0, C order) with
  * one of the descrs texc writes: '<f8', '<f4', '<f2', '<i4', '|b1', and
@@ -33,7 +33,9 @@
  *
  * Prints one line: the number of elements, the number of mismatches and
  * the worst element (its index, ref, got): the one with the largest error
- * relative to its tolerance.
+ * relative to its tolerance.  -s SCALE (>= 1) multiplies the float
+ * tolerances: for a deep program (a transformer block's six matmuls, two
+ * layer norms and a softmax), whose f32 rounding compounds.
  * Exit status: 0 all match, 1 a mismatch (values or shapes), 2 a usage
  * error or a file that cannot be read.  Standalone: no part of texc is
  * linked, so a bug in texc's own .npy code cannot hide itself.
@@ -267,8 +269,14 @@ static double excess(double ref, double got, double rtol, double atol)
 
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: npycmp REF.npy GOT.npy\n");
+    double scale = 1;
+    if (argc == 5 && strcmp(argv[1], "-s") == 0) {
+        scale = atof(argv[2]);
+        argv += 2;
+        argc -= 2;
+    }
+    if (argc != 3 || !(scale >= 1)) {
+        fprintf(stderr, "usage: npycmp [-s SCALE] REF.npy GOT.npy\n");
         return 2;
     }
     Npy ref, got;
@@ -287,7 +295,11 @@ int main(int argc, char **argv)
         free(got.data);
         return 1;
     }
-    const DtypeInfo *t = dtype_of(got.descr);
+    const DtypeInfo *dt = dtype_of(got.descr);
+    DtypeInfo scaled = *dt;
+    scaled.rtol *= scale;
+    scaled.atol *= scale;
+    const DtypeInfo *t = &scaled;
     int64_t worst = -1, bad = 0;
     double worst_excess = -1, worst_err = -1;
     for (int64_t i = 0; i < ref.n; i++) {
