@@ -418,10 +418,23 @@ static Stmt *peel_stmt(Walk *w, Stmt *s, int depth)
         Stmt *split = split_loop(w, s, depth);
         return split ? split : peel_body(w, s, depth);
     }
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++)
-            s->stmts[i] = peel_stmt(w, s->stmts[i], depth);
+    case S_SEQ: {
+        /* a program of thousands of stages nests as many sequences
+           (lowering's seq2): walked with a stack of its own, since a
+           recursion as deep overflows the thread's stack (under ASan) */
+        PtrVec stack = { 0 };
+        vec_push(w->a, &stack, s);
+        while (stack.len) {
+            Stmt *q = stack.items[--stack.len];
+            for (int i = 0; i < q->n; i++) {
+                if (q->stmts[i] && q->stmts[i]->kind == S_SEQ)
+                    vec_push(w->a, &stack, q->stmts[i]);
+                else
+                    q->stmts[i] = peel_stmt(w, q->stmts[i], depth);
+            }
+        }
         return s;
+    }
     case S_IF:
     case S_ALLOC:
         s->body = peel_stmt(w, s->body, depth);
