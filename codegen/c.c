@@ -1555,31 +1555,6 @@ static void emit_sizes_check(Emitter *e, const Params *p)
     cg_line(&e->p, "    return %s;\n", e->erange);
 }
 
-/* E as C over the run-time dims' parameters, for every size in their
- * ranges (not a variant's: sch_size_expr would fix its single sizes). */
-static const char *size_c(Emitter *e, const SizeExpr *x)
-{
-    Arena *a = e->p.a;
-    switch (x->kind) {
-    case SZ_NUM:
-        return arena_printf(a, "%lld", (long long)x->value);
-    case SZ_DIM:
-        for (int i = 0; i < e->nrt; i++)
-            if (e->rt[i]->size_dim - 1 == x->dim)
-                return e->rt_names[i];
-        TE_UNREACHABLE();
-    case SZ_MIN:
-    case SZ_MAX: {
-        const char *p = size_c(e, x->a), *q = size_c(e, x->b);
-        return arena_printf(a, "(%s %s %s ? %s : %s)", p, x->kind == SZ_MIN ? "<" : ">", q, p, q);
-    }
-    default: {
-        static const char *const ops[] = { TE_SIZE_KINDS(TE_ENUM_NAME) };
-        return arena_printf(a, "(%s %s %s)", size_c(e, x->a), ops[x->kind], size_c(e, x->b));
-    }
-    }
-}
-
 /* te_sizes_ok, which every function taking the run-time dims calls
  * first (each size in its range, then the checks sema left to run
  * time, which cannot overflow at sizes in the ranges), and
@@ -1595,10 +1570,15 @@ static void emit_sizes_functions(Emitter *e, const char *name)
         fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", n, (long long)d->lo, n,
                 (long long)d->hi);
     }
+    /* the checks over the parameters, for every size in the ranges (not a
+       variant's: sch_size_expr would fix its single sizes) */
+    const char **leaf = arena_alloc(e->p.a, sizeof *leaf * (size_t)(g->ndims + 1));
+    for (int i = 0; i < e->nrt; i++)
+        leaf[e->rt[i]->size_dim - 1] = e->rt_names[i];
     e->p.indent = 2;
     for (int i = 0; i < g->nchecks; i++) {
         fputs(" &&\n           ", c);
-        fputs(size_c(e, g->checks[i].value), c);
+        fputs(cg_size_c(e->p.a, g->checks[i].value, leaf), c);
         fputs(" >= 0", c);
     }
     e->p.indent = 0;

@@ -926,6 +926,26 @@ char *cg_upper(Arena *a, const char *s)
     return u;
 }
 
+const char *cg_size_c(Arena *a, const SizeExpr *e, const char *const *leaf)
+{
+    switch (e->kind) {
+    case SZ_NUM:
+        return arena_printf(a, "%lldLL", (long long)e->value);
+    case SZ_DIM:
+        return leaf[e->dim];
+    case SZ_MIN:
+    case SZ_MAX: {
+        const char *x = cg_size_c(a, e->a, leaf), *y = cg_size_c(a, e->b, leaf);
+        return arena_printf(a, "(%s %s %s ? %s : %s)", x, e->kind == SZ_MIN ? "<" : ">", y, x, y);
+    }
+    default: {
+        static const char *const ops[] = { TE_SIZE_KINDS(TE_ENUM_NAME) };
+        return arena_printf(a, "(%s %s %s)", cg_size_c(a, e->a, leaf), ops[e->kind],
+                            cg_size_c(a, e->b, leaf));
+    }
+    }
+}
+
 /* Is NAME in TAKEN? */
 static bool macro_taken(const PtrVec *taken, const char *name)
 {

@@ -263,6 +263,9 @@ char *cg_upper(Arena *a, const char *s);
  * (the header's own) or another dim's gets a suffix, _2, _3, ...; each
  * is added to TAKEN. */
 void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, PtrVec *taken);
+/* Size expression E as C in int64 arithmetic (numbers as LL literals),
+ * a declared run-time dim D printed as LEAF[D] (by Graph.dims index). */
+const char *cg_size_c(Arena *a, const SizeExpr *e, const char *const *leaf);
 /* cfamily.c: the header comment's lines on the schedule: where it came
  * from (O->schedule_from), then the trace of ST, a statement a line. */
 void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);

@@ -208,34 +208,15 @@ const char *cg_npy_descr(DType t)
     }
 }
 
-/* Size expression E as C over the harness's sizes te_d[] (the declared
- * run-time dims, in order: RT[dim] is a dim's place there). */
-static const char *size_c(Arena *a, const SizeExpr *e, const int *rt)
-{
-    switch (e->kind) {
-    case SZ_NUM: return arena_printf(a, "%lldLL", (long long)e->value);
-    case SZ_DIM: return arena_printf(a, "te_d[%d]", rt[e->dim]);
-    case SZ_MIN:
-    case SZ_MAX: {
-        const char *x = size_c(a, e->a, rt), *y = size_c(a, e->b, rt);
-        return arena_printf(a, "(%s %s %s ? %s : %s)", x, e->kind == SZ_MIN ? "<" : ">", y, x, y);
-    }
-    default: {
-        static const char *const ops[] = { TE_SIZE_KINDS(TE_ENUM_NAME) };
-        return arena_printf(a, "(%s %s %s)", size_c(a, e->a, rt), ops[e->kind], size_c(a, e->b, rt));
-    }
-    }
-}
-
 /* Dimension D of T as C: its number, or its size over te_d[]. */
-static const char *dim_c(Arena *a, const Tensor *t, int d, const int *rt)
+static const char *dim_c(Arena *a, const Tensor *t, int d, const char *const *rt)
 {
-    return t->shape_size[d] ? size_c(a, t->shape_size[d], rt)
+    return t->shape_size[d] ? cg_size_c(a, t->shape_size[d], rt)
                             : arena_printf(a, "%lld", (long long)t->shape[d]);
 }
 
 /* T's element count as C: a number for a static shape. */
-static const char *elems_c(Arena *a, const Tensor *t, const int *rt)
+static const char *elems_c(Arena *a, const Tensor *t, const char *const *rt)
 {
     bool runtime = false;
     for (int d = 0; d < t->rank; d++)
@@ -272,15 +253,16 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     int nin = g->ninputs, nout = g->noutputs, nbuf = nin + nout;
     /* a program with run-time dims: their values first, NAME=VALUE each */
     int nrt = 0;
-    int *rt = arena_alloc(a, sizeof *rt * (size_t)(g->ndims + 1));
+    const char **rt = arena_alloc(a, sizeof *rt * (size_t)(g->ndims + 1)); /* te_d[k] */
     for (int d = 0; d < g->ndims; d++)
-        rt[d] = g->dims[d].runtime && g->dims[d].declared ? nrt++ : -1;
+        if (g->dims[d].runtime && g->dims[d].declared)
+            rt[d] = arena_printf(a, "te_d[%d]", nrt++);
     fputs("\nint main(int argc, char **argv)\n{\n", out);
     if (nrt) {
         fprintf(out, "    /* the run-time sizes: %d arguments NAME=VALUE, in this order */\n"
                      "    static const char *const te_names[] = {", nrt);
         for (int d = 0; d < g->ndims; d++)
-            if (rt[d] >= 0)
+            if (rt[d])
                 fprintf(out, " \"%s\",", g->dims[d].name);
         fprintf(out, " };\n    int64_t te_d[%d];\n", nrt);
         fprintf(out, "    for (int i = 0; i < %d; i++) {\n"
@@ -316,7 +298,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
                  "    if (argc != argn || repeats < 0 || copies < 0) {\n"
                  "        fprintf(stderr, \"usage: %%s", nbuf + 1 + nrt);
     for (int d = 0; d < g->ndims; d++)
-        if (rt[d] >= 0)
+        if (rt[d])
             fprintf(out, " %s=SIZE", g->dims[d].name);
     for (int i = 0; i < nin; i++)
         fprintf(out, " %s.npy", g->inputs[i]->name);

@@ -261,19 +261,8 @@ static bool do_annotate(SchedState *st, SStage *s, const SchedStmt *stmt, Prim p
     switch (prim) {
     case PR_UNROLL:
         /* a stage computed at another iterates a region: lowering checks */
-        if (l->var->extent > 64 && !s->attach && l->var->extent_size) {
-            /* a run-time extent: the sizes where it fails */
-            diag_error(src, stmt->span,
-                       "cannot unroll '%s' of %s: its extent %s reaches %lld%s%s, more than 64; split it first",
-                       l->name, stage, te_size_str(st->arena, l->var->extent_size),
-                       (long long)l->var->extent, st->bucket ? " in the variant for " : "",
-                       st->bucket ? sch_bucket_str(st->arena, st->g, st->bucket) : "");
-            return false;
-        }
         if (l->var->extent > 64 && !s->attach) {
-            diag_error(src, stmt->span,
-                       "cannot unroll '%s' of %s: its extent %lld is more than 64; split it first",
-                       l->name, stage, (long long)l->var->extent);
+            sch_unroll_refused(st, stmt->span, l, stage, l->var->extent);
             return false;
         }
         l->kind = LOOP_UNROLLED;

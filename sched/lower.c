@@ -679,20 +679,8 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         /* the stage the statement named, which may be merged into S */
         const char *written = l->kind_stage ? l->kind_stage : s->name;
         const char *stage = sch_stage_label(a, s->tensor, written);
-        if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64 && l->var->extent_size) {
-            /* a run-time extent: the sizes where it fails */
-            const Bucket *b = L->st->bucket;
-            diag_error(L->st->g->src, l->kind_span,
-                       "cannot unroll '%s' of %s: its extent %s reaches %lld%s%s, more than 64; split it first",
-                       l->name, stage, te_size_str(a, l->var->extent_size), (long long)sch_trip_bound(l),
-                       b ? " in the variant for " : "", b ? sch_bucket_str(a, L->st->g, b) : "");
-            L->failed = true;
-            return NULL;
-        }
         if (l->kind == LOOP_UNROLLED && sch_trip_bound(l) > 64) {
-            diag_error(L->st->g->src, l->kind_span,
-                       "cannot unroll '%s' of %s: its extent %lld is more than 64; split it first",
-                       l->name, stage, (long long)sch_trip_bound(l));
+            sch_unroll_refused(L->st, l->kind_span, l, stage, sch_trip_bound(l));
             L->failed = true;
             return NULL;
         }

@@ -334,6 +334,10 @@ SchedState *sch_state_new_bucket(Arena *a, Graph *g, Target target, const Bucket
  * its size at the bucket's hint sizes (the size default schedules and
  * the tuner's estimates choose tiles for), else its extent. */
 int64_t sch_extent_hint(const SchedState *st, const IterVar *v);
+/* The error that loop L of STAGE (its label), TRIP iterations at most,
+ * is too long to unroll, at AT: where its extent is run-time, the size
+ * expression and the variant it reaches TRIP in. */
+void sch_unroll_refused(const SchedState *st, Span at, const Loop *l, const char *stage, int64_t trip);
 SStage *sch_find_stage(SchedState *st, const char *name); /* or an alias */
 SStage *sch_stage_of(const SchedState *st, const Tensor *t); /* or NULL */
 /* Makes S, a stage just added to st->stages, one that the two find. */

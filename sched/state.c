@@ -62,6 +62,21 @@ IterVar *sch_new_var_size(SchedState *st, const char *name, int64_t extent, cons
     return v;
 }
 
+void sch_unroll_refused(const SchedState *st, Span at, const Loop *l, const char *stage, int64_t trip)
+{
+    if (!l->var->extent_size) {
+        diag_error(st->g->src, at, "cannot unroll '%s' of %s: its extent %lld is more than 64; split it first",
+                   l->name, stage, (long long)trip);
+        return;
+    }
+    /* a run-time extent: the sizes where it fails */
+    diag_error(st->g->src, at,
+               "cannot unroll '%s' of %s: its extent %s reaches %lld%s%s, more than 64; split it first",
+               l->name, stage, te_size_str(st->arena, l->var->extent_size), (long long)trip,
+               st->bucket ? " in the variant for " : "",
+               st->bucket ? sch_bucket_str(st->arena, st->g, st->bucket) : "");
+}
+
 int64_t sch_extent_hint(const SchedState *st, const IterVar *v)
 {
     if (!v->extent_size)
