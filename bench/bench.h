@@ -94,6 +94,13 @@ typedef struct BenchMatmulDescs {
 int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md,
                            dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
                            size_t why_size);
+/* The weights W (plain row-major, USER_MD) in the layout PD's primitive
+ * reads, into *OUT: W itself where they agree, else reordered once, here,
+ * outside any timed loop; LAYOUT says which ("as given (ab)", or the
+ * packed layout's name).  1, or 0 and WHY. */
+int bench_dnnl_weights(const dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *user_md, void *w,
+                       dnnl_memory_t *out, char *layout, size_t layout_size, char *why,
+                       size_t why_size);
 /* In a setup function with parameters WHY and WHY_SIZE returning int:
  * runs a oneDNN call; on failure says which and returns 0. */
 #define DNNL_TRY(call)                                                                  \

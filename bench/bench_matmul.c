@@ -185,7 +185,6 @@ static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
     dnnl_memory_desc_t src_md = md.src, user_weights_md = md.user_weights, bias_md = md.bias,
                        dst_md = md.dst;
     const float scale = 0.125f; /* the primitive's output scale (bench_dnnl_matmul_gelu) */
-    const dnnl_memory_desc_t *weights_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
     DNNL_TRY(dnnl_primitive_create(&d->matmul, pd));
 
     d->bias_buf = bench_xmalloc(sizeof *d->bias_buf * p->n);
@@ -194,29 +193,12 @@ static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
     DNNL_TRY(dnnl_memory_create(&d->src, &src_md, bench_dnnl_engine, (void *)p->x));
     DNNL_TRY(dnnl_memory_create(&d->bias, &bias_md, bench_dnnl_engine, d->bias_buf));
     DNNL_TRY(dnnl_memory_create(&d->dst, &dst_md, bench_dnnl_engine, p->z));
-    if (dnnl_memory_desc_equal(weights_md, &user_weights_md)) {
-        snprintf(d->weights_note, sizeof d->weights_note, "weights as given (ab)");
-        DNNL_TRY(dnnl_memory_create(&d->weights, &user_weights_md, bench_dnnl_engine, (void *)p->w));
-    } else {
-        /* pre-pack once, outside the timed loop, as an inference engine would */
-        char layout[48];
-        bench_describe_layout(layout, sizeof layout, weights_md);
-        snprintf(d->weights_note, sizeof d->weights_note, "weights pre-packed to %s", layout);
-        dnnl_memory_t user_weights;
-        dnnl_primitive_desc_t reorder_pd;
-        dnnl_primitive_t reorder;
-        DNNL_TRY(dnnl_memory_create(&user_weights, &user_weights_md, bench_dnnl_engine, (void *)p->w));
-        DNNL_TRY(dnnl_memory_create(&d->weights, weights_md, bench_dnnl_engine, DNNL_MEMORY_ALLOCATE));
-        DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, &user_weights_md, bench_dnnl_engine,
-                                                    weights_md, bench_dnnl_engine, NULL));
-        DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
-        dnnl_exec_arg_t reorder_args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, d->weights}};
-        DNNL_TRY(dnnl_primitive_execute(reorder, bench_dnnl_stream, 2, reorder_args));
-        DNNL_TRY(dnnl_stream_wait(bench_dnnl_stream));
-        dnnl_primitive_destroy(reorder);
-        dnnl_primitive_desc_destroy(reorder_pd);
-        dnnl_memory_destroy(user_weights);
-    }
+    char layout[48];
+    if (!bench_dnnl_weights(pd, &user_weights_md, (void *)p->w, &d->weights, layout, sizeof layout,
+                            why, why_size))
+        return 0;
+    snprintf(d->weights_note, sizeof d->weights_note, "weights %s%s",
+             strcmp(layout, "as given (ab)") ? "pre-packed to " : "", layout);
     dnnl_primitive_desc_destroy(pd);
     d->args[0] = (dnnl_exec_arg_t){DNNL_ARG_SRC, d->src};
     d->args[1] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, d->weights};

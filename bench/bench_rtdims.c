@@ -279,27 +279,9 @@ static int dnnl_matmul_new(DnnlMatmul *mm, int64_t m, const Data *d, char *why, 
     DNNL_TRY(dnnl_memory_create(&mm->bias, &bias_md, bench_dnnl_engine, d->bias_dnnl));
 
     /* the weights in the primitive's layout, reordered once */
-    const dnnl_memory_desc_t *weights_md = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
-    if (dnnl_memory_desc_equal(weights_md, &user_weights_md)) {
-        snprintf(mm->layout, sizeof mm->layout, "as given (ab)");
-        DNNL_TRY(dnnl_memory_create(&mm->weights, &user_weights_md, bench_dnnl_engine, d->w));
-    } else {
-        bench_describe_layout(mm->layout, sizeof mm->layout, weights_md);
-        dnnl_memory_t user_weights;
-        dnnl_primitive_desc_t reorder_pd;
-        dnnl_primitive_t reorder;
-        DNNL_TRY(dnnl_memory_create(&user_weights, &user_weights_md, bench_dnnl_engine, d->w));
-        DNNL_TRY(dnnl_memory_create(&mm->weights, weights_md, bench_dnnl_engine, DNNL_MEMORY_ALLOCATE));
-        DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, &user_weights_md, bench_dnnl_engine,
-                                                    weights_md, bench_dnnl_engine, NULL));
-        DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
-        dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, mm->weights}};
-        DNNL_TRY(dnnl_primitive_execute(reorder, bench_dnnl_stream, 2, args));
-        DNNL_TRY(dnnl_stream_wait(bench_dnnl_stream));
-        dnnl_primitive_destroy(reorder);
-        dnnl_primitive_desc_destroy(reorder_pd);
-        dnnl_memory_destroy(user_weights);
-    }
+    if (!bench_dnnl_weights(pd, &user_weights_md, d->w, &mm->weights, mm->layout, sizeof mm->layout,
+                            why, why_size))
+        return 0;
     dnnl_primitive_desc_destroy(pd);
     mm->setup_ms = (bench_now() - t0) * 1e3;
     return 1;

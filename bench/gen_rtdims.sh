@@ -37,7 +37,7 @@ set -e
 texc=$1 samples=$2 out=$3 cc=$4 log=$5 cache=$6
 shift 6
 
-# adapt, build, build_tuned and strip_schedules (kernel_lib.sh): they
+# adapt (rt: a kernel with run-time M), build, build_tuned and strip_schedules (kernel_lib.sh): they
 # read texc, out, cc, log and cache, and append to includes
 includes=''
 . "$(dirname "$0")/kernel_lib.sh"
@@ -52,40 +52,6 @@ if grep -q '^schedule' "$te" || ! grep -q '^dim M in 1\.\.4096 = 512, N = 3072, 
     exit 1
 fi
 
-# adapt_rt NAME: as adapt, for a kernel that takes M first and returns 0
-# or NAME_ERANGE: NAME_bench_prepare(w) and NAME_bench(m, x, w, b, z)
-adapt_rt() {
-    up=$(echo "$1" | tr a-z A-Z)
-    if grep -q "^void $1_prepack(" "$out/$1.h"; then
-        includes="$includes#include \"$1.h\"
-static float *$1_wp;
-static double $1_bench_prepare(const float *w)
-{
-    free($1_wp);
-    $1_wp = aligned_alloc(64, (${up}_W_PACKED_ELEMS * sizeof(float) + 63) / 64 * 64);
-    if (!$1_wp)
-        abort();
-    double t0 = omp_get_wtime();
-    $1_prepack(w, $1_wp);
-    return omp_get_wtime() - t0;
-}
-static int $1_bench(int64_t m, const float *x, const float *w, const float *b, float *z)
-{
-    (void)w;
-    return $1_packed(m, x, $1_wp, b, z);
-}
-"
-    else
-        includes="$includes#include \"$1.h\"
-static double $1_bench_prepare(const float *w) { (void)w; return -1; }
-static int $1_bench(int64_t m, const float *x, const float *w, const float *b, float *z)
-{
-    return $1(m, x, w, b, z);
-}
-"
-    fi
-}
-
 now() {
     date +%s.%N
 }
@@ -98,11 +64,11 @@ since() {
 t0=$(now)
 build mg_rt "$te"
 dynamic_s=$(since "$t0")
-adapt_rt mg_rt
+adapt mg_rt rt
 build_tuned mg_rt_tuned "$te"
 dyn_tuned=$tuned dyn_tuned_note=$note dyn_tuned_prep=NULL
 if [ "$tuned" != NULL ]; then
-    adapt_rt mg_rt_tuned
+    adapt mg_rt_tuned rt
     dyn_tuned=mg_rt_tuned_bench dyn_tuned_prep=mg_rt_tuned_bench_prepare
 fi
 

@@ -7,14 +7,22 @@
 # and starts includes='' (the text of the kernels header the functions
 # append to).  set -e is the caller's.
 
-# adapt NAME: appends to $includes NAME's header and two functions the
+# adapt NAME [rt]: appends to $includes NAME's header and two functions the
 # benchmark calls: NAME_bench_prepare(w), which puts w in the layout the
 # kernel reads (NAME_prepack, once, outside the timed loop, as oneDNN's
 # weights are reordered once) and returns the seconds it took, or -1 when
 # the kernel reads w as it is; and NAME_bench(x, w, b, z), the timed call.
-# For a static kernel of x, w, b -> z (matmul_gelu's signature).
+# For a static kernel of x, w, b -> z (matmul_gelu's signature); with rt,
+# for one with run-time M, which takes M first and returns 0 or
+# NAME_ERANGE: NAME_bench(m, x, w, b, z) returns what it returns.
 adapt() {
     up=$(echo "$1" | tr a-z A-Z)
+    # (the callers' variables, m among them, are left alone: adapt's own start ad_)
+    ad_ret=void ad_m= ad_kw=
+    if [ "${2:-}" = rt ]; then
+        ad_ret=int ad_m='int64_t m, ' ad_kw='return '
+    fi
+    ad_mm=${ad_m:+m, }
     if grep -q "^void $1_prepack(" "$out/$1.h"; then
         includes="$includes#include \"$1.h\"
 static float *$1_wp;
@@ -28,16 +36,16 @@ static double $1_bench_prepare(const float *w)
     $1_prepack(w, $1_wp);
     return omp_get_wtime() - t0;
 }
-static void $1_bench(const float *x, const float *w, const float *b, float *z)
+static $ad_ret $1_bench(${ad_m}const float *x, const float *w, const float *b, float *z)
 {
     (void)w;
-    $1_packed(x, $1_wp, b, z);
+    $ad_kw$1_packed(${ad_mm}x, $1_wp, b, z);
 }
 "
     else
         includes="$includes#include \"$1.h\"
 static double $1_bench_prepare(const float *w) { (void)w; return -1; }
-static void $1_bench(const float *x, const float *w, const float *b, float *z) { $1(x, w, b, z); }
+static $ad_ret $1_bench(${ad_m}const float *x, const float *w, const float *b, float *z) { $ad_kw$1(${ad_mm}x, w, b, z); }
 "
     fi
 }

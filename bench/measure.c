@@ -60,6 +60,35 @@ int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md
     snprintf(impl, impl_size, "%s", name);
     return 1;
 }
+
+int bench_dnnl_weights(const dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *user_md, void *w,
+                       dnnl_memory_t *out, char *layout, size_t layout_size, char *why,
+                       size_t why_size)
+{
+    const dnnl_memory_desc_t *want = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (dnnl_memory_desc_equal(want, user_md)) {
+        snprintf(layout, layout_size, "as given (ab)");
+        DNNL_TRY(dnnl_memory_create(out, user_md, bench_dnnl_engine, w));
+        return 1;
+    }
+    /* pre-packed once, outside the timed loop, as an inference engine would */
+    bench_describe_layout(layout, layout_size, want);
+    dnnl_memory_t user_weights;
+    dnnl_primitive_desc_t reorder_pd;
+    dnnl_primitive_t reorder;
+    DNNL_TRY(dnnl_memory_create(&user_weights, user_md, bench_dnnl_engine, w));
+    DNNL_TRY(dnnl_memory_create(out, want, bench_dnnl_engine, DNNL_MEMORY_ALLOCATE));
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, user_md, bench_dnnl_engine, want,
+                                                bench_dnnl_engine, NULL));
+    DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, *out}};
+    DNNL_TRY(dnnl_primitive_execute(reorder, bench_dnnl_stream, 2, args));
+    DNNL_TRY(dnnl_stream_wait(bench_dnnl_stream));
+    dnnl_primitive_destroy(reorder);
+    dnnl_primitive_desc_destroy(reorder_pd);
+    dnnl_memory_destroy(user_weights);
+    return 1;
+}
 #endif
 
 /* ---- Small helpers ------------------------------------------------------- */
