@@ -72,6 +72,7 @@ typedef struct Emitter {
     bool in_variant;      /* writing a variant's function: static, and its
                              caller checked the sizes */
     int64_t ws_bytes;     /* the workspace: the most any variant's plan needs */
+    CgSizes sizes;        /* the run-time sizes' API (cfamily.c) */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -1335,7 +1336,6 @@ typedef struct Funcs {
 
 
 static const char *dims_decl(Emitter *e);
-static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, bool header);
 
 /* "512, 3072", or "M, 3072" with run-time sizes */
 static void print_shape(Arena *a, FILE *h, const Tensor *t)
@@ -1409,7 +1409,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
     fputs("\n */\n", h);
     if (e->nrt) {
         emit_sizes_header(e, o, h);
-        emit_variant_table(e, o, h, true);
+        cg_print_variant_table(e->p.a, h, &e->sizes, e->variants, e->nvariants, false);
     }
     emit_signature(e, h, o->name, &f->entry, true, false);
     fputs(";\n\n", h);
@@ -1470,12 +1470,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
 /* "int64_t M, int64_t S" (the run-time dims as parameters), or "void" */
 static const char *dims_decl(Emitter *e)
 {
-    if (!e->nrt)
-        return "void";
-    const char *s = "";
-    for (int i = 0; i < e->nrt; i++)
-        s = arena_printf(e->p.a, "%s%sint64_t %s", s, i ? ", " : "", cg_var_name(&e->p, e->rt[i]));
-    return s;
+    return cg_sizes_decl(e->p.a, &e->sizes);
 }
 
 /* NAME_prepacked_bytes, NAME_prepack_args and NAME_packed_args: each
@@ -1553,45 +1548,6 @@ static void emit_sizes_check(Emitter *e, const Params *p)
         fprintf(e->p.out, "%s%s", i ? ", " : "", cg_var_name(&e->p, e->rt[i]));
     fprintf(e->p.out, ") != 0)\n");
     cg_line(&e->p, "    return %s;\n", e->erange);
-}
-
-/* te_sizes_ok, which every function taking the run-time dims calls
- * first (each size in its range, then the checks sema left to run
- * time, which cannot overflow at sizes in the ranges), and
- * NAME_strerror. */
-static void emit_sizes_functions(Emitter *e, const char *name)
-{
-    FILE *c = e->p.out;
-    Graph *g = e->st->g;
-    fprintf(c, "\nint %s(%s)\n{\n    return ", e->sizes_ok, dims_decl(e));
-    for (int i = 0; i < e->nrt; i++) {
-        const Dim *d = &g->dims[e->rt[i]->size_dim - 1]; /* (the whole range: not a variant's) */
-        const char *n = cg_var_name(&e->p, e->rt[i]);
-        fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", n, (long long)d->lo, n,
-                (long long)d->hi);
-    }
-    /* the checks over the parameters, for every size in the ranges (not a
-       variant's: sch_size_expr would fix its single sizes) */
-    const char **leaf = arena_alloc(e->p.a, sizeof *leaf * (size_t)(g->ndims + 1));
-    for (int i = 0; i < e->nrt; i++)
-        leaf[e->rt[i]->size_dim - 1] = e->rt_names[i];
-    e->p.indent = 2;
-    for (int i = 0; i < g->nchecks; i++) {
-        fputs(" &&\n           ", c);
-        fputs(cg_size_c(e->p.a, g->checks[i].value, leaf), c);
-        fputs(" >= 0", c);
-    }
-    e->p.indent = 0;
-    fprintf(c, " ? 0 : %s;\n}\n", e->erange);
-    fprintf(c, "\nconst char *%s_strerror(int code)\n{\n    switch (code) {\n"
-               "    case 0:\n        return \"success\";\n    case %s:\n        return \"", name, e->erange);
-    fputs("a run-time size is outside its range (", c);
-    for (int i = 0; i < e->nrt; i++) {
-        const Dim *d = &g->dims[e->rt[i]->size_dim - 1];
-        fprintf(c, "%s%s in %lld..%lld", i ? ", " : "", d->name, (long long)d->lo, (long long)d->hi);
-    }
-    fputs(g->nchecks ? ") or the sizes fail a check the header lists" : ")", c);
-    fputs("\";\n    default:\n        return \"unknown error code\";\n    }\n}\n", c);
 }
 
 /* Starts the function NAME(P[, workspace]): its body, and the functions
@@ -1702,57 +1658,6 @@ static void use_variant(Emitter *e, int i)
     e->plan = e->plans[i];
 }
 
-/* NAME_variant: the index in NAME_variants of the variant whose bucket
- * holds the sizes (the sizes checked first), by an if-chain in the
- * buckets' order (when the buckets differ along one dim, one comparison
- * each), or NAME_ERANGE.  Every dispatcher calls it: it is the whole cost
- * of dispatch, and make bench times it. */
-static void emit_variant_of(Emitter *e, const CodegenOptions *o)
-{
-    FILE *c = e->p.out;
-    Graph *g = e->st->g;
-    int varying = 0;
-    for (int k = 0; k < e->nrt; k++) {
-        int d = e->rt[k]->size_dim - 1;
-        for (int i = 1; i < e->nvariants; i++)
-            if (e->variants[i].bucket->lo[d] != e->variants[0].bucket->lo[d]) {
-                varying++;
-                break;
-            }
-    }
-    fprintf(c, "\nint %s_variant(%s)\n{\n", o->name, dims_decl(e));
-    e->p.indent = 1;
-    cg_line(&e->p, "if (%s(", e->sizes_ok);
-    for (int i = 0; i < e->nrt; i++)
-        fprintf(c, "%s%s", i ? ", " : "", e->rt_names[i]);
-    fprintf(c, ") != 0)\n");
-    cg_line(&e->p, "    return %s;\n", e->erange);
-    for (int i = 0; i + 1 < e->nvariants; i++) {
-        const Bucket *b = e->variants[i].bucket;
-        cg_line(&e->p, "if (");
-        const char *sep = "";
-        for (int k = 0; k < e->nrt; k++) {
-            int d = e->rt[k]->size_dim - 1;
-            const char *n = e->rt_names[k];
-            if (b->lo[d] > g->dims[d].lo && varying != 1) {
-                fprintf(c, "%s%s >= %lld", sep, n, (long long)b->lo[d]);
-                sep = " && ";
-            }
-            if (b->hi[d] < g->dims[d].hi) {
-                fprintf(c, "%s%s <= %lld", sep, n, (long long)b->hi[d]);
-                sep = " && ";
-            }
-        }
-        fprintf(c, "%s) /* %s */\n", *sep ? "" : "1", sch_bucket_str(e->p.a, g, b));
-        cg_line(&e->p, "    return %d;\n", i);
-    }
-    cg_line(&e->p, "return %d; /* %s */\n", e->nvariants - 1,
-            e->variants[e->nvariants - 1].bucket
-                ? sch_bucket_str(e->p.a, g, e->variants[e->nvariants - 1].bucket)
-                : "every size");
-    fputs("}\n", c);
-}
-
 /* NAME, the dispatcher: NAME_variant's choice called. */
 static void emit_dispatch(Emitter *e, const char *name, const char **variants, const Funcs *f,
                           const CodegenOptions *o, FILE *c)
@@ -1780,65 +1685,6 @@ static void emit_dispatch(Emitter *e, const char *name, const char **variants, c
     fputs("}\n", c);
 }
 
-/* S as a C string literal's contents */
-static const char *c_string(Arena *a, const char *s)
-{
-    size_t n = 0;
-    for (const char *p = s; *p; p++)
-        n += *p == '"' || *p == '\\' || *p == '\n' ? 2 : 1;
-    char *out = arena_alloc(a, n + 1), *o = out;
-    for (const char *p = s; *p; p++) {
-        if (*p == '\n') {
-            *o++ = '\\';
-            *o++ = 'n';
-        } else {
-            if (*p == '"' || *p == '\\')
-                *o++ = '\\';
-            *o++ = *p;
-        }
-    }
-    *o = 0;
-    return out;
-}
-
-/* The variants' table (header: its type and declaration; C: its
- * definition). */
-static void emit_variant_table(Emitter *e, const CodegenOptions *o, FILE *out, bool header)
-{
-    Graph *g = e->st->g;
-    const char *up = cg_upper(e->p.a, o->name);
-    if (header) {
-        fprintf(out, "\n/* The compiled variants, in the order the functions try them: the\n"
-                     " * sizes each serves (inclusive; lo[i] and hi[i] are the i-th run-time\n"
-                     " * dim's), its schedule, one statement a line, and where that came from. */\n");
-        fprintf(out, "struct %s_variant {\n    int64_t lo[%d], hi[%d];\n    const char *schedule, *from;\n};\n",
-                o->name, e->nrt, e->nrt);
-        fprintf(out, "#define %s_NVARIANTS %d\n", up, e->nvariants);
-        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n", o->name, o->name, up);
-        fprintf(out, "/* The index in %s_variants of the variant that runs at these sizes, or\n"
-                     " * %s: the whole of the dispatch a call makes. */\n", o->name, e->erange);
-        fprintf(out, "int %s_variant(%s);\n\n", o->name, dims_decl(e));
-        return;
-    }
-    fprintf(out, "\nconst struct %s_variant %s_variants[%s_NVARIANTS] = {\n", o->name, o->name, up);
-    for (int i = 0; i < e->nvariants; i++) {
-        const CgVariant *v = &e->variants[i];
-        fputs("    { {", out);
-        for (int k = 0; k < e->nrt; k++) {
-            int d = e->rt[k]->size_dim - 1;
-            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v->bucket ? v->bucket->lo[d] : g->dims[d].lo));
-        }
-        fputs(" }, {", out);
-        for (int k = 0; k < e->nrt; k++) {
-            int d = e->rt[k]->size_dim - 1;
-            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v->bucket ? v->bucket->hi[d] : g->dims[d].hi));
-        }
-        fprintf(out, " },\n      \"%s\",\n      \"%s\" },\n", c_string(e->p.a, v->schedule ? v->schedule : ""),
-                c_string(e->p.a, v->from ? v->from : ""));
-    }
-    fputs("};\n", out);
-}
-
 /* The functions of NAME.c (the entry points the top of this file lists),
  * to e->p.out. */
 static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptions *o,
@@ -1846,9 +1692,9 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
 {
     FILE *c = e->p.out;
     if (e->nrt) {
-        emit_variant_table(e, o, c, false);
-        emit_sizes_functions(e, o->name);
-        emit_variant_of(e, o);
+        cg_print_variant_table(e->p.a, c, &e->sizes, e->variants, e->nvariants, true);
+        cg_print_sizes_functions(e->p.a, c, &e->sizes);
+        cg_print_variant_of(e->p.a, c, &e->sizes, e->variants, e->nvariants);
         fprintf(c, "\nsize_t %s_workspace_size(%s)\n{\n", o->name, dims_decl(e));
         for (int i = 0; i < e->nrt; i++)
             fprintf(c, "    (void)%s;\n", cg_var_name(&e->p, e->rt[i]));
@@ -1958,6 +1804,10 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         cg_claim(&e.p, arena_printf(a, "%s_strerror", o->name));
         cg_claim(&e.p, arena_printf(a, "%s_variant", o->name));
         cg_claim(&e.p, arena_printf(a, "%s_variants", o->name));
+        int *dims = arena_alloc(a, sizeof *dims * (size_t)e.nrt);
+        for (int i = 0; i < e.nrt; i++)
+            dims[i] = e.rt[i]->size_dim - 1;
+        e.sizes = (CgSizes){ g, o->name, e.nrt, dims, e.rt_names, e.sizes_ok, e.erange, "" };
     }
     for (int i = 0; i < g->ninputs; i++) {
         const Tensor *p = packed_form(fn, g->inputs[i]);

@@ -981,3 +981,141 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
         }
     }
 }
+
+/* ------------------------------------------------------------------ */
+/* The run-time sizes' API.                                            */
+
+const char *cg_sizes_decl(Arena *a, const CgSizes *s)
+{
+    if (!s->n)
+        return "void";
+    const char *t = "";
+    for (int i = 0; i < s->n; i++)
+        t = arena_printf(a, "%s%sint64_t %s", t, i ? ", " : "", s->names[i]);
+    return t;
+}
+
+void cg_print_sizes_functions(Arena *a, FILE *c, const CgSizes *s)
+{
+    const Graph *g = s->g;
+    fprintf(c, "\n%sint %s(%s)\n{\n    return ", s->qual, s->check, cg_sizes_decl(a, s));
+    for (int i = 0; i < s->n; i++) {
+        const Dim *d = &g->dims[s->dims[i]];
+        fprintf(c, "%s%s >= %lld && %s <= %lld", i ? " && " : "", s->names[i], (long long)d->lo,
+                s->names[i], (long long)d->hi);
+    }
+    /* the checks over the parameters, for every size in the ranges */
+    const char **leaf = arena_alloc(a, sizeof *leaf * (size_t)(g->ndims + 1));
+    for (int i = 0; i < s->n; i++)
+        leaf[s->dims[i]] = s->names[i];
+    for (int i = 0; i < g->nchecks; i++)
+        fprintf(c, " &&\n           %s >= 0", cg_size_c(a, g->checks[i].value, leaf));
+    fprintf(c, " ? 0 : %s;\n}\n", s->erange);
+    fprintf(c, "\n%sconst char *%s_strerror(int code)\n{\n    switch (code) {\n"
+               "    case 0:\n        return \"success\";\n    case %s:\n        return \"",
+            s->qual, s->name, s->erange);
+    fputs("a run-time size is outside its range (", c);
+    for (int i = 0; i < s->n; i++) {
+        const Dim *d = &g->dims[s->dims[i]];
+        fprintf(c, "%s%s in %lld..%lld", i ? ", " : "", d->name, (long long)d->lo, (long long)d->hi);
+    }
+    fputs(g->nchecks ? ") or the sizes fail a check the header lists" : ")", c);
+    fputs("\";\n    default:\n        return \"unknown error code\";\n    }\n}\n", c);
+}
+
+void cg_print_variant_of(Arena *a, FILE *c, const CgSizes *s, const CgVariant *v, int n)
+{
+    const Graph *g = s->g;
+    int varying = 0; /* dims along which the buckets differ */
+    for (int k = 0; k < s->n; k++)
+        for (int i = 1; i < n; i++)
+            if (v[i].bucket->lo[s->dims[k]] != v[0].bucket->lo[s->dims[k]]) {
+                varying++;
+                break;
+            }
+    fprintf(c, "\n%sint %s_variant(%s)\n{\n", s->qual, s->name, cg_sizes_decl(a, s));
+    fprintf(c, "    if (%s(", s->check);
+    for (int i = 0; i < s->n; i++)
+        fprintf(c, "%s%s", i ? ", " : "", s->names[i]);
+    fprintf(c, ") != 0)\n        return %s;\n", s->erange);
+    for (int i = 0; i + 1 < n; i++) {
+        const Bucket *b = v[i].bucket;
+        fputs("    if (", c);
+        const char *sep = "";
+        for (int k = 0; k < s->n; k++) {
+            int d = s->dims[k];
+            if (b->lo[d] > g->dims[d].lo && varying != 1) {
+                fprintf(c, "%s%s >= %lld", sep, s->names[k], (long long)b->lo[d]);
+                sep = " && ";
+            }
+            if (b->hi[d] < g->dims[d].hi) {
+                fprintf(c, "%s%s <= %lld", sep, s->names[k], (long long)b->hi[d]);
+                sep = " && ";
+            }
+        }
+        fprintf(c, "%s) /* %s */\n        return %d;\n", *sep ? "" : "1", sch_bucket_str(a, g, b), i);
+    }
+    fprintf(c, "    return %d; /* %s */\n}\n", n - 1,
+            v[n - 1].bucket ? sch_bucket_str(a, g, v[n - 1].bucket) : "every size");
+}
+
+/* S as a C string literal's contents */
+static const char *c_string(Arena *a, const char *s)
+{
+    size_t n = 0;
+    for (const char *p = s; *p; p++)
+        n += *p == '"' || *p == '\\' || *p == '\n' ? 2 : 1;
+    char *out = arena_alloc(a, n + 1), *o = out;
+    for (const char *p = s; *p; p++) {
+        if (*p == '\n') {
+            *o++ = '\\';
+            *o++ = 'n';
+        } else {
+            if (*p == '"' || *p == '\\')
+                *o++ = '\\';
+            *o++ = *p;
+        }
+    }
+    *o = 0;
+    return out;
+}
+
+void cg_print_variant_table(Arena *a, FILE *out, const CgSizes *s, const CgVariant *v, int n,
+                            bool define)
+{
+    const Graph *g = s->g;
+    const char *up = cg_upper(a, s->name);
+    bool own = *s->qual != 0; /* the header's own: no .c defines it */
+    if (!define) {
+        fprintf(out, "\n/* The compiled variants, in the order the functions try them: the\n"
+                     " * sizes each serves (inclusive; lo[i] and hi[i] are the i-th run-time\n"
+                     " * dim's), its schedule, one statement a line, and where that came from. */\n");
+        fprintf(out, "struct %s_variant {\n    int64_t lo[%d], hi[%d];\n    const char *schedule, *from;\n};\n",
+                s->name, s->n, s->n);
+        fprintf(out, "#define %s_NVARIANTS %d\n", up, n);
+        if (own)
+            return;
+        fprintf(out, "extern const struct %s_variant %s_variants[%s_NVARIANTS];\n", s->name, s->name, up);
+        fprintf(out, "/* The index in %s_variants of the variant that runs at these sizes, or\n"
+                     " * %s: the whole of the dispatch a call makes. */\n", s->name, s->erange);
+        fprintf(out, "int %s_variant(%s);\n\n", s->name, cg_sizes_decl(a, s));
+        return;
+    }
+    fprintf(out, "\n%sconst struct %s_variant %s_variants[%s_NVARIANTS] = {\n", own ? "static " : "",
+            s->name, s->name, up);
+    for (int i = 0; i < n; i++) {
+        fputs("    { {", out);
+        for (int k = 0; k < s->n; k++) {
+            int d = s->dims[k];
+            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v[i].bucket ? v[i].bucket->lo[d] : g->dims[d].lo));
+        }
+        fputs(" }, {", out);
+        for (int k = 0; k < s->n; k++) {
+            int d = s->dims[k];
+            fprintf(out, "%s%lld", k ? ", " : " ", (long long)(v[i].bucket ? v[i].bucket->hi[d] : g->dims[d].hi));
+        }
+        fprintf(out, " },\n      \"%s\",\n      \"%s\" },\n", c_string(a, v[i].schedule ? v[i].schedule : ""),
+                c_string(a, v[i].from ? v[i].from : ""));
+    }
+    fputs("};\n", out);
+}

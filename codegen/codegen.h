@@ -101,7 +101,7 @@ typedef struct CudaOptions {
 /* nvrtc.c: emits CUDA C for FN, compiles it with NVRTC and writes
  * PREFIX.cubin and PREFIX.h (or only checks).  Returns an exit status
  * after a message. */
-int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions *co,
                   const CudaOptions *o);
 
 /* nvrtc.c: compiles SOURCE (named FILE in messages) for ARCH ("sm_90")
@@ -122,9 +122,23 @@ typedef struct CudaKernel {
     unsigned static_smem;    /* bytes of __shared__ arrays */
     unsigned dyn_smem;       /* bytes of dynamic shared memory (0 unless the
                                 arrays need more than the static 48 KiB) */
-    const Tensor **params;   /* the global tensors it takes, in this order */
+    const Tensor **params;   /* the global tensors it takes, in this order
+                                (after the run-time dims, when there are) */
     int nparams;
+    int variant;             /* its variant's index (CudaProgram.variants) */
+    const SizeExpr *grid_size[3]; /* with run-time dims: a grid extent over
+                                them (grid[] is its bound), else NULL */
 } CudaKernel;
+
+/* The kernels of one variant (a bucket of the run-time sizes) and its
+ * intermediates' places in the workspace. */
+typedef struct CudaVariant {
+    int first, nkernels;     /* CudaProgram.kernels[first .. first + n) */
+    const Tensor **temps;    /* intermediates in global memory ... */
+    int64_t *temp_offsets;   /* ... at these offsets of one workspace
+                                (workspace.c's plan, 64-byte aligned) */
+    int ntemps;
+} CudaVariant;
 
 /* The CUDA C of a lowered function. */
 typedef struct CudaProgram {
@@ -135,7 +149,14 @@ typedef struct CudaProgram {
     int64_t *temp_offsets;   /* ... at these offsets of one workspace
                                 (workspace.c's plan, 64-byte aligned) */
     int ntemps;
-    int64_t workspace_bytes; /* 0 when there are none */
+    int64_t workspace_bytes; /* 0 when there are none; with run-time
+                                dims, the most any variant needs */
+    CudaVariant *variants;   /* one for a program without run-time dims */
+    int nvariants;
+    const char *int_type;    /* indices and the run-time dims' parameters */
+    int nrt;                 /* the declared run-time dims, which every */
+    const int *rt_dims;      /* kernel takes first: their Graph.dims indices */
+    const char **rt_names;   /* ... and their names in the kernels */
 } CudaProgram;
 
 /* cuda.c: the CUDA C of FN for architecture SM (e.g. 90; ARCH its name,
@@ -144,6 +165,12 @@ typedef struct CudaProgram {
  * diagnostic and false. */
 bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const char *arch, int sm, CudaProgram *out);
+/* cuda.c: the same for the VARIANTS[0..N) of a program with run-time
+ * dims, in one translation unit: variant I's kernels are NAME_STAGE_vI
+ * (NAME_STAGE when N is 1), and every kernel takes the declared run-time
+ * dims first. */
+bool cg_cuda_emit_variants(const CgVariant *variants, int n, const CodegenOptions *co,
+                           const char *arch, int sm, CudaProgram *out);
 /* cuda.c: can the CUDA backend run FN on sm_SM?  Its limits (threads a
  * block, a grid axis's blocks, shared memory with the pipeline's slots,
  * one loop an axis) are found where the code is laid out, so this lays
@@ -266,6 +293,32 @@ void cg_print_dim_macros(Arena *a, FILE *h, const char *name, const Graph *g, Pt
 /* Size expression E as C in int64 arithmetic (numbers as LL literals),
  * a declared run-time dim D printed as LEAF[D] (by Graph.dims index). */
 const char *cg_size_c(Arena *a, const SizeExpr *e, const char *const *leaf);
+/* cfamily.c: the run-time sizes' part of a generated API, which the C
+ * and the CUDA backends print alike: QUAL before each function ("" in
+ * NAME.c; "static inline " in the CUDA header, which has no .c). */
+typedef struct CgSizes {
+    const Graph *g;
+    const char *name;          /* NAME */
+    int n;                     /* the declared run-time dims, in order: */
+    const int *dims;           /* ... their indices in Graph.dims */
+    const char *const *names;  /* ... their C names (the parameters) */
+    const char *check;         /* NAME_check_sizes */
+    const char *erange;        /* NAME_ERANGE */
+    const char *qual;
+} CgSizes;
+/* "int64_t M, int64_t S" */
+const char *cg_sizes_decl(Arena *a, const CgSizes *s);
+/* NAME_check_sizes (each size in its whole range, then the checks sema
+ * left to run time) and NAME_strerror. */
+void cg_print_sizes_functions(Arena *a, FILE *c, const CgSizes *s);
+/* NAME_variant: the index of the variant whose bucket holds the sizes
+ * (checked first), an if-chain in the variants' order. */
+void cg_print_variant_of(Arena *a, FILE *c, const CgSizes *s, const CgVariant *v, int n);
+/* The variants' table: its type, NAME_NVARIANTS and (DEFINE false) its
+ * declaration, or (DEFINE) its definition, QUAL "static " making it the
+ * header's own. */
+void cg_print_variant_table(Arena *a, FILE *out, const CgSizes *s, const CgVariant *v, int n,
+                            bool define);
 /* cfamily.c: the header comment's lines on the schedule: where it came
  * from (O->schedule_from), then the trace of ST, a statement a line. */
 void cg_print_schedule_comment(FILE *out, const SchedState *st, const CodegenOptions *o);

@@ -120,6 +120,14 @@ typedef struct Emitter {
     const SStage *stage;
     int64_t dims[GPU_AXIS_COUNT];         /* grid and block extents */
     const Loop *dim_loop[GPU_AXIS_COUNT]; /* the loop giving each */
+    const SizeExpr *dim_size[GPU_AXIS_COUNT]; /* each extent over the run-time
+                                                 dims (NULL: dims[] is it) */
+    bool dynamic_dims;      /* some dim_size has a run-time dim */
+    /* a program with run-time dims: the declared ones, which every kernel
+       takes first (their Graph.dims indices and names) */
+    int nrt;
+    const int *rt_dims;
+    const char **rt_names;
     int64_t threads;
     PtrVec shared;          /* ShBuf * */
     PtrVec locals;          /* Tensor *: per-thread buffers */
@@ -232,11 +240,12 @@ static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
         fputc('0', e->p.out);
         return;
     }
-    int64_t stride = 1;
-    int64_t strides[TE_MAX_RANK];
+    /* the strides: numbers, or expressions of the run-time dims */
+    Expr *stride = sch_int(e->p.a, 1);
+    Expr *strides[TE_MAX_RANK];
     for (int d = t->rank - 1; d >= 0; d--) {
         strides[d] = stride;
-        stride *= t->shape[d];
+        stride = sch_simplify(e->p.a, sch_mul(e->p.a, stride, sch_shape_expr(e->st, t, d)));
     }
     bool first = true;
     for (int d = 0; d < t->rank; d++) {
@@ -246,9 +255,14 @@ static void emit_flat_index(Emitter *e, const Tensor *t, Expr *const *idx)
         if (!first)
             fputs(" + ", e->p.out);
         first = false;
-        cg_emit_expr(&e->p, idx[d], strides[d] == 1 ? 5 : 6);
-        if (strides[d] != 1)
-            fprintf(e->p.out, " * %lld", (long long)strides[d]);
+        bool unit = sch_const_int(strides[d], &c) && c == 1;
+        cg_emit_expr(&e->p, idx[d], unit ? 5 : 6);
+        if (sch_const_int(strides[d], &c) && c != 1) {
+            fprintf(e->p.out, " * %lld", (long long)c);
+        } else if (!unit) {
+            fputs(" * ", e->p.out);
+            cg_emit_expr(&e->p, strides[d], 7);
+        }
     }
     if (first)
         fputc('0', e->p.out);
@@ -443,6 +457,13 @@ static void find_dims(Emitter *e, const Stmt *s, const Loop **enclosing)
             e->dims[ax] = sch_trip_bound(l);
             e->dim_loop[ax] = l;
         }
+        /* the grid's extent at the sizes of a launch: the loops' largest */
+        const SizeExpr *size = l->var->extent_size && !l->trip_bound
+                                   ? l->var->extent_size
+                                   : te_size_num(e->p.a, sch_trip_bound(l));
+        e->dynamic_dims = e->dynamic_dims || size->kind != SZ_NUM;
+        e->dim_size[ax] = !e->dim_size[ax] ? size
+                          : te_size_simplify(e->p.a, te_size_op(e->p.a, SZ_MAX, e->dim_size[ax], size));
         const Loop *saved = enclosing[ax];
         enclosing[ax] = l;
         find_dims(e, s->body, enclosing);
@@ -1449,9 +1470,11 @@ static int64_t smem_limit(int sm)
 
 static void emit_param_list(Emitter *e)
 {
+    for (int i = 0; i < e->nrt; i++)
+        fprintf(e->p.out, "%sconst %s %s", i ? ",\n    " : "\n    ", e->p.int_type, e->rt_names[i]);
     for (int i = 0; i < e->params.len; i++) {
         const Tensor *t = e->params.items[i];
-        fprintf(e->p.out, "%s%s%s *__restrict__ %s", i ? ",\n    " : "\n    ",
+        fprintf(e->p.out, "%s%s%s *__restrict__ %s", i + e->nrt ? ",\n    " : "\n    ",
                 in_vec(&e->written, t) ? "" : "const ", storage_type(t->dtype), cg_tensor_name(&e->p, t));
     }
 }
@@ -1525,6 +1548,16 @@ static void emit_shared_decls(Emitter *e)
     }
 }
 
+/* "24, 1, 1", or "(M + 127) / 128, 24, 1" with run-time dims */
+static const char *grid_text(Arena *a, const CudaKernel *k)
+{
+    const char *t = "";
+    for (int ax = 0; ax < 3; ax++)
+        t = k->grid_size[ax] ? arena_printf(a, "%s%s%s", t, ax ? ", " : "", te_size_str(a, k->grid_size[ax]))
+                             : arena_printf(a, "%s%s%u", t, ax ? ", " : "", k->grid[ax]);
+    return t;
+}
+
 /* The kernel of root stage S, whose nest is BODY. */
 static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
 {
@@ -1532,6 +1565,8 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->stage = s;
     memset(e->dims, 0, sizeof e->dims);
     memset(e->dim_loop, 0, sizeof e->dim_loop);
+    memset(e->dim_size, 0, sizeof e->dim_size);
+    e->dynamic_dims = false;
     e->shared = (PtrVec){0};
     e->locals = (PtrVec){0};
     e->pipes = (PtrVec){0};
@@ -1571,6 +1606,10 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     for (int ax = 0; ax < 3; ax++) {
         k->grid[ax] = (unsigned)e->dims[GPU_BLOCK_X + ax];
         k->block[ax] = (unsigned)threads[ax];
+        /* a block's threads are its loops' most; the grid's blocks, with
+           run-time dims, what the launch's sizes make them */
+        const SizeExpr *size = e->dim_size[GPU_BLOCK_X + ax];
+        k->grid_size[ax] = size && size->kind != SZ_NUM ? size : NULL;
     }
     plan_buffers(e, body, true);
     e->acc = plan_acc(e, body);
@@ -1595,8 +1634,8 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->p.out = saved;
 
     FILE *out = e->p.out;
-    fprintf(out, "/* %s: stage '%s'; grid (%u, %u, %u), block (%u, %u, %u) */\n", k->name, s->name,
-            k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2]);
+    fprintf(out, "/* %s: stage '%s'; grid (%s), block (%u, %u, %u) */\n", k->name, s->name,
+            grid_text(e->p.a, k), k->block[0], k->block[1], k->block[2]);
     fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)e->threads,
             k->name);
     emit_param_list(e);
@@ -1714,60 +1753,121 @@ static void scan_stmt(Emitter *e, const Stmt *s, bool *wide)
 bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
                   const char *arch, int sm, CudaProgram *out)
 {
+    CgVariant v = { st, fn, NULL, NULL, NULL };
+    return cg_cuda_emit_variants(&v, 1, co, arch, sm, out);
+}
+
+/* Makes variant V's state the one names come from: its variables get
+ * fresh names, but for the run-time dims' (every variant calls them the
+ * same). */
+static void use_variant(Emitter *e, const CgVariant *v)
+{
+    SchedState *st = v->st;
+    e->st = st;
+    e->p.var_names = arena_alloc(e->p.a, sizeof *e->p.var_names * (size_t)(st->next_var + 1));
+    e->p.var_text = arena_alloc(e->p.a, sizeof *e->p.var_text * (size_t)(st->next_var + 1));
+    for (int k = 0; k < e->nrt; k++)
+        e->p.var_names[sch_dim_var(st, e->rt_dims[k])->id] = e->rt_names[k];
+}
+
+bool cg_cuda_emit_variants(const CgVariant *variants, int nvariants, const CodegenOptions *co,
+                           const char *arch, int sm, CudaProgram *out)
+{
+    SchedState *st = variants[0].st;
     Arena *a = st->arena;
     const Graph *g = st->g;
     Emitter e = { .p = { .a = a, .d = &cg_dialect_cuda, .element = load_element, .computed = computed },
                   .st = st, .src = g->src, .sm = sm };
-    e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
-    e.p.var_text = arena_alloc(a, sizeof *e.p.var_text * (size_t)(st->next_var + 1));
+    /* the declared run-time dims: every variant's variable of each, made
+       before the names' tables are sized */
+    int *rt_dims = arena_alloc(a, sizeof *rt_dims * (size_t)(g->ndims + 1));
+    for (int d = 0; d < g->ndims; d++)
+        if (g->dims[d].runtime && g->dims[d].declared) {
+            rt_dims[e.nrt++] = d;
+            for (int i = 0; i < nvariants; i++)
+                sch_dim_var(variants[i].st, d);
+        }
+    e.rt_dims = rt_dims;
+    e.rt_names = arena_alloc(a, sizeof *e.rt_names * (size_t)(e.nrt + 1));
     bool wide = false;
-    scan_stmt(&e, fn->body, &wide);
+    for (int i = 0; i < nvariants; i++)
+        scan_stmt(&e, variants[i].fn->body, &wide);
     for (int i = 0; i < g->ninputs; i++) {
         e.fp16 = e.fp16 || g->inputs[i]->dtype == DT_F16;
         e.bf16 = e.bf16 || g->inputs[i]->dtype == DT_BF16;
     }
     e.p.int_type = wide ? "long long" : "int";
 
-    /* the root stages, one kernel each, and their nests */
-    const SStage **roots;
-    const Stmt **bodies;
-    int n = cg_kernel_steps(a, st, fn, &roots, &bodies);
-    WorkspacePlan plan;
-    if (!cg_plan_workspace(a, st, fn, &plan))
-        return false;
-
-    /* names used by every kernel: the entry's, the kernels', the tensors' */
+    /* names used by every kernel: the entry's, the run-time dims', the
+       tensors' */
     cg_claim(&e.p, co->name);
+    for (int k = 0; k < e.nrt; k++)
+        e.rt_names[k] = cg_claim(&e.p, cg_c_identifier(a, g->dims[rt_dims[k]].name));
     for (int i = 0; i < g->ninputs; i++)
         cg_tensor_name(&e.p, g->inputs[i]);
     for (int i = 0; i < g->noutputs; i++)
         cg_tensor_name(&e.p, g->outputs[i]);
-    for (int i = 0; i < fn->temps.len; i++)
-        cg_tensor_name(&e.p, fn->temps.items[i]);
-    PtrVec order = {0};
-    for (int i = 0; i < g->ninputs; i++)
-        vec_push(a, &order, g->inputs[i]);
-    for (int i = 0; i < g->noutputs; i++)
-        vec_push(a, &order, g->outputs[i]);
-    for (int i = 0; i < fn->temps.len; i++)
-        vec_push(a, &order, fn->temps.items[i]);
-    e.order = &order;
-    for (int i = 0; i < order.len; i++)
-        map_put(a, &e.order_at, order.items[i], i);
-    CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
-    for (int i = 0; i < n; i++) {
-        const SStage *s = roots[i];
-        kernels[i].name = cg_claim(&e.p, arena_printf(a, "%s_%s", co->name, cg_c_identifier(a, s->name)));
-        kernels[i].stage = s->name;
+
+    /* each variant's root stages, one kernel each, and their nests */
+    const SStage ***roots = arena_alloc(a, sizeof *roots * (size_t)nvariants);
+    const Stmt ***bodies = arena_alloc(a, sizeof *bodies * (size_t)nvariants);
+    CudaVariant *cv = arena_alloc(a, sizeof *cv * (size_t)nvariants);
+    int n = 0;
+    for (int i = 0; i < nvariants; i++) {
+        const LoweredFunc *fn = variants[i].fn;
+        cv[i].first = n;
+        cv[i].nkernels = cg_kernel_steps(a, variants[i].st, fn, &roots[i], &bodies[i]);
+        n += cv[i].nkernels;
+        WorkspacePlan plan;
+        if (!cg_plan_workspace(a, variants[i].st, fn, &plan))
+            return false;
+        /* temps that are never live at once share bytes (workspace.c) */
+        cv[i].ntemps = fn->temps.len;
+        cv[i].temps = arena_alloc(a, sizeof *cv[i].temps * (size_t)(fn->temps.len + 1));
+        cv[i].temp_offsets = arena_alloc(a, sizeof *cv[i].temp_offsets * (size_t)(fn->temps.len + 1));
+        for (int t = 0; t < fn->temps.len; t++) {
+            cv[i].temps[t] = fn->temps.items[t];
+            cv[i].temp_offsets[t] = plan.bufs[t].offset;
+            cg_tensor_name(&e.p, fn->temps.items[t]);
+        }
+        if (i == 0 || plan.bytes > out->workspace_bytes)
+            out->workspace_bytes = plan.bytes;
     }
+    CudaKernel *kernels = arena_alloc(a, sizeof *kernels * (size_t)(n + 1));
+    for (int i = 0; i < nvariants; i++)
+        for (int k = 0; k < cv[i].nkernels; k++) {
+            CudaKernel *kk = &kernels[cv[i].first + k];
+            const char *stage = cg_c_identifier(a, roots[i][k]->name);
+            kk->name = cg_claim(&e.p, nvariants > 1 ? arena_printf(a, "%s_%s_v%d", co->name, stage, i)
+                                                    : arena_printf(a, "%s_%s", co->name, stage));
+            kk->stage = roots[i][k]->name;
+            kk->variant = i;
+        }
 
     char *text = NULL;
     size_t len = 0;
     e.p.out = open_memstream(&text, &len);
     if (!e.p.out)
         te_internal_error(__FILE__, __LINE__, "out of memory");
-    for (int i = 0; i < n && !e.failed; i++)
-        emit_kernel(&e, &kernels[i], roots[i], bodies[i]);
+    for (int i = 0; i < nvariants && !e.failed; i++) {
+        use_variant(&e, &variants[i]);
+        const LoweredFunc *fn = variants[i].fn;
+        PtrVec order = {0};
+        for (int t = 0; t < g->ninputs; t++)
+            vec_push(a, &order, g->inputs[t]);
+        for (int t = 0; t < g->noutputs; t++)
+            vec_push(a, &order, g->outputs[t]);
+        for (int t = 0; t < fn->temps.len; t++)
+            vec_push(a, &order, fn->temps.items[t]);
+        e.order = &order;
+        e.order_at = (PtrMap){0};
+        for (int t = 0; t < order.len; t++)
+            map_put(a, &e.order_at, order.items[t], t);
+        if (nvariants > 1)
+            fprintf(e.p.out, "/* variant %d: %s */\n\n", i, sch_bucket_str(a, g, variants[i].bucket));
+        for (int k = 0; k < cv[i].nkernels && !e.failed; k++)
+            emit_kernel(&e, &kernels[cv[i].first + k], roots[i][k], bodies[i][k]);
+    }
     fclose(e.p.out);
     if (e.failed) {
         free(text);
@@ -1782,12 +1882,27 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
         te_internal_error(__FILE__, __LINE__, "out of memory");
     fprintf(u, "/* %s.cu — generated by texc %s from %s.\n", co->name, TE_VERSION, co->source_path);
     fprintf(u, " * target: cuda, %s (CUDA C++ for NVRTC); indices are %s\n", arch, e.p.int_type);
-    cg_print_schedule_comment(u, st, co);
+    if (e.nrt) {
+        fputs(" * run-time sizes, every kernel's first parameters:", u);
+        for (int k = 0; k < e.nrt; k++) {
+            const Dim *d = &g->dims[rt_dims[k]];
+            fprintf(u, "%s %s in %lld..%lld", k ? "," : "", e.rt_names[k], (long long)d->lo, (long long)d->hi);
+        }
+        fputc('\n', u);
+    }
+    for (int i = 0; i < nvariants; i++) {
+        if (nvariants > 1)
+            fprintf(u, " * variant %d, %s:\n", i, sch_bucket_str(a, g, variants[i].bucket));
+        CodegenOptions vo = *co;
+        if (nvariants > 1)
+            vo.schedule_from = variants[i].from;
+        cg_print_schedule_comment(u, variants[i].st, &vo);
+    }
     fputs(" * kernels, in launch order:\n", u);
     for (int i = 0; i < n; i++) {
         CudaKernel *k = &kernels[i];
-        fprintf(u, " *   %s: grid (%u, %u, %u), block (%u, %u, %u)", k->name, k->grid[0], k->grid[1],
-                k->grid[2], k->block[0], k->block[1], k->block[2]);
+        fprintf(u, " *   %s: grid (%s), block (%u, %u, %u)", k->name, grid_text(a, k), k->block[0],
+                k->block[1], k->block[2]);
         if (k->static_smem || k->dyn_smem)
             fprintf(u, ", %u bytes of %s shared memory", k->static_smem + k->dyn_smem,
                     k->dyn_smem ? "dynamic" : "static");
@@ -1811,15 +1926,15 @@ bool cg_cuda_emit(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
 
     out->kernels = kernels;
     out->nkernels = n;
-    out->ntemps = fn->temps.len;
-    out->temps = arena_alloc(a, sizeof *out->temps * (size_t)(fn->temps.len + 1));
-    out->temp_offsets = arena_alloc(a, sizeof *out->temp_offsets * (size_t)(fn->temps.len + 1));
-    /* temps that are never live at once share bytes (workspace.c) */
-    for (int i = 0; i < fn->temps.len; i++) {
-        out->temps[i] = fn->temps.items[i];
-        out->temp_offsets[i] = plan.bufs[i].offset;
-    }
-    out->workspace_bytes = plan.bytes;
+    out->variants = cv;
+    out->nvariants = nvariants;
+    out->ntemps = cv[0].ntemps;
+    out->temps = cv[0].temps;
+    out->temp_offsets = cv[0].temp_offsets;
+    out->int_type = e.p.int_type;
+    out->nrt = e.nrt;
+    out->rt_dims = rt_dims;
+    out->rt_names = e.rt_names;
     return true;
 }
 

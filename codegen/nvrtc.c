@@ -272,7 +272,10 @@ typedef struct Header {
     const Graph *g;
     const CudaProgram *p;
     PtrVec cnames;         /* const char *: C names of the launch function's parameters */
-    PtrVec ctensors;       /* ... and their tensors */
+    PtrVec ctensors;       /* ... and their tensors (NULL: a run-time dim) */
+    const CgVariant *variants; /* the program's variants (one without run-time dims) */
+    CgSizes sizes;         /* with run-time dims: the sizes' API (cfamily.c) */
+    const char **leaf;     /* by Graph.dims index: a run-time dim's parameter */
 } Header;
 
 /* C and C++ keywords and the launchers' own names, which a tensor's
@@ -287,12 +290,11 @@ static const char *const header_reserved[] = {
     "rc", "args", "tensors", "device", "cubin_path",
 };
 
-static const char *param_name(Header *hd, const Tensor *t)
+/* A parameter's C name from BASE: not a keyword, not the launchers' own,
+ * not another parameter's; T its tensor (NULL: a run-time dim's). */
+static const char *claim_param(Header *hd, const Tensor *t, const char *base)
 {
-    for (int i = 0; i < hd->ctensors.len; i++)
-        if (hd->ctensors.items[i] == t)
-            return hd->cnames.items[i];
-    const char *n = cg_c_identifier(hd->a, t->name);
+    const char *n = cg_c_identifier(hd->a, base);
     for (bool clash = true; clash;) {
         clash = false;
         for (size_t i = 0; i < sizeof header_reserved / sizeof header_reserved[0]; i++)
@@ -307,10 +309,18 @@ static const char *param_name(Header *hd, const Tensor *t)
     return n;
 }
 
+static const char *param_name(Header *hd, const Tensor *t)
+{
+    for (int i = 0; i < hd->ctensors.len; i++)
+        if (hd->ctensors.items[i] == t)
+            return hd->cnames.items[i];
+    return claim_param(hd, t, t->name);
+}
+
 /* The header's own macros, NAME_... : a dim's macro must not take one. */
 static const char *const own_macros[] = {
     "ARCH", "SM", "TEXC_VERSION", "NVRTC_VERSION", "CUBIN", "NKERNELS", "NTENSORS",
-    "WORKSPACE_BYTES",
+    "WORKSPACE_BYTES", "ERANGE", "NVARIANTS", "NDIMS",
 };
 
 /* #define NAME_DIM value for each dim; a clash with another dim's macro or
@@ -346,31 +356,206 @@ static const char types[] =
     "} texc_cuda_tensor;\n"
     "#endif\n\n";
 
-static void write_tensor_comment(FILE *h, const Tensor *t, const char *what)
+static void write_tensor_comment(Arena *a, FILE *h, const Tensor *t, const char *what)
 {
     fprintf(h, "\n *   %s %s : %s%s[", what, t->name, t->is_const ? "const " : "", dtype_name(t->dtype));
     for (int d = 0; d < t->rank; d++)
-        fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        if (t->shape_size[d])
+            fprintf(h, "%s%s", d ? ", " : "", te_size_str(a, t->shape_size[d]));
+        else
+            fprintf(h, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
     fputc(']', h);
 }
 
-/* "x, w, b, z" or "uint64_t x, uint64_t w, ..." */
-static void write_params(Header *hd, bool typed)
+/* "x, w, b, z" or "uint64_t x, uint64_t w, ..."; with run-time dims,
+ * "M, x, ..." or "int64_t M, uint64_t x, ..." */
+static void write_params(Header *hd, bool typed, bool dims)
 {
     const Graph *g = hd->g;
+    for (int k = 0; dims && k < hd->sizes.n; k++)
+        fprintf(hd->h, "%s%s, ", typed ? "int64_t " : "", hd->sizes.names[k]);
     for (int i = 0; i < g->ninputs + g->noutputs; i++) {
         const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
         fprintf(hd->h, "%s%s%s", i ? ", " : "", typed ? "uint64_t " : "", param_name(hd, t));
     }
 }
 
-static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const CudaOptions *o,
-                         const Graph *g, const CudaProgram *p, const Arch *arch, int major,
-                         int minor, const char *cubin_path, const char *cubin, size_t cubin_size)
+/* "int64_t M, " (the run-time dims as the launchers' first parameters) or "" */
+static const char *dims_params(Header *hd)
 {
-    Header hd = { a, h, co->name, cg_upper(a, co->name), g, p, {0}, {0} };
+    return hd->sizes.n ? arena_printf(hd->a, "%s, ", cg_sizes_decl(hd->a, &hd->sizes)) : "";
+}
+
+/* With run-time dims: the sizes' API, the variants, and the shapes and
+ * workspace at given sizes; all the header's own (it has no .c). */
+static void write_sizes(Header *hd)
+{
+    FILE *h = hd->h;
+    const Graph *g = hd->g;
+    const CgSizes *sz = &hd->sizes;
+    const char *n = hd->name, *M = hd->macro;
+    int ntensors = g->ninputs + g->noutputs;
+    fputs("\n/* Run-time sizes.  The launchers take", h);
+    for (int i = 0; i < sz->n; i++)
+        fprintf(h, "%s %s", i == 0 ? "" : i + 1 < sz->n ? "," : " and", sz->names[i]);
+    fprintf(h, " first (in the order the\n * program declares %s) and return TEXRT_OK, a TEXRT_E_* code, or\n"
+               " * %s with nothing launched when a size is outside its range (the\n"
+               " * _MIN and _MAX macros above)",
+            sz->n > 1 ? "them" : "it", sz->erange);
+    if (g->nchecks) {
+        fputs(" or one of these checks fails:", h);
+        for (int i = 0; i < g->nchecks; i++)
+            fprintf(h, "\n *   %s >= 0 (%s)", te_size_str(hd->a, g->checks[i].value), g->checks[i].message);
+    }
+    fprintf(h, ".\n * %s tells without launching anything; %s_strerror(code)\n"
+               " * says what %s means (texrt_last_error() the others). */\n",
+            sz->check, n, sz->erange);
+    fprintf(h, "#define %s_NDIMS %d /* run-time sizes */\n", M, sz->n);
+    fprintf(h, "static const char *const %s_dim_names[%s_NDIMS] = {", n, M);
+    for (int k = 0; k < sz->n; k++)
+        fprintf(h, "%s\"%s\"", k ? ", " : " ", g->dims[sz->dims[k]].name);
+    fputs(" };\n", h);
+    fprintf(h, "#define %s (-100) /* not a TEXRT_E_* code */\n", sz->erange);
+    cg_print_sizes_functions(hd->a, h, sz);
+    cg_print_variant_table(hd->a, h, sz, hd->variants, hd->p->nvariants, false);
+    cg_print_variant_table(hd->a, h, sz, hd->variants, hd->p->nvariants, true);
+    cg_print_variant_of(hd->a, h, sz, hd->variants, hd->p->nvariants);
+    fprintf(h, "\n/* Tensor I of %s_tensors at these sizes: its shape into SHAPE (its rank's\n"
+               " * entries; NULL: not wanted) and its bytes, or 0 when a size is outside its\n"
+               " * range.  (%s_tensors holds the shapes and bytes at the ranges' maxima.) */\n", n, n);
+    fprintf(h, "static inline uint64_t %s_tensor_shape(%sint i, int64_t *shape)\n{\n", n, dims_params(hd));
+    fputs("    int64_t s[16];\n    int rank;\n    uint64_t bytes;\n    if (", h);
+    fprintf(h, "%s(", sz->check);
+    for (int k = 0; k < sz->n; k++)
+        fprintf(h, "%s%s", k ? ", " : "", sz->names[k]);
+    fputs(") != 0)\n        return 0;\n    switch (i) {\n", h);
+    for (int i = 0; i < ntensors; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(h, "    case %d: /* %s */\n        rank = %d;\n        bytes = %d;\n", i, t->name, t->rank,
+                dtype_bytes(t->dtype));
+        for (int d = 0; d < t->rank; d++)
+            fprintf(h, "        s[%d] = %s;\n", d,
+                    t->shape_size[d] ? cg_size_c(hd->a, t->shape_size[d], hd->leaf)
+                                     : arena_printf(hd->a, "%lld", (long long)t->shape[d]));
+        fputs("        break;\n", h);
+    }
+    fputs("    default:\n        return 0;\n    }\n", h);
+    fputs("    for (int d = 0; d < rank; d++) {\n"
+          "        bytes *= (uint64_t)s[d];\n        if (shape)\n            shape[d] = s[d];\n    }\n", h);
+    fputs("    return bytes;\n}\n", h);
+    fprintf(h, "\n/* The same with DIMS the run-time sizes in order (%s_dim_names). */\n", n);
+    fprintf(h, "static inline uint64_t %s_tensor_shape_dims(const int64_t *dims, int i, int64_t *shape)\n{\n"
+               "    return %s_tensor_shape(", n, n);
+    for (int k = 0; k < sz->n; k++)
+        fprintf(h, "dims[%d], ", k);
+    fputs("i, shape);\n}\n", h);
+    fprintf(h, "\n/* The workspace the launchers need at these sizes: %s_WORKSPACE_BYTES, enough for\n"
+               " * every size in the ranges. */\n", M);
+    fprintf(h, "static inline uint64_t %s_workspace_size(%s)\n{\n", n, cg_sizes_decl(hd->a, sz));
+    for (int k = 0; k < sz->n; k++)
+        fprintf(h, "    (void)%s;\n", sz->names[k]);
+    fprintf(h, "    return %s_WORKSPACE_BYTES;\n}\n\n", M);
+}
+
+/* One kernel's launch in NAME_launch: GRID its own, or the table's. */
+static void write_kernel_launch(Header *hd, int i, const char *indent)
+{
+    FILE *h = hd->h;
+    const CudaKernel *k = &hd->p->kernels[i];
+    bool sized = k->grid_size[0] || k->grid_size[1] || k->grid_size[2];
+    fprintf(h, "%s{\n", indent);
+    if (sized) {
+        fprintf(h, "%s    const unsigned grid[3] = {", indent);
+        for (int ax = 0; ax < 3; ax++)
+            if (k->grid_size[ax])
+                fprintf(h, "%s(unsigned)%s", ax ? ", " : " ", cg_size_c(hd->a, k->grid_size[ax], hd->leaf));
+            else
+                fprintf(h, "%s%u", ax ? ", " : " ", k->grid[ax]);
+        fputs(" };\n", h);
+    }
+    fprintf(h, "%s    void *args[] = {", indent);
+    for (int j = 0; j < hd->p->nrt; j++)
+        fprintf(h, "%s&te_%s", j ? ", " : " ", hd->sizes.names[j]);
+    for (int j = 0; j < k->nparams; j++)
+        fprintf(h, "%s&%s", j + hd->p->nrt ? ", " : " ", param_name(hd, k->params[j]));
+    fprintf(h, "%s};\n", k->nparams + hd->p->nrt ? " " : " NULL ");
+    fprintf(h, "%s    const texc_cuda_kernel *info = &%s_kernels[%d];\n", indent, hd->name, i);
+    fprintf(h, "%s    if ((rc = texrt_kernel_get(module, info->name, &kernel)) != TEXRT_OK ||\n"
+               "%s        (rc = texrt_launch(kernel, %s, info->block, info->dyn_smem, args)) != TEXRT_OK)\n"
+               "%s        return rc;\n%s}\n",
+            indent, indent, sized ? "grid" : "info->grid", indent, indent);
+}
+
+/* NAME_launch with run-time dims: the sizes checked and the variant
+ * chosen by NAME_variant, then its kernels, each grid computed from the
+ * sizes. */
+static void write_launch_dynamic(Header *hd)
+{
+    FILE *h = hd->h;
+    const Graph *g = hd->g;
+    const CudaProgram *p = hd->p;
+    const char *n = hd->name, *M = hd->macro;
+    int ntensors = g->ninputs + g->noutputs;
+    fprintf(h, "/* Launches the kernels of the variant for these sizes, asynchronously, on the\n"
+               " * device pointers TENSORS (in the order of %s_tensors, each of\n"
+               " * %s_tensor_shape's bytes at these sizes), with WORKSPACE (%s_WORKSPACE_BYTES\n"
+               " * of device memory, 64-byte aligned as texrt_dev_alloc's is; ignored when\n"
+               " * that is 0) for the intermediates.  A size outside its range launches\n"
+               " * nothing and returns %s. */\n", n, n, M, hd->sizes.erange);
+    fprintf(h, "static inline int %s_launch(texrt_module *module, %suint64_t workspace, const uint64_t *tensors)\n{\n",
+            n, dims_params(hd));
+    for (int i = 0; i < ntensors; i++) {
+        const Tensor *t = i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs];
+        fprintf(h, "    uint64_t %s = tensors[%d];\n", param_name(hd, t), i);
+    }
+    for (int k = 0; k < p->nrt; k++)
+        fprintf(h, "    %s te_%s = (%s)%s; /* the kernels' parameter */\n", p->int_type,
+                hd->sizes.names[k], p->int_type, hd->sizes.names[k]);
+    fputs("    texrt_kernel *kernel;\n    int rc;\n    (void)workspace;\n", h);
+    fprintf(h, "    switch (%s_variant(", n);
+    for (int k = 0; k < p->nrt; k++)
+        fprintf(h, "%s%s", k ? ", " : "", hd->sizes.names[k]);
+    fputs(")) {\n", h);
+    for (int v = 0; v < p->nvariants; v++) {
+        const CudaVariant *cv = &p->variants[v];
+        fprintf(h, "    case %d: { /* %s */\n", v,
+                hd->variants[v].bucket ? sch_bucket_str(hd->a, g, hd->variants[v].bucket) : "every size");
+        int mark = hd->cnames.len; /* a variant's intermediates are its own */
+        for (int i = 0; i < cv->ntemps; i++)
+            fprintf(h, "        uint64_t %s = workspace + %lldu; /* intermediate */\n",
+                    param_name(hd, cv->temps[i]), (long long)cv->temp_offsets[i]);
+        for (int i = cv->first; i < cv->first + cv->nkernels; i++)
+            write_kernel_launch(hd, i, "        ");
+        fputs("        return TEXRT_OK;\n    }\n", h);
+        hd->cnames.len = hd->ctensors.len = mark;
+    }
+    fprintf(h, "    default:\n        return %s;\n    }\n}\n\n", hd->sizes.erange);
+    fprintf(h, "/* The same with DIMS the run-time sizes in order (%s_dim_names). */\n", n);
+    fprintf(h, "static inline int %s_launch_dims(texrt_module *module, const int64_t *dims, uint64_t workspace,\n"
+               "                                const uint64_t *tensors)\n{\n    return %s_launch(module, ", n, n);
+    for (int k = 0; k < p->nrt; k++)
+        fprintf(h, "dims[%d], ", k);
+    fputs("workspace, tensors);\n}\n\n", h);
+}
+
+static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const CudaOptions *o,
+                         const Graph *g, const CgVariant *variants, const CudaProgram *p,
+                         const Arch *arch, int major, int minor, const char *cubin_path,
+                         const char *cubin, size_t cubin_size)
+{
+    Header hd = { a, h, co->name, cg_upper(a, co->name), g, p, {0}, {0}, variants, {0}, NULL };
     const char *n = co->name, *M = hd.macro;
     int ntensors = g->ninputs + g->noutputs;
+    if (p->nrt) {
+        /* the run-time dims: the launchers' first parameters, named first */
+        const char **names = arena_alloc(a, sizeof *names * (size_t)p->nrt);
+        hd.leaf = arena_alloc(a, sizeof *hd.leaf * (size_t)(g->ndims + 1));
+        for (int k = 0; k < p->nrt; k++)
+            hd.leaf[p->rt_dims[k]] = names[k] = claim_param(&hd, NULL, g->dims[p->rt_dims[k]].name);
+        hd.sizes = (CgSizes){ g, n, p->nrt, p->rt_dims, names,
+                              arena_printf(a, "%s_check_sizes", n),
+                              cg_upper(a, arena_printf(a, "%s_ERANGE", n)), "static inline " };
+    }
     fprintf(h, "/* %s.h — generated by texc %s from %s (target cuda, %s, NVRTC %d.%d).\n", n,
             TE_VERSION, co->source_path, arch->name, major, minor);
     if (co->schedule_from)
@@ -381,14 +566,14 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
             o->embed ? "the cubin embedded below" : "the cubin texc wrote");
     fprintf(h, " *       fprintf(stderr, \"%%s\\n\", texrt_last_error());\n");
     fprintf(h, " *   %s_run(m, ", n);
-    write_params(&hd, false);
+    write_params(&hd, false, true);
     fprintf(h, ");   (device pointers)\n");
     fprintf(h, " *   texrt_module_unload(m);\n *\n");
     fprintf(h, " * The tensors, row-major:");
     for (int i = 0; i < g->ninputs; i++)
-        write_tensor_comment(h, g->inputs[i], "input ");
+        write_tensor_comment(a, h, g->inputs[i], "input ");
     for (int i = 0; i < g->noutputs; i++)
-        write_tensor_comment(h, g->outputs[i], "output");
+        write_tensor_comment(a, h, g->outputs[i], "output");
     fprintf(h, "\n *\n * Do not edit: regenerate with texc.\n */\n");
     fprintf(h, "#ifndef TEXC_%s_CUDA_H\n#define TEXC_%s_CUDA_H\n\n", M, M);
     fputs("#include <stdint.h>\n\n#include <texrt.h>\n\n", h);
@@ -402,17 +587,22 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
         fprintf(h, "#define %s_CUBIN \"%s\"      /* where texc wrote it */\n", M, cubin_path);
     fprintf(h, "#define %s_NKERNELS %d\n", M, p->nkernels);
     fprintf(h, "#define %s_NTENSORS %d          /* inputs, then outputs */\n", M, ntensors);
-    fprintf(h, "#define %s_WORKSPACE_BYTES %lld /* device memory for intermediates */\n\n", M,
-            (long long)p->workspace_bytes);
+    fprintf(h, "#define %s_WORKSPACE_BYTES %lld /* device memory for intermediates%s */\n\n", M,
+            (long long)p->workspace_bytes, p->nrt ? ", enough for every size in the ranges" : "");
     fputs(types, h);
 
-    fprintf(h, "/* The kernels, in launch order. */\n");
+    if (p->nrt)
+        fprintf(h, "/* The kernels, in launch order, variant by variant (a grid here is its\n"
+                   " * bound in the variant's bucket; %s_launch computes it from the sizes). */\n", n);
+    else
+        fprintf(h, "/* The kernels, in launch order. */\n");
     fprintf(h, "static const texc_cuda_kernel %s_kernels[%d] = {\n", n, p->nkernels);
     for (int i = 0; i < p->nkernels; i++) {
         const CudaKernel *k = &p->kernels[i];
-        fprintf(h, "    { \"%s\", { %u, %u, %u }, { %u, %u, %u }, %u, %u }, /* stage %s */\n", k->name,
+        fprintf(h, "    { \"%s\", { %u, %u, %u }, { %u, %u, %u }, %u, %u }, /* stage %s%s */\n", k->name,
                 k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
-                k->dyn_smem, k->static_smem, k->stage);
+                k->dyn_smem, k->static_smem, k->stage,
+                p->nvariants > 1 ? arena_printf(a, ", variant %d", k->variant) : "");
     }
     fputs("};\n\n", h);
     fprintf(h, "static const texc_cuda_tensor %s_tensors[%d] = {\n", n, ntensors);
@@ -425,6 +615,8 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
                 (unsigned long long)(tensor_elems(t) * dtype_bytes(t->dtype)), i >= g->ninputs);
     }
     fputs("};\n\n", h);
+    if (p->nrt)
+        write_sizes(&hd);
 
     if (o->embed) {
         fprintf(h, "/* %s.cubin, %zu bytes. */\n", n, cubin_size);
@@ -460,6 +652,9 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
             M, n);
 
     /* NAME_launch: the kernels on TENSORS (in NAME_tensors order) */
+    if (p->nrt)
+        write_launch_dynamic(&hd);
+    else {
     fprintf(h, "/* Launches the kernels, asynchronously, on the device pointers TENSORS\n"
                " * (in the order of %s_tensors), with WORKSPACE (%s_WORKSPACE_BYTES of\n"
                " * device memory, 64-byte aligned as texrt_dev_alloc's is; ignored when\n"
@@ -488,23 +683,37 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
               "            return rc;\n    }\n", h);
     }
     fputs("    return TEXRT_OK;\n}\n\n", h);
+    }
 
     /* NAME_run_ws and NAME_run */
     fprintf(h, "/* The same with the tensors as parameters; asynchronous. */\n");
-    fprintf(h, "static inline int %s_run_ws(texrt_module *module, uint64_t workspace, ", n);
-    write_params(&hd, true);
+    fprintf(h, "static inline int %s_run_ws(texrt_module *module, %suint64_t workspace, ", n,
+            dims_params(&hd));
+    write_params(&hd, true, false);
     fprintf(h, ")\n{\n    const uint64_t tensors[%d] = { ", ntensors);
-    write_params(&hd, false);
-    fprintf(h, " };\n    return %s_launch(module, workspace, tensors);\n}\n\n", n);
+    write_params(&hd, false, false);
+    fprintf(h, " };\n    return %s_launch(module, ", n);
+    for (int k = 0; k < p->nrt; k++)
+        fprintf(h, "%s, ", hd.sizes.names[k]);
+    fputs("workspace, tensors);\n}\n\n", h);
     fprintf(h, "/* Runs %s and waits for it: allocates the workspace, launches, synchronizes. */\n", n);
     fprintf(h, "static inline int %s_run(texrt_module *module, ", n);
-    write_params(&hd, true);
+    write_params(&hd, true, true);
     fputs(")\n{\n    uint64_t workspace = 0;\n    int rc = TEXRT_OK;\n", h);
+    if (p->nrt) {
+        fprintf(h, "    if (%s(", hd.sizes.check);
+        for (int k = 0; k < p->nrt; k++)
+            fprintf(h, "%s%s", k ? ", " : "", hd.sizes.names[k]);
+        fprintf(h, ") != 0)\n        return %s;\n", hd.sizes.erange);
+    }
     if (p->workspace_bytes > 0)
         fprintf(h, "    if ((rc = texrt_dev_alloc(&workspace, %s_WORKSPACE_BYTES)) != TEXRT_OK)\n"
                    "        return rc;\n", M);
-    fprintf(h, "    rc = %s_run_ws(module, workspace, ", n);
-    write_params(&hd, false);
+    fprintf(h, "    rc = %s_run_ws(module, ", n);
+    for (int k = 0; k < p->nrt; k++)
+        fprintf(h, "%s, ", hd.sizes.names[k]);
+    fputs("workspace, ", h);
+    write_params(&hd, false, false);
     fputs(");\n    if (rc == TEXRT_OK)\n        rc = texrt_synchronize();\n", h);
     if (p->workspace_bytes > 0)
         fputs("    texrt_dev_free(workspace);\n", h);
@@ -513,9 +722,10 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     return !ferror(h);
 }
 
-int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions *co,
                   const CudaOptions *o)
 {
+    SchedState *st = variants[0].st;
     Arena *a = st->arena;
     int major = 0, minor = 0;
     nvrtcVersion(&major, &minor);
@@ -523,7 +733,7 @@ int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     if (!pick_arch(a, o, &arch, major, minor))
         return 1;
     CudaProgram prog;
-    if (!cg_cuda_emit(st, fn, co, arch.name, arch.sm, &prog))
+    if (!cg_cuda_emit_variants(variants, nvariants, co, arch.name, arch.sm, &prog))
         return 1;
     if (o->dump)
         fputs(prog.source, stdout);
@@ -557,8 +767,8 @@ int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *c
     if (ok && !o->embed)
         ok = fwrite(cubin, 1, cubin_size, cb) == cubin_size;
     if (ok)
-        ok = write_header(a, hf, co, o, st->g, &prog, &arch, major, minor, cubin_path, cubin,
-                          cubin_size);
+        ok = write_header(a, hf, co, o, st->g, variants, &prog, &arch, major, minor, cubin_path,
+                          cubin, cubin_size);
     if (ok && o->keep)
         ok = fputs(prog.source, cu) >= 0;
     free(cubin);
@@ -595,11 +805,11 @@ void cg_nvrtc_version(int *major, int *minor)
     *major = *minor = 0;
 }
 
-int cg_cuda_build(SchedState *st, const LoweredFunc *fn, const CodegenOptions *co,
+int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions *co,
                   const CudaOptions *o)
 {
-    (void)st;
-    (void)fn;
+    (void)variants;
+    (void)nvariants;
     (void)co;
     (void)o;
     fputs("texc: the cuda target was disabled at configure time (no NVRTC found); "

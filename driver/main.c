@@ -693,7 +693,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                                target_name(o->target))
                 : arena_printf(a, "the default (the file has no `schedule %s`)",
                                target_name(o->target));
-    bool dynamic = o->target == TARGET_CPU && sch_has_runtime_dims(g);
+    bool dynamic = sch_has_runtime_dims(g);
     PtrVec unused = { 0 };
     if (o->nbuckets && !dynamic && !sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &unused))
         return 1; /* --buckets of a dim -D made static: said, not ignored */
@@ -717,8 +717,6 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
         if (!one.st)
             return 1;
     }
-    SchedState *st = variants[0].st;
-    fn = *variants[0].fn;
     if (g->layouts)
         stats->packed = stats->layout_notes.len;
     WorkspacePlan plan = { 0 };
@@ -768,7 +766,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
         cuda.dump = (o->dump & DUMP_CUDA) != 0;
         cuda.check_only = o->check_only;
         cuda.verbose = o->verbose;
-        return cg_cuda_build(st, &fn, &co, &cuda);
+        return cg_cuda_build(variants, nvariants, &co, &cuda);
     }
     if (o->check_only)
         return 0;
@@ -855,9 +853,12 @@ int main(int argc, char **argv)
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
-    /* run-time dims build and tune for the CPU; --eval and CUDA take
-       static sizes only, for now (doc/runtime-dims.md): one diagnostic here */
-    const char *needs_static = o.eval ? "--eval" : o.target == TARGET_CUDA ? "the cuda target" : NULL;
+    /* run-time dims build for both targets and tune for the CPU; --eval
+       and CUDA tuning take static sizes only, for now (doc/runtime-dims.md):
+       one diagnostic here */
+    const char *needs_static = o.eval ? "--eval"
+                               : o.target == TARGET_CUDA && o.tune ? "tuning for the cuda target"
+                                                                   : NULL;
     if (needs_static && !te_require_static_dims(g, needs_static))
         goto out;
     /* --eval runs the program as written: it is the reference */

@@ -52,10 +52,6 @@ void sch_build_layout(const SchedBuild *b)
 
 SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
 {
-    /* CUDA loops take static extents only, until run-time dims lower
-       there (the driver asks first; this keeps every other caller honest) */
-    if (b->target == TARGET_CUDA && !te_require_static_dims(b->g, "the cuda target"))
-        return NULL;
     if (!b->keep_layout)
         sch_build_layout(b);
     SchedState *st = sch_state_new_bucket(b->arena, b->g, b->target, b->bucket);

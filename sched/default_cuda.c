@@ -79,11 +79,13 @@ static const char **fused_names(Builder *b, int from, int to)
     return out;
 }
 
-static int64_t extent_product(const SStage *s, int from, int to)
+/* The axes' extents multiplied, each at its hint where it is a run-time
+ * size (sch_extent_hint). */
+static int64_t extent_product(const SchedState *st, const SStage *s, int from, int to)
 {
     int64_t n = 1;
     for (int d = from; d < to; d++)
-        n *= s->svars[d]->extent; /* fits: the tensor's element count does */
+        n *= sch_extent_hint(st, s->svars[d]); /* fits: the tensor's element count does */
     return n;
 }
 
@@ -142,8 +144,9 @@ static void schedule_tiled(Builder *b)
     SchLoops *l = &b->loops;
     Arena *a = st->arena;
     int n = s->nsvars;
-    int64_t iext = s->svars[n - 2]->extent, jext = s->svars[n - 1]->extent;
-    int64_t batch = extent_product(s, 0, n - 2);
+    /* run-time sizes at their hints: the tiles are right at every size */
+    int64_t iext = sch_extent_hint(st, s->svars[n - 2]), jext = sch_extent_hint(st, s->svars[n - 1]);
+    int64_t batch = extent_product(st, s, 0, n - 2);
     /* 128 x 128 tiles when at least 256 such blocks fill the GPU */
     int64_t big = iext >= 128 && jext >= 128 &&
                   batch * ((iext + 127) / 128) * ((jext + 127) / 128) >= 256 ? 128 : 64;

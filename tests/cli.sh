@@ -248,9 +248,9 @@ check "-D M=100 on a run-time dim: the output is 100 rows" sh -c "
 expect_status "-D M=4097 outside the range" 1 "$TEXC" --check -D M=4097 "$tmp/rt/dyn/matmul_gelu.te"
 grep -q "matmul_gelu.te:7:10: error: -D M=4097: outside the range 1..4096 of 'M'" "$tmp/err" &&
     ok "-D outside the range: the range's place" || not_ok "-D outside the range: the range's place" "$tmp/err"
-for action in --eval "--target=cuda --arch=sm_90 --check"; do
+for action in --eval "--target=cuda --arch=sm_90 --tune"; do
     what=${action%% *}
-    [ "$what" = --target=cuda ] && what="the cuda target"
+    [ "$what" = --target=cuda ] && what="tuning for the cuda target"
     rtmsg="matmul_gelu.te:7:5: error: run-time dim 'M' (1..4096): $what takes static sizes only, for now; give it a size with -D M=VALUE"
     rm -f "$tmp/rt/r".*
     # shellcheck disable=SC2086 # ACTION is words
@@ -263,6 +263,14 @@ for action in --eval "--target=cuda --arch=sm_90 --check"; do
         not_ok "texc $action: one diagnostic at the dim, nothing written" "$tmp/err"
     fi
 done
+# a cuda build takes it too (tests/cuda_rtdims.sh runs its kernels)
+if "$TEXC" --target cuda --arch sm_80 "$samples/transpose_add.te" --check 2>&1 |
+        grep -q "disabled at configure time"; then
+    skip "a run-time dim without -D: texc --target=cuda --check takes it" "the cuda target is disabled"
+else
+    expect_status "a run-time dim without -D: texc --target=cuda --check takes it" 0 \
+        "$TEXC" --target=cuda --arch=sm_90 --check --log="$tmp/rt/log" "$tmp/rt/dyn/matmul_gelu.te"
+fi
 # a CPU build takes the run-time dim: the functions take M first
 expect_status "a run-time dim without -D: texc builds it for the CPU" 0 \
     "$TEXC" --log="$tmp/rt/log" -o "$tmp/rt/r" "$tmp/rt/dyn/matmul_gelu.te"

@@ -110,16 +110,8 @@ if [ "${1:-}" = --emu ]; then
     step "texc" "$TEXC" "$dir/te" $(cat "$prep/defines") --target cuda --arch "$(cat "$dir/arch")" \
         --keep -o "$dir/k"
     # the kernels as host C++: dynamic shared memory is the emulator's
-    sed 's/^\( *\)extern __shared__ __align__(16) unsigned char te_smem\[\];/\1unsigned char *te_smem = te_emu_smem;/' \
-        "$dir/k.cu" >"$dir/k_emu.cu"
-    {
-        echo '#include "cudaemu.h"'
-        echo '#include "k_emu.cu"'
-        echo 'const te_emu_kernel te_emu_kernels[] = {'
-        kernels_of "$dir/k.h" | sed 's/.*/    TE_EMU_KERNEL(&)/'
-        echo '};'
-        echo 'const int te_emu_nkernels = sizeof te_emu_kernels / sizeof te_emu_kernels[0];'
-    } >"$dir/table.cc"
+    . "$srcdir/tests/cudaemu/unit.sh"
+    cudaemu_unit "$dir"
     # shellcheck disable=SC2086 # $san splits on purpose
     step "compiling the kernels for the host" $CXX -std=c++17 -O1 -g $san -w \
         -I"$srcdir/tests/cudaemu" -I"$srcdir/runtime" -I"$dir" -c "$dir/table.cc" -o "$dir/table.o"

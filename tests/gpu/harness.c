@@ -5,7 +5,14 @@
  *   texc k.te --target cuda -o dir/k
  *   cc -I dir -I runtime -DTEXC_HEADER='"k.h"' -DTEXC_NAME=k -DTEXC_MACRO=K \
  *      tests/gpu/harness.c -ltexrt
- *   ./a.out [-c dir/k.cubin] [-r REPEATS] IN.npy... OUT.npy...
+ *   ./a.out [-c dir/k.cubin] [-r REPEATS] [DIM=SIZE...] IN.npy... OUT.npy...
+ *
+ * With -DTEXC_DYNAMIC (a header with run-time dims, NAME_NDIMS), the
+ * sizes come first, one DIM=SIZE for each run-time dim in the order the
+ * program declares them: the tensors have their shapes at those sizes
+ * (NAME_tensor_shape_dims) and the kernels are launched with them
+ * (NAME_launch_dims).  Sizes outside their ranges are reported with the
+ * header's NAME_strerror and exit status 3, nothing launched.
  *
  * The .npy files are those texc --eval --save-inputs writes (inputs in
  * the order of the program's declarations, then the outputs).  It reads
@@ -187,8 +194,11 @@ static int cmp_double(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    const texc_cuda_tensor *tensors = PROGRAM(_tensors);
     int ntensors = (int)(sizeof PROGRAM(_tensors) / sizeof PROGRAM(_tensors)[0]);
+    texc_cuda_tensor *tensors = calloc((size_t)ntensors, sizeof *tensors);
+    if (!tensors)
+        die("%s", "out of memory");
+    memcpy(tensors, PROGRAM(_tensors), sizeof PROGRAM(_tensors));
     const char *cubin = NULL;
     int repeats = 0, first = 1;
     while (first < argc && argv[first][0] == '-' && first + 1 < argc) {
@@ -200,6 +210,34 @@ int main(int argc, char **argv)
             break;
         first += 2;
     }
+#ifdef TEXC_DYNAMIC
+    /* the run-time sizes, then the tensors' shapes at them */
+    int64_t dims[MACRO(_NDIMS)];
+    for (int k = 0; k < MACRO(_NDIMS); k++, first++) {
+        const char *name = PROGRAM(_dim_names)[k];
+        size_t len = strlen(name);
+        char *end;
+        if (first >= argc || strncmp(argv[first], name, len) != 0 || argv[first][len] != '=') {
+            fprintf(stderr, "harness: expected %s=SIZE (argument %d)\n", name, first);
+            return 2;
+        }
+        dims[k] = strtoll(argv[first] + len + 1, &end, 10);
+        if (*end || end == argv[first] + len + 1) {
+            fprintf(stderr, "harness: %s: not a size\n", argv[first]);
+            return 2;
+        }
+    }
+    for (int i = 0; i < ntensors; i++) {
+        tensors[i].bytes = PROGRAM(_tensor_shape_dims)(dims, i, tensors[i].shape);
+        if (tensors[i].bytes == 0) { /* (a size outside its range) */
+            fprintf(stderr, "harness: %s\n", PROGRAM(_strerror)(MACRO(_ERANGE)));
+            return 3;
+        }
+    }
+#define LAUNCH(module, workspace, dev) PROGRAM(_launch_dims)(module, dims, workspace, dev)
+#else
+#define LAUNCH(module, workspace, dev) PROGRAM(_launch)(module, workspace, dev)
+#endif
     if (argc - first != ntensors) {
         fprintf(stderr, "usage: %s [-c CUBIN] [-r REPEATS]", argv[0]);
         for (int i = 0; i < ntensors; i++)
@@ -239,7 +277,7 @@ int main(int argc, char **argv)
             die("%s", "cannot set up the workspace");
         free(junk);
     }
-    if (PROGRAM(_launch)(module, workspace, dev) != TEXRT_OK || texrt_synchronize() != TEXRT_OK)
+    if (LAUNCH(module, workspace, dev) != TEXRT_OK || texrt_synchronize() != TEXRT_OK)
         die("%s", "the kernels failed");
     for (int i = 0; i < ntensors; i++) {
         const texc_cuda_tensor *t = &tensors[i];
@@ -253,7 +291,7 @@ int main(int argc, char **argv)
         double *times = malloc(sizeof *times * (size_t)repeats);
         for (int r = 0; r < repeats; r++) {
             double start = texrt_now();
-            if (PROGRAM(_launch)(module, workspace, dev) != TEXRT_OK || texrt_synchronize() != TEXRT_OK)
+            if (LAUNCH(module, workspace, dev) != TEXRT_OK || texrt_synchronize() != TEXRT_OK)
                 die("%s", "the kernels failed");
             times[r] = texrt_now() - start;
         }
@@ -270,5 +308,6 @@ int main(int argc, char **argv)
     texrt_module_unload(module);
     free(dev);
     free(host);
+    free(tensors);
     return 0;
 }
