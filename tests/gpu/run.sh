@@ -15,7 +15,9 @@
 #    and the f16/bf16 and i32 programs of tests/cuda) built for the local
 #    GPU's architecture and run on it by tests/gpu/harness.c, on fresh
 #    random inputs (CUDA_SEED, default: the time) with poisoned outputs and
-#    workspace, compared with the reference evaluator; then samples/app_cuda.
+#    workspace, compared with the reference evaluator; then
+#    tests/cuda_rtdims.sh the same way (six samples with a run-time dim,
+#    one build each, run at many sizes); then samples/app_cuda.
 # 3. The CUDA tuner: texc samples/matmul_gelu.te --tune --target cuda
 #    --trials 20 (TUNE_TRIALS) at the sample's own sizes, into a fresh log;
 #    every candidate valid (the sample's knob points are all schedules the
@@ -165,6 +167,12 @@ TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$s
 cat "$results/cuda.tap" >>"$log"
 grep -c '^ok' "$results/cuda.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"
 grep '^not ok' "$results/cuda.tap" | tee -a "$log"
+say "run.sh: tests/cuda_rtdims.sh on the GPU, seed $seed"
+TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$seed \
+    sh tests/cuda_rtdims.sh >"$results/cuda_rtdims.tap" 2>&1 || status=1
+cat "$results/cuda_rtdims.tap" >>"$log"
+grep -c '^ok' "$results/cuda_rtdims.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"
+grep '^not ok' "$results/cuda_rtdims.tap" | tee -a "$log"
 if samples/app_cuda >"$results/app_cuda.out" 2>&1; then
     say "run.sh: samples/app_cuda: $(cat "$results/app_cuda.out")"
 else
