@@ -80,7 +80,10 @@
  * Method.  bench_measure (measure.c), as every make bench row: inputs
  * uniform in [-1, 1) from a fixed seed (x allocated for the largest M,
  * each M using its first rows), warm caches, >= 0.05 s warm-up, then the
- * median of separately timed calls (>= MIN_TIME s and >= 10 calls).
+ * median of separately timed calls (>= MIN_TIME s and >= 10 calls).  The
+ * rows a ratio compares (dynamic and static; dynamic tuned and oracle)
+ * are timed in turn, A B B A, each keeping the faster of its two medians,
+ * so that neither gains from its place in the order (measure_pair).
  * Each row's output is poisoned with NaN first and compared afterwards
  * with naive.c's reference (computed once at the largest M: row i of z
  * depends on row i of x alone): max|z - ref| / max|ref| <= 1e-4, else the
@@ -238,6 +241,41 @@ static void measure(Row *r, Impl impl, RunFn *run, void *ctx, const Data *d, int
             impl_names[impl],
             r->timing.median * 1e3, r->error, 100.0 * r->timing.cpu_share,
             r->state == ROW_MISMATCH ? "  *** MISMATCH ***" : "");
+}
+
+/* One side of a compared pair (dynamic and static, tuned and oracle). */
+typedef struct Side {
+    Row *row;
+    Impl impl;
+    RunFn *run;
+    void *ctx;
+} Side;
+
+/* Times the two sides of a pair in turn, A B B A, so that neither gains
+ * from going second (a clock that ramps, a cache the other left warm):
+ * each row keeps the faster of its two medians, and is a mismatch if
+ * either run's output was.  B may be NULL (A alone, once). */
+static void measure_pair(const Side *a, const Side *b, const Data *d, int m, int threads)
+{
+    const Side *order[4] = { a, b, b, a };
+    Row best[2];
+    int seen[2] = { 0, 0 };
+    for (int i = 0; i < (b ? 4 : 1); i++) {
+        const Side *x = order[i];
+        int k = x == a ? 0 : 1;
+        measure(x->row, x->impl, x->run, x->ctx, d, m, threads);
+        if (!seen[k] || x->row->timing.median < best[k].timing.median ||
+            x->row->state == ROW_MISMATCH) {
+            int mismatch = seen[k] && best[k].state == ROW_MISMATCH;
+            best[k] = *x->row;
+            if (mismatch)
+                best[k].state = ROW_MISMATCH;
+        }
+        seen[k] = 1;
+    }
+    a->row->timing = best[0].timing, a->row->error = best[0].error, a->row->state = best[0].state;
+    if (b)
+        b->row->timing = best[1].timing, b->row->error = best[1].error, b->row->state = best[1].state;
 }
 
 /* Prepacks for a texc row (timed once, said in the note). */
@@ -799,7 +837,9 @@ static void print_report(FILE *out, const Report *rep)
             (double)BENCH_RT_BUILD_STATIC_S);
     fprintf(out, "- oneDNN: %s\n", rep->onednn);
     fprintf(out, "- method: bench_measure (measure.c): warm caches, >= 0.05 s warm-up, the median "
-                 "of separately timed calls (>= %.2g s and >= 10 calls); each row checked against "
+                 "of separately timed calls (>= %.2g s and >= 10 calls); dynamic and static, and "
+                 "dynamic tuned and oracle, timed in turn (A B B A), each the faster of its two "
+                 "medians; each row checked against "
                  "naive.c's reference (max rel err <= %.0e); ratios are speeds (> 1: the first "
                  "faster); cpu: the least, over the line's rows, of the process's CPU time / (wall "
                  "× threads), ⚠ below %.0f%%\n",
@@ -856,43 +896,47 @@ static void measure_size(const Report *rep, const Data *d, int si, int ti,
     snprintf(r[IMPL_DYNAMIC].note, sizeof r[IMPL_DYNAMIC].note,
              "w prepacked once for every M, untimed: %.2f ms", rep->dynamic_prepack_ms);
     DynamicRun dyn = {dynamic_fn, s->m, d, 0};
-    measure(&r[IMPL_DYNAMIC], IMPL_DYNAMIC, run_dynamic, &dyn, d, s->m, threads);
-    if (dyn.failed) {
-        r[IMPL_DYNAMIC].state = ROW_MISMATCH;
-        snprintf(r[IMPL_DYNAMIC].note, sizeof r[IMPL_DYNAMIC].note, "a call returned nonzero");
-    }
-
     /* the static kernels pack w for their own M: once, at the first thread count */
     if (ti == 0)
         prepare_note(&r[IMPL_STATIC], s->static_prepare, d, "");
     else
         snprintf(r[IMPL_STATIC].note, sizeof r[IMPL_STATIC].note, "%s", rows[si][0][IMPL_STATIC].note);
     StaticRun st = {s->static_fn, d};
-    measure(&r[IMPL_STATIC], IMPL_STATIC, run_static, &st, d, s->m, threads);
+    measure_pair(&(Side){ &r[IMPL_DYNAMIC], IMPL_DYNAMIC, run_dynamic, &dyn },
+                 &(Side){ &r[IMPL_STATIC], IMPL_STATIC, run_static, &st }, d, s->m, threads);
+    if (dyn.failed) {
+        r[IMPL_DYNAMIC].state = ROW_MISMATCH;
+        snprintf(r[IMPL_DYNAMIC].note, sizeof r[IMPL_DYNAMIC].note, "a call returned nonzero");
+    }
 
+    DynamicRun tuned = {tuned_fn, s->m, d, 0};
+    StaticRun oracle = {s->oracle, d};
+    Side tuned_side = { &r[IMPL_TUNED], IMPL_TUNED, run_dynamic, &tuned };
+    Side oracle_side = { &r[IMPL_ORACLE], IMPL_ORACLE, run_static, &oracle };
     if (tuned_fn) {
         snprintf(r[IMPL_TUNED].note, sizeof r[IMPL_TUNED].note, "%s", BENCH_RT_TUNED_NOTE);
-        DynamicRun tuned = {tuned_fn, s->m, d, 0};
-        measure(&r[IMPL_TUNED], IMPL_TUNED, run_dynamic, &tuned, d, s->m, threads);
-        if (tuned.failed)
-            r[IMPL_TUNED].state = ROW_MISMATCH;
     } else {
         r[IMPL_TUNED].state = ROW_NO_RECORD;
         snprintf(r[IMPL_TUNED].note, sizeof r[IMPL_TUNED].note, "%s", BENCH_RT_TUNED_NOTE);
     }
-
     if (s->oracle) {
         if (ti == 0)
             prepare_note(&r[IMPL_ORACLE], s->oracle_prepare, d, s->oracle_note);
         else
             snprintf(r[IMPL_ORACLE].note, sizeof r[IMPL_ORACLE].note, "%s",
                      rows[si][0][IMPL_ORACLE].note);
-        StaticRun oracle = {s->oracle, d};
-        measure(&r[IMPL_ORACLE], IMPL_ORACLE, run_static, &oracle, d, s->m, threads);
     } else {
         r[IMPL_ORACLE].state = ROW_NO_RECORD;
         snprintf(r[IMPL_ORACLE].note, sizeof r[IMPL_ORACLE].note, "%s", s->oracle_note);
     }
+    if (tuned_fn && s->oracle)
+        measure_pair(&tuned_side, &oracle_side, d, s->m, threads);
+    else if (tuned_fn)
+        measure_pair(&tuned_side, NULL, d, s->m, threads);
+    else if (s->oracle)
+        measure_pair(&oracle_side, NULL, d, s->m, threads);
+    if (tuned.failed)
+        r[IMPL_TUNED].state = ROW_MISMATCH;
 
 #ifdef BENCH_HAVE_DNNL
     dnnl_row(&r[IMPL_DNNL_RT], IMPL_DNNL_RT, dnnl_rt, dnnl_rt_why, d, s->m, threads,
