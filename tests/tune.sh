@@ -338,6 +338,8 @@ check "run-time dims: the records name their bucket, two workloads" sh -c "
     test \$(sed -n 's/.*\"workload\":\"\\([0-9a-f]*\\)\".*/\\1/p' '$tmp/rt.jsonl' | sort -u | wc -l) -eq 2"
 check "run-time dims: the second bucket measured the first one's winner first" \
     test "$(grep -c '"status":"ok"' "$tmp/rt.jsonl")" -ge 4
+check "run-time dims: the second bucket's cost model starts from the first one's measurements" \
+    grep -q 'bucket 2 of 2: M in 2..40 (the cost model starts from the [1-9][0-9]* measurements of the bucket before)' "$tmp/rt.err"
 check "run-time dims: the build takes a record for each bucket" \
     grep -q 'tuned schedules from the tuning log for 2 of 2 buckets' "$tmp/rt.err"
 check "run-time dims: the variants' table names the records" \

@@ -139,6 +139,7 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
                 buckets.len, budget, trials);
     double start = tune_now();
     json_t *seed = NULL;
+    TuneShared shared = { 0 };
     int status = 0;
     for (int i = 0; i < buckets.len && !tune_interrupted; i++) {
         TuneOptions ob = *o;
@@ -160,14 +161,20 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
         ob.seed_config = seed;
         json_t *best = NULL;
         ob.best_config = &best;
+        ob.shared = &shared;
         if (!o->quiet)
-            fprintf(stderr, "texc: bucket %d of %d: %s\n", i + 1, buckets.len,
-                    sch_bucket_str(outer, g, ob.bucket));
+            fprintf(stderr, "texc: bucket %d of %d: %s%s\n", i + 1, buckets.len,
+                    sch_bucket_str(outer, g, ob.bucket),
+                    shared.n ? arena_printf(outer, " (the cost model starts from the %d measurements "
+                                                   "of the bucket before)", shared.n)
+                             : "");
         status |= tune_run(outer, g, &ob);
         json_decref(seed);
         seed = best;
     }
     json_decref(seed);
+    free(shared.x);
+    free(shared.y);
     if (!o->quiet)
         fprintf(stderr, "texc: tuned %d buckets in %.1f s\n", buckets.len, tune_now() - start);
     return status;
@@ -588,6 +595,62 @@ static bool pool_add(Tuner *t, Arena *scratch, json_t *in_pool, PtrVec *pool, co
     return fresh;
 }
 
+/* The neighbouring bucket's data (TuneOptions.shared) for this space,
+ * or NULL. */
+static const TuneShared *shared_data(const Tuner *t)
+{
+    const TuneShared *sh = t->o->shared;
+    return sh && sh->n > 0 && sh->nfeatures == t->sp->nfeatures && strcmp(sh->space, t->sp->id) == 0
+               ? sh
+               : NULL;
+}
+
+/* The cost model over this task's measurements and the neighbouring
+ * bucket's, those moved to the mean of these (NULL: too few to fit). */
+static CostModel *fit_model(Tuner *t, Arena *scratch)
+{
+    const TuneShared *sh = shared_data(t);
+    int nf = t->sp->nfeatures;
+    if (!sh)
+        return tune_model_fit(scratch, t->hx, t->hy, t->nhist, nf);
+    int n = sh->n + t->nhist;
+    double *x = arena_alloc(scratch, sizeof *x * (size_t)n * (size_t)nf);
+    double *y = arena_alloc(scratch, sizeof *y * (size_t)n), mean = 0;
+    for (int i = 0; i < t->nhist; i++)
+        mean += t->hy[i] / t->nhist;
+    memcpy(x, sh->x, sizeof *x * (size_t)sh->n * (size_t)nf);
+    memcpy(x + (size_t)sh->n * nf, t->hx, sizeof *x * (size_t)t->nhist * (size_t)nf);
+    for (int i = 0; i < sh->n; i++)
+        y[i] = sh->y[i] + mean;
+    memcpy(y + sh->n, t->hy, sizeof *y * (size_t)t->nhist);
+    return tune_model_fit(scratch, x, y, n, nf);
+}
+
+/* What this task leaves to the next bucket's (TuneOptions.shared): its
+ * measurements, less their mean; the neighbour's, if it measured none. */
+static void share_data(const Tuner *t)
+{
+    TuneShared *sh = t->o->shared;
+    if (!sh || t->nhist == 0)
+        return;
+    int nf = t->sp->nfeatures;
+    double mean = 0;
+    for (int i = 0; i < t->nhist; i++)
+        mean += t->hy[i] / t->nhist;
+    free(sh->x);
+    free(sh->y);
+    sh->x = malloc(sizeof *sh->x * (size_t)t->nhist * (size_t)nf + 1);
+    sh->y = malloc(sizeof *sh->y * (size_t)t->nhist + 1);
+    if (!sh->x || !sh->y)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    memcpy(sh->x, t->hx, sizeof *sh->x * (size_t)t->nhist * (size_t)nf);
+    for (int i = 0; i < t->nhist; i++)
+        sh->y[i] = t->hy[i] - mean;
+    sh->n = t->nhist;
+    sh->nfeatures = nf;
+    snprintf(sh->space, sizeof sh->space, "%s", t->sp->id);
+}
+
 /* Up to N candidates chosen by the cost model (or at random). */
 static int propose_guided(Tuner *t, int **out, int n, double *predicted, bool *guided)
 {
@@ -595,7 +658,7 @@ static int propose_guided(Tuner *t, int **out, int n, double *predicted, bool *g
     int nparents = best_history(t, parents, 6);
     int np = t->sp->nparams, nf = t->sp->nfeatures;
     Arena scratch = { 0 };
-    CostModel *model = tune_model_fit(&scratch, t->hx, t->hy, t->nhist, nf);
+    CostModel *model = fit_model(t, &scratch);
     PtrVec pool = { 0 };
     json_t *in_pool = json_object();
     int *buf = arena_alloc(&scratch, sizeof *buf * (size_t)(np + 1));
@@ -1139,6 +1202,7 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     status = tune_interrupted || t->log_lost || t->lock_failed || none_right ? 1 : 0;
     if (o->best_config && t->best)
         *o->best_config = json_deep_copy(json_object_get(t->best, "config"));
+    share_data(t);
     if (t->log_lost)
         fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
                         "tuning stopped\n",

@@ -35,7 +35,21 @@ typedef struct TuneOptions {
     json_t *seed_config;     /* a configuration to measure first (the
                                 neighbouring bucket's winner), or NULL */
     json_t **best_config;    /* if set, receives the winner's configuration */
+    struct TuneShared *shared; /* if set, what the cost model learned in the
+                                neighbouring bucket: fitted on with this
+                                task's own measurements, then replaced by them */
 } TuneOptions;
+
+/* Cost-model data one bucket's task leaves to the next (tune_buckets):
+ * the features of its measured points in space SPACE (Space.id) and their
+ * log-seconds less their mean, so that the next bucket, whose sizes make
+ * every time larger or smaller, reads them on its own scale. */
+typedef struct TuneShared {
+    char space[33];
+    int nfeatures;
+    double *x, *y;           /* malloc'ed; n rows of nfeatures, n values */
+    int n;
+} TuneShared;
 
 /* --tune: searches G's schedule space for O->target and appends every
  * measurement to the log.  Returns 0, or 1 after a message (a graph with
