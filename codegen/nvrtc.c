@@ -386,6 +386,21 @@ static const char *dims_params(Header *hd)
     return hd->sizes.n ? arena_printf(hd->a, "%s, ", cg_sizes_decl(hd->a, &hd->sizes)) : "";
 }
 
+/* NAME_FN_dims(BEFORE, const int64_t *dims, AFTER): NAME_FN with the
+ * run-time sizes from an array (for harnesses). */
+static void write_dims_form(Header *hd, const char *ret, const char *fn, const char *before,
+                            const char *after, const char *before_args, const char *after_args)
+{
+    FILE *h = hd->h;
+    fprintf(h, "/* %s_%s with DIMS the run-time sizes in order (%s_dim_names). */\n", hd->name, fn,
+            hd->name);
+    fprintf(h, "static inline %s %s_%s_dims(%sconst int64_t *dims, %s)\n{\n    return %s_%s(%s", ret,
+            hd->name, fn, before, after, hd->name, fn, before_args);
+    for (int k = 0; k < hd->sizes.n; k++)
+        fprintf(h, "dims[%d], ", k);
+    fprintf(h, "%s);\n}\n", after_args);
+}
+
 /* With run-time dims: the sizes' API, the variants, and the shapes and
  * workspace at given sizes; all the header's own (it has no .c). */
 static void write_sizes(Header *hd)
@@ -443,12 +458,8 @@ static void write_sizes(Header *hd)
     fputs("    for (int d = 0; d < rank; d++) {\n"
           "        bytes *= (uint64_t)s[d];\n        if (shape)\n            shape[d] = s[d];\n    }\n", h);
     fputs("    return bytes;\n}\n", h);
-    fprintf(h, "\n/* The same with DIMS the run-time sizes in order (%s_dim_names). */\n", n);
-    fprintf(h, "static inline uint64_t %s_tensor_shape_dims(const int64_t *dims, int i, int64_t *shape)\n{\n"
-               "    return %s_tensor_shape(", n, n);
-    for (int k = 0; k < sz->n; k++)
-        fprintf(h, "dims[%d], ", k);
-    fputs("i, shape);\n}\n", h);
+    fputc('\n', h);
+    write_dims_form(hd, "uint64_t", "tensor_shape", "", "int i, int64_t *shape", "", "i, shape");
     fprintf(h, "\n/* The workspace the launchers need at these sizes: %s_WORKSPACE_BYTES, enough for\n"
                " * every size in the ranges. */\n", M);
     fprintf(h, "static inline uint64_t %s_workspace_size(%s)\n{\n", n, cg_sizes_decl(hd->a, sz));
@@ -530,12 +541,9 @@ static void write_launch_dynamic(Header *hd)
         hd->cnames.len = hd->ctensors.len = mark;
     }
     fprintf(h, "    default:\n        return %s;\n    }\n}\n\n", hd->sizes.erange);
-    fprintf(h, "/* The same with DIMS the run-time sizes in order (%s_dim_names). */\n", n);
-    fprintf(h, "static inline int %s_launch_dims(texrt_module *module, const int64_t *dims, uint64_t workspace,\n"
-               "                                const uint64_t *tensors)\n{\n    return %s_launch(module, ", n, n);
-    for (int k = 0; k < p->nrt; k++)
-        fprintf(h, "dims[%d], ", k);
-    fputs("workspace, tensors);\n}\n\n", h);
+    write_dims_form(hd, "int", "launch", "texrt_module *module, ",
+                    "uint64_t workspace, const uint64_t *tensors", "module, ", "workspace, tensors");
+    fputc('\n', h);
 }
 
 static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const CudaOptions *o,

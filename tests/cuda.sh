@@ -36,6 +36,8 @@
 # printed in a fixed order.  CUDA_ONLY=NAME limits them to one program;
 # CUDA_KEEP keeps the case directories.
 
+. "${srcdir:-.}/tests/cudaemu/unit.sh" # cudaemu_unit, cuda_disabled
+
 # step NAME COMMAND...: runs COMMAND, logging to $dir/log; on failure writes
 # NAME to $dir/status and ends the child.
 step() {
@@ -110,7 +112,6 @@ if [ "${1:-}" = --emu ]; then
     step "texc" "$TEXC" "$dir/te" $(cat "$prep/defines") --target cuda --arch "$(cat "$dir/arch")" \
         --keep -o "$dir/k"
     # the kernels as host C++: dynamic shared memory is the emulator's
-    . "$srcdir/tests/cudaemu/unit.sh"
     cudaemu_unit "$dir"
     # shellcheck disable=SC2086 # $san splits on purpose
     step "compiling the kernels for the host" $CXX -std=c++17 -O1 -g $san -w \
@@ -136,12 +137,7 @@ fi
 
 . "${srcdir:-.}/tests/lib.sh"
 
-if "$TEXC" --target cuda --arch sm_80 "$srcdir/samples/transpose_add.te" --check 2>&1 |
-        grep -q "disabled at configure time"; then
-    skip "the cuda target" "the cuda target was disabled at configure time"
-    done_testing
-    exit 0
-fi
+cuda_disabled "the cuda target" && exit 0
 
 samples=$srcdir/samples
 scheds=$srcdir/tests/cuda

@@ -20,12 +20,7 @@
 . "${srcdir:-.}/tests/lib.sh"
 . "$srcdir/tests/cudaemu/unit.sh"
 
-if "$TEXC" --target cuda --arch sm_80 "$srcdir/samples/transpose_add.te" --check 2>&1 |
-        grep -q "disabled at configure time"; then
-    skip "the cuda target with run-time dims" "the cuda target was disabled at configure time"
-    done_testing
-    exit 0
-fi
+cuda_disabled "the cuda target with run-time dims" && exit 0
 samples=$srcdir/samples
 CXX=${CXX:-c++}
 CXX_OK=

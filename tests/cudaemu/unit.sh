@@ -17,3 +17,15 @@ cudaemu_unit() {
         echo 'const int te_emu_nkernels = sizeof te_emu_kernels / sizeof te_emu_kernels[0];'
     } >"$1/table.cc"
 }
+
+# cuda_disabled: true (after a visible SKIP line and the plan) when
+# configure disabled the cuda target; the caller exits 0 then.
+cuda_disabled() {
+    if "$TEXC" --target cuda --arch sm_80 "$srcdir/samples/transpose_add.te" --check 2>&1 |
+            grep -q "disabled at configure time"; then
+        skip "$1" "the cuda target was disabled at configure time"
+        done_testing
+        return 0
+    fi
+    return 1
+}
