@@ -246,6 +246,20 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     return sched;
 }
 
+Schedule *sch_naive(SchedState *st)
+{
+    Schedule *sched = arena_alloc(st->arena, sizeof *sched);
+    sched->target = st->target;
+    SchEmit b = { st->arena, sched, NULL, { 0, 0 } };
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        b.span = s->tensor->span;
+        if (s->nsvars > 0 && !s->attach)
+            annotate(&b, s->name, "parallel", s->svars[0]->name);
+    }
+    return sched;
+}
+
 int64_t sch_default_panel_width(const Tensor *stage, int dim)
 {
     /* the default schedule's micro-kernel tiles the innermost axis */

@@ -547,6 +547,12 @@ int64_t sch_default_panel_width(const Tensor *stage, int dim);
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
+/* default.c: the compiled reference's schedule (tuner/reference.c): every
+ * stage a loop nest of its own in its variables' order, nothing inlined,
+ * tiled or vectorized, so that each value is computed as te_eval computes
+ * it; the outermost loop of each stage runs in parallel, which changes no
+ * value (an element and its reduction are one thread's, in order). */
+Schedule *sch_naive(SchedState *st);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
  * rounds float sums and products differently, may turn max(+0, -0) into
@@ -618,6 +624,8 @@ typedef struct SchedBuild {
                               dims: its sizes; NULL: the whole ranges */
     bool keep_layout;      /* skip step 1: the graph is laid out already
                               (the variants of one artifact share it) */
+    bool naive;            /* step 3 applies sch_naive, not the default
+                              (the tuner's compiled reference); SCHED unused */
 } SchedBuild;
 /* Builds B->g for B->target under B->sched into *FN: see build.c.
  * Returns the SchedState, or NULL after a diagnostic (among them: a graph
