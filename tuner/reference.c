@@ -193,6 +193,7 @@ static bool build(Reference *r, Graph *g)
         fclose(pf);
     }
     fflush(NULL);
+    double start = tune_now();
     pid_t pid = fork();
     if (pid == 0)
         build_child(r, g);
@@ -212,6 +213,8 @@ static bool build(Reference *r, Graph *g)
     }
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0) {
         r->compiled = true;
+        if (r->verbose && !r->quiet)
+            fprintf(stderr, "texc: built the compiled reference in %.1f s\n", tune_now() - start);
         return true;
     }
     first_error(r, "build.log", why, sizeof why);
