@@ -548,10 +548,12 @@ int64_t sch_default_panel_width(const Tensor *stage, int dim);
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
 /* default.c: the compiled reference's schedule (tuner/reference.c): every
- * stage a loop nest of its own in its variables' order, nothing inlined,
- * tiled or vectorized, so that each value is computed as te_eval computes
- * it; the outermost loop of each stage runs in parallel, which changes no
- * value (an element and its reduction are one thread's, in order). */
+ * stage a loop nest of its own, nothing inlined, tiled or vectorized, so
+ * that each value is computed as te_eval computes it.  Two changes of
+ * order change no value: a reduction's axes go just outside its
+ * innermost spatial loop (each element still combines its terms in
+ * order, from the identity), and the outermost loop runs in parallel (an
+ * element and its reduction are one thread's). */
 Schedule *sch_naive(SchedState *st);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
