@@ -453,8 +453,8 @@ static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o
             free(in[i]);
     }
     if (ok && !o->quiet && o->verbose)
-        fprintf(stderr, "texc: the references at %d sizes took %.1f s (%s)\n", b->nsizes,
-                tune_now() - start,
+        fprintf(stderr, "texc: the references at %d size%s took %.1f s (%s)\n", b->nsizes,
+                b->nsizes == 1 ? "" : "s", tune_now() - start,
                 ncompiled == b->nsizes ? "compiled reference"
                 : ncompiled ? "compiled reference, then the evaluator" : "evaluator");
     if (!ok)
