@@ -553,6 +553,14 @@ int te_eval(const Graph *g, double *const *inputs, double **outputs);
  * its dim's range or a failed run-time check (Graph.checks) is a
  * diagnostic, and -1.  DIMS may be NULL for a static graph. */
 int te_eval_at(const Graph *g, const int64_t *dims, double *const *inputs, double **outputs);
+
+/* widen.c: G retyped in place so that the C backend computes what te_eval
+ * computes: every f32, f16 and bf16 stage, constant and operator in f64,
+ * narrow float inputs widened on load, casts to narrow floats rounded and
+ * then widened.  For the tuner's compiled reference only (it changes the
+ * program's numbers to the evaluator's).  Returns NULL, or why the C
+ * backend cannot compute G as te_eval does. */
+const char *te_widen_floats(Arena *a, Graph *g);
 /* Dimension D of T, and T's element count, at the sizes DIMS (NULL: the
  * static shape). */
 int64_t te_shape_at(const Tensor *t, int d, const int64_t *dims);

@@ -19,7 +19,7 @@
  *      per build, for the schedule built;
  *   2. a SchedState of the graph as laid out;
  *   3. B->sched's statements, then the default schedule (default.c) for
- *      the stages it leaves out;
+ *      the stages it leaves out (B->naive: sch_naive's, for every stage);
  *   4. lowered into *FN.
  * A failed step is a diagnostic and NULL.  Step 1 changes G in place
  * (from B->graph_arena): a tuner child builds on its own copy of the
@@ -63,7 +63,7 @@ SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
     /* the schedule given, then the default for the stages it leaves out */
     if (b->sched && !sch_apply_schedule(st, b->sched, loops))
         return NULL;
-    if (!sch_apply_schedule(st, sch_default(st, b->sched), loops))
+    if (!sch_apply_schedule(st, b->naive ? sch_naive(st) : sch_default(st, b->sched), loops))
         return NULL;
     if (!sch_lower(st, fn))
         return NULL;

@@ -246,6 +246,34 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     return sched;
 }
 
+Schedule *sch_naive(SchedState *st)
+{
+    Schedule *sched = arena_alloc(st->arena, sizeof *sched);
+    sched->target = st->target;
+    SchEmit b = { st->arena, sched, NULL, { 0, 0 } };
+    for (int i = 0; i < st->stages.len; i++) {
+        SStage *s = st->stages.items[i];
+        b.span = s->tensor->span;
+        if (s->nsvars == 0 || s->attach)
+            continue;
+        /* a reduction's axes go outside its innermost spatial loop, which
+           then reads and writes rows in order (the compiler vectorizes
+           it): each element still starts from the identity and combines
+           its terms in the same order */
+        if (s->is_reduce && s->nsvars >= 2) {
+            SchedStmt *r = emit(&b, s->name, "reorder", s->nsvars + s->nrvars);
+            int n = 0;
+            for (int k = 0; k < s->nsvars - 1; k++)
+                r->args[n++] = sch_name_arg(s->svars[k]->name);
+            for (int k = 0; k < s->nrvars; k++)
+                r->args[n++] = sch_name_arg(s->rvars[k]->name);
+            r->args[n++] = sch_name_arg(s->svars[s->nsvars - 1]->name);
+        }
+        annotate(&b, s->name, "parallel", s->svars[0]->name);
+    }
+    return sched;
+}
+
 int64_t sch_default_panel_width(const Tensor *stage, int dim)
 {
     /* the default schedule's micro-kernel tiles the innermost axis */

@@ -547,6 +547,14 @@ int64_t sch_default_panel_width(const Tensor *stage, int dim);
 /* default.c: the default schedule of the stages that WRITTEN (a schedule
  * from the file, or NULL) does not mention, as statements. */
 Schedule *sch_default(SchedState *st, const Schedule *written);
+/* default.c: the compiled reference's schedule (tuner/reference.c): every
+ * stage a loop nest of its own, nothing inlined, tiled or vectorized, so
+ * that each value is computed as te_eval computes it.  Two changes of
+ * order change no value: a reduction's axes go just outside its
+ * innermost spatial loop (each element still combines its terms in
+ * order, from the identity), and the outermost loop runs in parallel (an
+ * element and its reduction are one thread's). */
+Schedule *sch_naive(SchedState *st);
 /* May a reduction loop of S be vectorized?  On cpu, where the lanes hold
  * partial results folded at the end, unless -fstrict-fp: another order
  * rounds float sums and products differently, may turn max(+0, -0) into
@@ -618,6 +626,8 @@ typedef struct SchedBuild {
                               dims: its sizes; NULL: the whole ranges */
     bool keep_layout;      /* skip step 1: the graph is laid out already
                               (the variants of one artifact share it) */
+    bool naive;            /* step 3 applies sch_naive, not the default
+                              (the tuner's compiled reference); SCHED unused */
 } SchedBuild;
 /* Builds B->g for B->target under B->sched into *FN: see build.c.
  * Returns the SchedState, or NULL after a diagnostic (among them: a graph

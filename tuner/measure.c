@@ -3,7 +3,8 @@
  * A Bench holds what every measurement of one tuning run shares: a
  * private directory (mkdtemp) with the seeded random inputs written once
  * as .npy files (named by position, never by the user's names), the
- * reference evaluator's outputs, and per-output tolerances.
+ * reference outputs (reference.c: the program compiled in double, or the
+ * evaluator), and per-output tolerances.
  *
  * The directory holds a pid file: a later tuner removes the directories
  * of tuners that were killed before they could.
@@ -217,6 +218,12 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     tune_plant_parse(b);
     const char *keep = getenv("TEXC_TUNE_KEEP");
     b->keep = keep && *keep ? keep : NULL;
+    if (o->reference) {
+        b->reference = o->reference;
+    } else {
+        tune_reference_init(&b->own_reference, o);
+        b->reference = &b->own_reference;
+    }
     if (o->target == TARGET_CUDA) {
         /* the devices were found by tune_run: the same architecture and
            name as device 0, measured on all at once */
@@ -269,8 +276,9 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
             break;
         }
         b->input_paths[i] = arena_printf(a, "%s/in%d.npy", b->workdir, i);
-        /* (a CUDA run child has the inputs in memory: no file for it) */
-        if (!b->cuda && npy_write(b->input_paths[i], t, in[i]) != 0) {
+        /* (a CUDA run child has the inputs in memory; the compiled
+           reference reads the file) */
+        if (npy_write(b->input_paths[i], t, in[i]) != 0) {
             fprintf(stderr, "texc: cannot write %s: %s\n", b->input_paths[i], strerror(errno));
             ok = false;
         }
@@ -283,12 +291,11 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
             if (g->tensors[i]->kind == TK_STAGE)
                 work += tensor_elems(g->tensors[i]) * longest_reduction(g->tensors[i]->body);
         double start = tune_now();
-        if (!o->quiet && work > 50000000)
-            fprintf(stderr, "texc: computing the reference outputs with the evaluator "
-                            "(it runs every stage naively in double: slow at this size)...\n");
-        ok = te_eval(g, in, b->ref) == 0;
+        bool compiled;
+        ok = tune_reference_outputs(b->reference, g, NULL, in, b->input_paths, b->ref, &compiled);
         if (ok && !o->quiet && (o->verbose || work > 50000000))
-            fprintf(stderr, "texc: the reference took %.1f s\n", tune_now() - start);
+            fprintf(stderr, "texc: the reference took %.1f s (%s)\n", tune_now() - start,
+                    compiled ? "compiled reference" : "evaluator");
     }
     for (int i = 0; i < g->ninputs; i++)
         free(in[i]);
@@ -407,6 +414,7 @@ static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o
         if (g->dims[d].runtime && g->dims[d].declared)
             hint_work *= (double)o->bucket->hint[d];
     bool ok = true;
+    int ncompiled = 0;
     double start = tune_now();
     for (int s = 0; s < b->nsizes && ok; s++) {
         const int64_t *dims = b->sizes[s];
@@ -435,13 +443,20 @@ static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o
             }
         }
         b->size_ref[s] = arena_alloc(a, sizeof **b->size_ref * (size_t)(g->noutputs + 1));
-        if (ok)
-            ok = te_eval_at(g, dims, in, b->size_ref[s]) == 0;
+        if (ok) {
+            bool compiled;
+            ok = tune_reference_outputs(b->reference, g, dims, in, b->size_inputs[s], b->size_ref[s],
+                                        &compiled);
+            ncompiled += compiled;
+        }
         for (int i = 0; i < g->ninputs; i++)
             free(in[i]);
     }
     if (ok && !o->quiet && o->verbose)
-        fprintf(stderr, "texc: the references at %d sizes took %.1f s\n", b->nsizes, tune_now() - start);
+        fprintf(stderr, "texc: the references at %d size%s took %.1f s (%s)\n", b->nsizes,
+                b->nsizes == 1 ? "" : "s", tune_now() - start,
+                ncompiled == b->nsizes ? "compiled reference"
+                : ncompiled ? "compiled reference, then the evaluator" : "evaluator");
     if (!ok)
         return false;
     b->input_paths = b->size_inputs[0];
@@ -466,6 +481,9 @@ void tune_bench_free(Bench *b)
     if (b->workdir[0])
         tune_remove_tree(b->workdir);
     b->workdir[0] = '\0';
+    if (b->reference == &b->own_reference)
+        tune_reference_free(b->reference);
+    b->reference = NULL;
 }
 
 /* ------------------------------------------------------------------ */

@@ -16,12 +16,14 @@
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -46,6 +48,27 @@ void tune_sleep_ms(int ms)
 {
     struct timespec ts = { 0, ms * 1000000L };
     nanosleep(&ts, NULL);
+}
+
+int tune_wait(int pid, double limit, int *wstatus)
+{
+    double start = tune_now();
+    int ms = 1;
+    for (;;) {
+        pid_t r = waitpid(pid, wstatus, WNOHANG);
+        if (r == pid)
+            return 0;
+        bool late = tune_now() - start > limit;
+        if ((r < 0 && errno != EINTR) || late || tune_interrupted) {
+            kill(-pid, SIGKILL);
+            while (waitpid(pid, wstatus, 0) < 0 && errno == EINTR)
+                ;
+            return tune_interrupted ? 2 : 1;
+        }
+        tune_sleep_ms(ms);
+        if (ms < 20)
+            ms++;
+    }
 }
 
 void tune_remove_tree(const char *path)

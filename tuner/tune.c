@@ -141,9 +141,13 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     json_t *seed = NULL;
     TuneShared shared = { 0 };
     int status = 0;
+    /* one compiled reference for every bucket: it takes the sizes */
+    Reference reference;
+    tune_reference_init(&reference, o);
     for (int i = 0; i < buckets.len && !tune_interrupted; i++) {
         TuneOptions ob = *o;
         ob.bucket = buckets.items[i];
+        ob.reference = &reference;
         /* the share of what is left, so that a bucket that stopped early
            leaves its time to the rest */
         double left = budget - (tune_now() - start), rest = 0;
@@ -175,6 +179,7 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     json_decref(seed);
     free(shared.x);
     free(shared.y);
+    tune_reference_free(&reference);
     if (!o->quiet)
         fprintf(stderr, "texc: tuned %d buckets in %.1f s\n", buckets.len, tune_now() - start);
     return status;

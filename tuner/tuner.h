@@ -38,6 +38,9 @@ typedef struct TuneOptions {
     struct TuneShared *shared; /* if set, what the cost model learned in the
                                 neighbouring bucket: fitted on with this
                                 task's own measurements, then replaced by them */
+    struct Reference *reference; /* the compiled reference the buckets of a
+                                    program share (tune_run of a bucket), or
+                                    NULL: the run's own */
 } TuneOptions;
 
 /* Cost-model data one bucket's task leaves to the next (tune_buckets):
@@ -163,6 +166,35 @@ typedef struct CudaDevices {
  * cuda_measure.c: the tuner itself never initialises the driver). */
 const CudaDevices *tune_cuda_devices(void);
 
+/* reference.c — the reference outputs every candidate is checked
+ * against: the program compiled by the C backend in double with a naive
+ * schedule, built once per tuning run (once for all the sizes of a
+ * program with run-time dims) and run in a child process; te_eval_at
+ * where it cannot be built or does not run (see reference.c). */
+typedef struct Reference {
+    char dir[4096];      /* its build (a texc-tune.XXXXXX directory with a
+                            pid file, as the Bench's); "" before */
+    bool tried;          /* the build was tried */
+    bool compiled;       /* built, and has not failed since: it computes */
+    bool evaluator;      /* TEXC_TUNE_REFERENCE=evaluator, or given up */
+    const char *plant;   /* TEXC_TUNE_REFERENCE=crash or hang: a test hook */
+    const char *source;  /* the .te file, for the generated header */
+    bool verbose, quiet;
+} Reference;
+/* A reference for the tuning run of O (its file, -v, -q). */
+void tune_reference_init(Reference *r, const TuneOptions *o);
+/* G's outputs at the sizes DIMS (one per g->dims; NULL: its static ones)
+ * on the inputs IN (their values) that INPUT_PATHS hold (.npy files, as
+ * the candidates read them), into OUT[0..g->noutputs) (malloc'ed).  The
+ * first call builds the compiled reference; a build or a run that fails
+ * is said, and te_eval_at computes this call's outputs and every later
+ * one's.  *COMPILED says which did.  Returns false after a message when
+ * neither could (te_eval_at's diagnostic). */
+bool tune_reference_outputs(Reference *r, Graph *g, const int64_t *dims, double *const *in,
+                            char *const *input_paths, double **out, bool *compiled);
+/* Removes the build. */
+void tune_reference_free(Reference *r);
+
 /* measure.c — building and timing candidates in child processes. */
 
 #define TUNE_STATUSES(X)                                                    \
@@ -191,6 +223,8 @@ typedef struct Bench {
     char **input_paths;   /* one .npy per graph input */
     double **ref;         /* the reference's outputs */
     double *rtol, *atol;  /* per output */
+    Reference *reference; /* what computes ref: O's (the buckets'), or ... */
+    Reference own_reference; /* ... the Bench's own */
     double min_time;      /* seconds of timed repeats to aim for */
     double compile_limit; /* seconds */
     char harness_obj[4200]; /* the harness, compiled once; "" if not */
@@ -272,6 +306,11 @@ void tune_die_with_parent(void);
 /* Seconds on CLOCK_MONOTONIC, and a sleep between polls of children. */
 double tune_now(void);
 void tune_sleep_ms(int ms);
+/* Waits for the child PID (its own process group) for at most LIMIT
+ * seconds, killing the group past it or on SIGINT or SIGTERM.  Returns 0
+ * with *WSTATUS set when it ended, 1 when it was killed for the time, 2
+ * when for a signal to the tuner. */
+int tune_wait(int pid, double limit, int *wstatus);
 /* Recursively removes PATH (no symlinks followed). */
 void tune_remove_tree(const char *path);
 /* Reads TEXC_TUNE_PLANT into B's plants (a test hook, see measure.c). */
