@@ -590,33 +590,27 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
     PtrVec buckets = { 0 };
     if (!sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &buckets))
         return false;
-    /* the layouts: for the bucket holding the hints */
-    const Bucket *at_hint = buckets.items[0];
-    for (int i = 0; i < buckets.len; i++) {
-        const Bucket *b = buckets.items[i];
-        bool holds = true;
-        for (int d = 0; d < g->ndims; d++)
-            holds = holds && (!g->dims[d].runtime || !g->dims[d].declared ||
-                              (b->lo[d] <= g->dims[d].hint && g->dims[d].hint <= b->hi[d]));
-        if (holds)
-            at_hint = b;
-    }
     /* each bucket's schedule: the tuning log's record for it, else the
-       file's for it, else none (the default) */
+       file's for it, else none (the default); the hint bucket's first,
+       since the others' records were measured with the layouts it gives
+       (tuner/tune.c, tune_buckets) */
     const Schedule **scheds = arena_alloc(a, sizeof *scheds * (size_t)buckets.len);
     const char **tuned = arena_alloc(a, sizeof *tuned * (size_t)buckets.len);
     const Schedule *layout_sched = NULL;
-    int ntuned = 0;
-    for (int i = 0; i < buckets.len; i++) {
+    int ntuned = 0, hint = sch_hint_bucket(g, &buckets);
+    for (int step = 0; step < buckets.len; step++) {
+        int i = step == 0 ? hint : step <= hint ? step - 1 : step;
         TuneOptions ob = o->tuning;
         ob.bucket = buckets.items[i];
         ob.quiet = !o->verbose;
+        ob.layout_fixed = step > 0;
+        ob.layout_sched = layout_sched;
         const Schedule *file = sch_bucket_schedule(g, o->target, buckets.items[i]);
         const char *from = NULL;
         scheds[i] = tune_best(a, g, file, &ob, &from);
         tuned[i] = from;
         ntuned += from != NULL;
-        if (buckets.items[i] == at_hint)
+        if (step == 0)
             layout_sched = scheds[i];
     }
     if (ntuned && !diag_quiet)

@@ -342,3 +342,18 @@ int sch_merge_buckets(Arena *a, const Graph *g, PtrVec *buckets, const char *con
     *buckets = v;
     return merged;
 }
+
+int sch_hint_bucket(const Graph *g, const PtrVec *buckets)
+{
+    int at = 0;
+    for (int i = 0; i < buckets->len; i++) {
+        const Bucket *b = buckets->items[i];
+        bool holds = true;
+        for (int d = 0; d < g->ndims; d++)
+            holds = holds && (!g->dims[d].runtime || !g->dims[d].declared ||
+                              (b->lo[d] <= g->dims[d].hint && g->dims[d].hint <= b->hi[d]));
+        if (holds)
+            at = i;
+    }
+    return at;
+}

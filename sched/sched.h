@@ -260,6 +260,9 @@ bool sch_buckets(Arena *a, const Graph *g, Target target, const BucketSpec *spec
                  PtrVec *out);
 /* "M in 17..32, S = 1" */
 char *sch_bucket_str(Arena *a, const Graph *g, const Bucket *b);
+/* The index in BUCKETS of the one that holds every declared run-time
+ * dim's hint: its schedule decides the layouts every variant reads. */
+int sch_hint_bucket(const Graph *g, const PtrVec *buckets);
 /* Merges neighbouring buckets whose variants' schedules TEXTS[i] are the
  * same (neither of them a single size) into one, hints recomputed;
  * *FIRST[j] is the first of the buckets merged into bucket j.  Returns

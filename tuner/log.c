@@ -207,9 +207,22 @@ void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
     memset(w, 0, sizeof *w);
     te_hash(g, w->hash);
     if (o->bucket) {
-        /* a bucket of a program with run-time dims: a workload of its own */
-        char text[300];
-        snprintf(text, sizeof text, "%s bucket %s", w->hash, sch_bucket_str(a, g, o->bucket));
+        /* a bucket of a program with run-time dims: a workload of its own,
+           and one for each layout its candidates read (the hint bucket's
+           schedule's: TuneOptions.layout_fixed) */
+        char *layouts = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&layouts, &len);
+        if (!m)
+            te_internal_error(__FILE__, __LINE__, "out of memory");
+        if (o->layout_fixed && o->layout_sched)
+            sch_print(m, o->layout_sched);
+        else if (o->layout_fixed)
+            fputs("the default", m);
+        fclose(m);
+        const char *text = arena_printf(a, "%s bucket %s%s%s", w->hash, sch_bucket_str(a, g, o->bucket),
+                                        o->layout_fixed ? " layouts of " : "", layouts);
+        free(layouts);
         XXH128_hash_t h = XXH3_128bits(text, strlen(text));
         snprintf(w->hash, sizeof w->hash, "%016llx%016llx", (unsigned long long)h.high64,
                  (unsigned long long)h.low64);
@@ -379,9 +392,15 @@ int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid,
         return -1;
     }
     /* a log is a file of lines: a directory, a device (/dev/zero) or a
-       pipe is refused, and so is a file too large to be one */
-    struct stat sb;
+       pipe is refused, and so is a file too large to be one; /dev/null
+       is the empty log (a build that must not take tuned schedules) */
+    struct stat sb, null;
     bool stat_ok = fstat(fileno(f), &sb) == 0;
+    if (stat_ok && S_ISCHR(sb.st_mode) && stat("/dev/null", &null) == 0 && S_ISCHR(null.st_mode) &&
+        sb.st_rdev == null.st_rdev) {
+        fclose(f);
+        return 0;
+    }
     if (!stat_ok || !S_ISREG(sb.st_mode) || sb.st_size > TUNE_LOG_MAX_BYTES) {
         fprintf(stderr, "texc: cannot read %s as a tuning log: %s\n", path,
                 !stat_ok               ? strerror(errno)

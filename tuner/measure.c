@@ -403,6 +403,8 @@ static void bucket_sizes(Bench *b, Arena *a, const Graph *g, const Bucket *bk)
 static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o)
 {
     b->bucket = o->bucket;
+    b->layout_fixed = o->layout_fixed;
+    b->layout_sched = o->layout_sched;
     bucket_sizes(b, a, g, o->bucket);
     b->size_inputs = arena_alloc(a, sizeof *b->size_inputs * (size_t)b->nsizes);
     b->size_ref = arena_alloc(a, sizeof *b->size_ref * (size_t)b->nsizes);
@@ -542,10 +544,15 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     diag_quiet = true;
     Arena a = { 0 };
     /* texc's own build sequence (sched/build.c), on this child's copy of
-       the graph: its layouts are this candidate's */
+       the graph: its layouts are this candidate's, or those a build gives
+       every variant (the hint bucket's schedule's: driver/main.c) */
+    if (b->layout_fixed)
+        sch_build_layout(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
+                                        .sched = b->layout_sched });
     LoweredFunc fn = { 0 };
     SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
-                                              .sched = c->sched, .bucket = b->bucket },
+                                              .sched = c->sched, .bucket = b->bucket,
+                                              .keep_layout = b->layout_fixed },
                                &fn);
     if (!st)
         _exit(TUNE_EXIT_SCHEDULE);

@@ -137,6 +137,15 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     if (!o->quiet)
         fprintf(stderr, "texc: tuning %d buckets of the run-time dims, %.0f s and %d candidates in all\n",
                 buckets.len, budget, trials);
+    /* the hint bucket first: its winner decides the layouts every variant
+       reads (driver/main.c), so the others are measured with them */
+    int hint = sch_hint_bucket(g, &buckets);
+    int *order = arena_alloc(outer, sizeof *order * (size_t)buckets.len);
+    order[0] = hint;
+    for (int i = 0, k = 1; i < buckets.len; i++)
+        if (i != hint)
+            order[k++] = i;
+    const Schedule *layout_sched = NULL;
     double start = tune_now();
     json_t *seed = NULL;
     TuneShared shared = { 0 };
@@ -144,10 +153,13 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     /* one compiled reference for every bucket: it takes the sizes */
     Reference reference;
     tune_reference_init(&reference, o);
-    for (int i = 0; i < buckets.len && !tune_interrupted; i++) {
+    for (int n = 0; n < buckets.len && !tune_interrupted; n++) {
+        int i = order[n];
         TuneOptions ob = *o;
         ob.bucket = buckets.items[i];
         ob.reference = &reference;
+        ob.layout_fixed = n > 0;
+        ob.layout_sched = layout_sched;
         /* the share of what is left, so that a bucket that stopped early
            leaves its time to the rest */
         double left = budget - (tune_now() - start), rest = 0;
@@ -155,11 +167,11 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
             if (!o->quiet)
                 fprintf(stderr, "texc: the time budget is spent: %d bucket%s left untuned (a build uses "
                                 "the file's or the default schedule there)\n",
-                        buckets.len - i, buckets.len - i == 1 ? "" : "s");
+                        buckets.len - n, buckets.len - n == 1 ? "" : "s");
             break;
         }
-        for (int k = i; k < buckets.len; k++)
-            rest += share[k];
+        for (int k = n; k < buckets.len; k++)
+            rest += share[order[k]];
         ob.time_budget = fmax(1.0, left * share[i] / rest);
         ob.trials = (int)fmax(4, trials * share[i] / total);
         ob.seed_config = seed;
@@ -167,14 +179,25 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
         ob.best_config = &best;
         ob.shared = &shared;
         if (!o->quiet)
-            fprintf(stderr, "texc: bucket %d of %d: %s%s\n", i + 1, buckets.len,
+            fprintf(stderr, "texc: bucket %d of %d: %s%s%s\n", n + 1, buckets.len,
                     sch_bucket_str(outer, g, ob.bucket),
+                    n == 0 && buckets.len > 1 ? " (first: its schedule decides the layouts every "
+                                                "variant reads)"
+                                              : "",
                     shared.n ? arena_printf(outer, " (the cost model starts from the %d measurements "
-                                                   "of the bucket before)", shared.n)
+                                                   "of the bucket tuned before)", shared.n)
                              : "");
         status |= tune_run(outer, g, &ob);
         json_decref(seed);
         seed = best;
+        if (n == 0) {
+            /* the schedule a build will take for it, which lays out the
+               weights for every variant */
+            TuneOptions oq = ob;
+            oq.quiet = true;
+            const char *from = NULL;
+            layout_sched = tune_best(outer, g, sch_bucket_schedule(g, o->target, ob.bucket), &oq, &from);
+        }
     }
     json_decref(seed);
     free(shared.x);

@@ -35,6 +35,11 @@ typedef struct TuneOptions {
     json_t *seed_config;     /* a configuration to measure first (the
                                 neighbouring bucket's winner), or NULL */
     json_t **best_config;    /* if set, receives the winner's configuration */
+    bool layout_fixed;       /* a bucket's candidates read the layouts that
+                                LAYOUT_SCHED assigns (the hint bucket's
+                                schedule, as a build's variants do), not
+                                their own */
+    const Schedule *layout_sched;
     struct TuneShared *shared; /* if set, what the cost model learned in the
                                 neighbouring bucket: fitted on with this
                                 task's own measurements, then replaced by them */
@@ -250,6 +255,8 @@ typedef struct Bench {
        smallest, largest, hint, one no tile divides), each with inputs and
        a reference of its own; input_paths and ref point at size CUR's */
     const Bucket *bucket;
+    bool layout_fixed;    /* TuneOptions' */
+    const Schedule *layout_sched;
     int nsizes;
     int64_t **sizes;      /* by size: one per Graph.dims (te_eval_at's) */
     char ***size_inputs;
