@@ -526,13 +526,11 @@ static bool write_plant(FILE *f, const Bench *b, const char *how)
     return !ferror(f);
 }
 
-/* The build child: never returns.  With HARNESS_ONLY, C is the default
- * schedule and only the harness is compiled, to harness.o. */
-static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
+void tune_build_child_enter(const char *dir)
 {
     setpgid(0, 0);
     tune_die_with_parent();
-    if (chdir(c->dir) != 0)
+    if (chdir(dir) != 0)
         _exit(TUNE_EXIT_WRITE);
     int log = open("build.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (log >= 0) {
@@ -542,6 +540,13 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     }
     diag_stream = stderr;
     diag_quiet = true;
+}
+
+/* The build child: never returns.  With HARNESS_ONLY, C is the default
+ * schedule and only the harness is compiled, to harness.o. */
+static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
+{
+    tune_build_child_enter(c->dir);
     Arena a = { 0 };
     /* texc's own build sequence (sched/build.c), on this child's copy of
        the graph: its layouts are this candidate's, or those a build gives
@@ -666,12 +671,10 @@ static void copy_text(char *out, size_t size, const char *text)
     out[n] = '\0';
 }
 
-/* The first line of FILE in C's directory that says "error", or its
- * first line. */
-static void first_error(const Candidate *c, const char *file, char *out, size_t size)
+void tune_first_error(const char *dir, const char *file, char *out, size_t size)
 {
     char path[4300];
-    snprintf(path, sizeof path, "%s/%s", c->dir, file);
+    snprintf(path, sizeof path, "%.4000s/%s", dir, file);
     FILE *f = fopen(path, "r");
     out[0] = '\0';
     if (!f)
@@ -727,7 +730,7 @@ static void build_done(Bench *b, Candidate *c, int wstatus, bool killed, Arena *
         c->status = TS_OK;
     } else if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == TUNE_EXIT_SCHEDULE) {
         c->status = TS_INVALID;
-        first_error(c, "build.log", c->detail, sizeof c->detail);
+        tune_first_error(c->dir, "build.log", c->detail, sizeof c->detail);
     } else if (WIFSIGNALED(wstatus)) {
         /* NVRTC runs in the build child itself (cuda_measure.c): its
            crash is the compiler's, not a bug in texc */
@@ -735,12 +738,12 @@ static void build_done(Bench *b, Candidate *c, int wstatus, bool killed, Arena *
         snprintf(marker, sizeof marker, "%s/nvrtc.started", c->dir);
         bool nvrtc = b->cuda && access(marker, F_OK) == 0;
         c->status = nvrtc ? TS_COMPILE_ERROR : TS_INVALID;
-        first_error(c, "build.log", why, sizeof why);
+        tune_first_error(c->dir, "build.log", why, sizeof why);
         snprintf(c->detail, sizeof c->detail, "%s crashed building it (%s)%s%s",
                  nvrtc ? "NVRTC" : "texc", strsignal(WTERMSIG(wstatus)), why[0] ? ": " : "", why);
     } else {
         c->status = TS_COMPILE_ERROR;
-        first_error(c, "build.log", c->detail, sizeof c->detail);
+        tune_first_error(c->dir, "build.log", c->detail, sizeof c->detail);
     }
     char path[4300];
     snprintf(path, sizeof path, "%s/schedule.txt", c->dir);
@@ -918,13 +921,13 @@ static TuneStatus run_harness(Bench *b, Candidate *c, int repeats, double limit,
     }
     if (b->cuda && WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == TUNE_EXIT_FAULT) {
         char why[200];
-        first_error(c, "run.log", why, sizeof why);
+        tune_first_error(c->dir, "run.log", why, sizeof why);
         snprintf(c->detail, sizeof c->detail, "the kernel faulted: %s", why);
         return TS_CRASH;
     }
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
         char why[200];
-        first_error(c, "run.log", why, sizeof why);
+        tune_first_error(c->dir, "run.log", why, sizeof why);
         snprintf(c->detail, sizeof c->detail, "exit status %d%s%s", WEXITSTATUS(wstatus),
                  why[0] ? ": " : "", why);
         return TS_RUN_ERROR;

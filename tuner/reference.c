@@ -84,45 +84,11 @@ void tune_reference_free(Reference *r)
     r->dir[0] = '\0';
 }
 
-/* The first line of the build's log that says "error", or its first. */
-static void first_error(const Reference *r, const char *file, char *out, size_t size)
-{
-    char path[4200];
-    snprintf(path, sizeof path, "%.4000s/%s", r->dir, file);
-    FILE *f = fopen(path, "r");
-    out[0] = '\0';
-    if (!f)
-        return;
-    char line[512];
-    bool found = false;
-    while (fgets(line, sizeof line, f)) {
-        line[strcspn(line, "\n")] = '\0';
-        if ((!out[0] && line[0]) || (!found && strstr(line, "error"))) {
-            size_t n = strlen(line) < size ? strlen(line) : size - 1;
-            memcpy(out, line, n);
-            out[n] = '\0';
-            found = found || strstr(line, "error");
-        }
-    }
-    fclose(f);
-}
-
 /* The build child: widens its copy of G, lowers it under the naive
  * schedule, writes the C and the harness, execs the compiler. */
 static _Noreturn void build_child(const Reference *r, Graph *g)
 {
-    setpgid(0, 0);
-    tune_die_with_parent();
-    if (chdir(r->dir) != 0)
-        _exit(TUNE_EXIT_WRITE);
-    int log = open("build.log", O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (log >= 0) {
-        dup2(log, 1);
-        dup2(log, 2);
-        close(log);
-    }
-    diag_stream = stderr;
-    diag_quiet = true;
+    tune_build_child_enter(r->dir);
     Arena a = { 0 };
     const char *why = te_widen_floats(&a, g);
     if (why) {
@@ -217,7 +183,7 @@ static bool build(Reference *r, Graph *g)
             fprintf(stderr, "texc: built the compiled reference in %.1f s\n", tune_now() - start);
         return true;
     }
-    first_error(r, "build.log", why, sizeof why);
+    tune_first_error(r->dir, "build.log", why, sizeof why);
     if (WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == REF_EXIT_SEMANTICS)
         give_up(r, false, "the compiled reference cannot compute this program as the evaluator "
                           "does: %s", why);
@@ -341,7 +307,7 @@ static bool run(Reference *r, const Graph *g, const int64_t *dims, char *const *
         goto done;
     }
     if (!WIFEXITED(wstatus) || WEXITSTATUS(wstatus) != 0) {
-        first_error(r, "run.log", why, sizeof why);
+        tune_first_error(r->dir, "run.log", why, sizeof why);
         give_up(r, true, "the compiled reference failed: %s", why[0] ? why : "(no message)");
         goto done;
     }

@@ -310,6 +310,13 @@ void tune_discard(Bench *b, Candidate *c);
  * it calls no other file of tuner/. */
 /* In a child: be killed when the tuner dies (Linux's PR_SET_PDEATHSIG). */
 void tune_die_with_parent(void);
+/* measure.c: the start of a build child (a candidate's, the compiled
+ * reference's): its own process group, dying with its parent, in DIR,
+ * its output and texc's diagnostics to DIR/build.log, quietly. */
+void tune_build_child_enter(const char *dir);
+/* measure.c: into OUT, the first line of DIR/FILE that says "error" (or
+ * "internal"), else its first line; "" when it cannot be read. */
+void tune_first_error(const char *dir, const char *file, char *out, size_t size);
 /* Seconds on CLOCK_MONOTONIC, and a sleep between polls of children. */
 double tune_now(void);
 void tune_sleep_ms(int ms);
