@@ -101,6 +101,10 @@ int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md
 int bench_dnnl_weights(const dnnl_primitive_desc_t pd, const dnnl_memory_desc_t *user_md, void *w,
                        dnnl_memory_t *out, char *layout, size_t layout_size, char *why,
                        size_t why_size);
+/* USER (plain, USER_MD) reordered into TO, whose descriptor is TO_MD:
+ * once, synchronously, outside any timed loop.  1, or 0 and WHY. */
+int bench_dnnl_reorder(const dnnl_memory_desc_t *user_md, void *user, const dnnl_memory_desc_t *to_md,
+                       dnnl_memory_t to, char *why, size_t why_size);
 /* In a setup function with parameters WHY and WHY_SIZE returning int:
  * runs a oneDNN call; on failure says which and returns 0. */
 #define DNNL_TRY(call)                                                                  \

@@ -222,20 +222,7 @@ static int dnnl_weights(DnnlOp *d, dnnl_primitive_desc_t pd, const dnnl_memory_d
     snprintf(d->layout_note, sizeof d->layout_note, "weights pre-packed to %s", layout);
     if (!dnnl_arg(d, DNNL_ARG_WEIGHTS, md, NULL, why, why_size))
         return 0;
-    dnnl_memory_t from, to = d->mems[d->nmems - 1];
-    dnnl_primitive_desc_t reorder_pd;
-    dnnl_primitive_t reorder;
-    DNNL_TRY(dnnl_memory_create(&from, user_md, bench_dnnl_engine, user));
-    DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, user_md, bench_dnnl_engine, md,
-                                                bench_dnnl_engine, NULL));
-    DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
-    DNNL_TRY(dnnl_primitive_execute(reorder, bench_dnnl_stream, 2, args));
-    DNNL_TRY(dnnl_stream_wait(bench_dnnl_stream));
-    dnnl_primitive_destroy(reorder);
-    dnnl_primitive_desc_destroy(reorder_pd);
-    dnnl_memory_destroy(from);
-    return 1;
+    return bench_dnnl_reorder(user_md, user, md, d->mems[d->nmems - 1], why, why_size);
 }
 
 /* Any memory the primitive wants for ARG beyond the ones given (oneDNN

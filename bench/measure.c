@@ -73,20 +73,26 @@ int bench_dnnl_weights(const dnnl_primitive_desc_t pd, const dnnl_memory_desc_t 
     }
     /* pre-packed once, outside the timed loop, as an inference engine would */
     bench_describe_layout(layout, layout_size, want);
-    dnnl_memory_t user_weights;
+    DNNL_TRY(dnnl_memory_create(out, want, bench_dnnl_engine, DNNL_MEMORY_ALLOCATE));
+    return bench_dnnl_reorder(user_md, w, want, *out, why, why_size);
+}
+
+int bench_dnnl_reorder(const dnnl_memory_desc_t *user_md, void *user, const dnnl_memory_desc_t *to_md,
+                       dnnl_memory_t to, char *why, size_t why_size)
+{
+    dnnl_memory_t from;
     dnnl_primitive_desc_t reorder_pd;
     dnnl_primitive_t reorder;
-    DNNL_TRY(dnnl_memory_create(&user_weights, user_md, bench_dnnl_engine, w));
-    DNNL_TRY(dnnl_memory_create(out, want, bench_dnnl_engine, DNNL_MEMORY_ALLOCATE));
-    DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, user_md, bench_dnnl_engine, want,
+    DNNL_TRY(dnnl_memory_create(&from, user_md, bench_dnnl_engine, user));
+    DNNL_TRY(dnnl_reorder_primitive_desc_create(&reorder_pd, user_md, bench_dnnl_engine, to_md,
                                                 bench_dnnl_engine, NULL));
     DNNL_TRY(dnnl_primitive_create(&reorder, reorder_pd));
-    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, user_weights}, {DNNL_ARG_TO, *out}};
+    dnnl_exec_arg_t args[2] = {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}};
     DNNL_TRY(dnnl_primitive_execute(reorder, bench_dnnl_stream, 2, args));
     DNNL_TRY(dnnl_stream_wait(bench_dnnl_stream));
     dnnl_primitive_destroy(reorder);
     dnnl_primitive_desc_destroy(reorder_pd);
-    dnnl_memory_destroy(user_weights);
+    dnnl_memory_destroy(from);
     return 1;
 }
 #endif

@@ -404,6 +404,16 @@ int64_t te_shape_at(const Tensor *t, int d, const int64_t *dims)
     return t->shape_size[d] && dims ? te_size_at(t->shape_size[d], dims) : t->shape[d];
 }
 
+Tensor te_tensor_at(const Tensor *t, const int64_t *dims)
+{
+    Tensor s = *t;
+    for (int d = 0; d < t->rank; d++) {
+        s.shape[d] = te_shape_at(t, d, dims);
+        s.shape_size[d] = NULL;
+    }
+    return s;
+}
+
 int64_t te_elems_at(const Tensor *t, const int64_t *dims)
 {
     int64_t n = 1;

@@ -565,6 +565,9 @@ const char *te_widen_floats(Arena *a, Graph *g);
  * static shape). */
 int64_t te_shape_at(const Tensor *t, int d, const int64_t *dims);
 int64_t te_elems_at(const Tensor *t, const int64_t *dims);
+/* A copy of T with its shape at the sizes DIMS, static (no size
+ * expressions): for npy_read and npy_write at one size. */
+Tensor te_tensor_at(const Tensor *t, const int64_t *dims);
 
 /* npy.c — NumPy .npy files (format 1.0). */
 /* Writes DATA (tensor_elems(t) doubles) converted to T's dtype.  Returns 0,

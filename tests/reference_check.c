@@ -49,17 +49,6 @@ static _Noreturn void usage(const char *why)
     exit(2);
 }
 
-/* T at the sizes DIMS, as a static tensor (for npy_write). */
-static Tensor shape_at(const Tensor *t, const int64_t *dims)
-{
-    Tensor s = *t;
-    for (int d = 0; d < t->rank; d++) {
-        s.shape[d] = te_shape_at(t, d, dims);
-        s.shape_size[d] = NULL;
-    }
-    return s;
-}
-
 /* Both references at DIMS (NULL: static); prints the line; true if they
  * agree and the expected one computed. */
 static bool check_at(Reference *r, Graph *g, const char *dir, const int64_t *dims,
@@ -75,7 +64,7 @@ static bool check_at(Reference *r, Graph *g, const char *dir, const int64_t *dim
         const Tensor *t = g->inputs[i];
         in[i] = must(malloc(sizeof(double) * (size_t)(tensor_elems(t) + 1)));
         te_random_input(t, 7, in[i]);
-        Tensor at = dims ? shape_at(t, dims) : *t;
+        Tensor at = dims ? te_tensor_at(t, dims) : *t;
         if (asprintf(&paths[i], "%s/in%d.npy", dir, i) < 0 || npy_write(paths[i], &at, in[i]) != 0) {
             fprintf(stderr, "reference_check: cannot write %s\n", paths[i]);
             ok = false;

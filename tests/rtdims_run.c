@@ -126,21 +126,6 @@ static void poison(DType dt, void *buf, int64_t n)
         memset(buf, 0x7f, (size_t)n * elem_bytes(dt));
 }
 
-/* Values uniform in [-1, 1) (i32: [-100, 100), bool 0 or 1), rounded to
- * DT, from a generator seeded by SEED. */
-static void random_values(DType dt, uint64_t seed, double *out, int64_t n)
-{
-    uint64_t x = seed * 0x9e3779b97f4a7c15ULL + 1;
-    for (int64_t i = 0; i < n; i++) {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        double u = (double)(x >> 11) / 9007199254740992.0;
-        double v = dt == DT_I32 ? floor(u * 200) - 100 : dt == DT_BOOL ? (double)(u < 0.5) : 2 * u - 1;
-        out[i] = dtype_round(dt, v);
-    }
-}
-
 static double scale = 1; /* -t */
 
 static void tolerance(DType dt, double *rtol, double *atol)
@@ -160,7 +145,8 @@ static void run_at(const Graph *g, const Kernel *k, const char *label, const int
         const Tensor *t = g->inputs[i];
         int64_t n = te_elems_at(t, dims);
         ref_in[i] = must(malloc(sizeof(double) * (size_t)(n + 1)));
-        random_values(t->dtype, seed + (uint64_t)i * 7919, ref_in[i], n);
+        Tensor at = te_tensor_at(t, dims); /* the evaluator's inputs, at these sizes */
+        te_random_input(&at, seed, ref_in[i]);
         args[i] = must(aligned_alloc(64, ((size_t)n * elem_bytes(t->dtype) + 64) / 64 * 64));
         for (int64_t e = 0; e < n; e++)
             store(t->dtype, args[i], e, ref_in[i][e]);

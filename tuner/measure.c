@@ -196,6 +196,31 @@ static void remove_stale(const char *tmp)
     closedir(d);
 }
 
+const char *tune_tmp_root(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    return tmp && *tmp ? tmp : "/tmp";
+}
+
+bool tune_make_workdir(const char *tmp, char *dir, size_t size)
+{
+    snprintf(dir, size, "%.4000s/texc-tune.XXXXXX", tmp);
+    if (!mkdtemp(dir)) {
+        int err = errno;
+        dir[0] = '\0';
+        errno = err;
+        return false;
+    }
+    char pidpath[4200];
+    snprintf(pidpath, sizeof pidpath, "%.4000s/pid", dir);
+    FILE *pf = fopen(pidpath, "w");
+    if (pf) {
+        fprintf(pf, "%ld\n", (long)getpid());
+        fclose(pf);
+    }
+    return true;
+}
+
 static void set_tolerances(Bench *b, Arena *a, Graph *g);
 static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o);
 
@@ -238,22 +263,12 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
         b->host_inputs = arena_alloc(a, sizeof *b->host_inputs * (size_t)(g->ninputs + 1));
         b->input_bytes = arena_alloc(a, sizeof *b->input_bytes * (size_t)(g->ninputs + 1));
     }
-    const char *tmp = getenv("TMPDIR");
-    tmp = tmp && *tmp ? tmp : "/tmp";
+    const char *tmp = tune_tmp_root();
     remove_stale(tmp);
-    snprintf(b->workdir, sizeof b->workdir, "%s/texc-tune.XXXXXX", tmp);
-    if (!mkdtemp(b->workdir)) {
+    if (!tune_make_workdir(tmp, b->workdir, sizeof b->workdir)) {
         fprintf(stderr, "texc: cannot create a directory for tuning in %s: %s\n", tmp,
                 strerror(errno));
-        b->workdir[0] = '\0';
         return false;
-    }
-    char pidpath[4200];
-    snprintf(pidpath, sizeof pidpath, "%.4000s/pid", b->workdir);
-    FILE *pf = fopen(pidpath, "w");
-    if (pf) {
-        fprintf(pf, "%ld\n", (long)getpid());
-        fclose(pf);
     }
     if (o->bucket)
         return bucket_bench_init(b, a, g, o);
@@ -338,17 +353,6 @@ static void set_tolerances(Bench *b, Arena *a, Graph *g)
         }
     }
     free(seen);
-}
-
-/* T's shape at the sizes DIMS, as a static tensor (for npy_write). */
-static Tensor shape_at(const Tensor *t, const int64_t *dims)
-{
-    Tensor s = *t;
-    for (int d = 0; d < t->rank; d++) {
-        s.shape[d] = te_shape_at(t, d, dims);
-        s.shape_size[d] = NULL;
-    }
-    return s;
 }
 
 /* The representative sizes of bucket B along each run-time dim: its
@@ -437,7 +441,7 @@ static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o
                 break;
             }
             te_random_input(t, o->seed, in[i]);
-            Tensor at = shape_at(t, dims);
+            Tensor at = te_tensor_at(t, dims);
             b->size_inputs[s][i] = arena_printf(a, "%s/s%d_in%d.npy", b->workdir, s, i);
             if (npy_write(b->size_inputs[s][i], &at, in[i]) != 0) {
                 fprintf(stderr, "texc: cannot write %s: %s\n", b->size_inputs[s][i], strerror(errno));

@@ -143,20 +143,9 @@ static void give_up(Reference *r, bool always, const char *fmt, const char *what
 static bool build(Reference *r, Graph *g)
 {
     r->tried = true;
-    const char *tmp = getenv("TMPDIR");
-    tmp = tmp && *tmp ? tmp : "/tmp";
-    snprintf(r->dir, sizeof r->dir, "%.4000s/texc-tune.XXXXXX", tmp);
-    if (!mkdtemp(r->dir)) {
-        r->dir[0] = '\0';
+    if (!tune_make_workdir(tune_tmp_root(), r->dir, sizeof r->dir)) {
         give_up(r, true, "cannot create a directory for the compiled reference (%s)", strerror(errno));
         return false;
-    }
-    char path[4200];
-    snprintf(path, sizeof path, "%.4000s/pid", r->dir);
-    FILE *pf = fopen(path, "w");
-    if (pf) {
-        fprintf(pf, "%ld\n", (long)getpid());
-        fclose(pf);
     }
     fflush(NULL);
     double start = tune_now();
@@ -199,11 +188,7 @@ static bool build(Reference *r, Graph *g)
  * writes it in (floats as f64), for npy_read. */
 static Tensor written_as(const Tensor *t, const int64_t *dims)
 {
-    Tensor s = *t;
-    for (int d = 0; d < t->rank; d++) {
-        s.shape[d] = te_shape_at(t, d, dims);
-        s.shape_size[d] = NULL;
-    }
+    Tensor s = te_tensor_at(t, dims);
     if (dtype_is_float(t->dtype))
         s.dtype = DT_F64;
     return s;

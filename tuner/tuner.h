@@ -314,6 +314,12 @@ void tune_die_with_parent(void);
  * reference's): its own process group, dying with its parent, in DIR,
  * its output and texc's diagnostics to DIR/build.log, quietly. */
 void tune_build_child_enter(const char *dir);
+/* measure.c: where tuners make their directories (TMPDIR, else /tmp), and
+ * a fresh TMP/texc-tune.XXXXXX into DIR (SIZE bytes) holding the pid file
+ * by which a later tuner removes it if this one is killed; false with
+ * errno set and DIR "" if it cannot be made. */
+const char *tune_tmp_root(void);
+bool tune_make_workdir(const char *tmp, char *dir, size_t size);
 /* measure.c: into OUT, the first line of DIR/FILE that says "error" (or
  * "internal"), else its first line; "" when it cannot be read. */
 void tune_first_error(const char *dir, const char *file, char *out, size_t size);
