@@ -123,6 +123,8 @@ void te_print_kernels(FILE *out, const Graph *g)
                 fprintf(out, "%s %s", k ? "," : "", t->aliases[k]);
         }
         fputc('\n', out);
+        for (int k = 0; k < t->fuse_notes.len; k++)
+            fprintf(out, "  %s\n", (const char *)t->fuse_notes.items[k]);
     }
 }
 

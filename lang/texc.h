@@ -33,6 +33,10 @@
  * most this many expression nodes (pass_fuse.c); the default schedule
  * inlines under the same bound (sched/default.c). */
 #define TE_MAX_KERNEL_NODES 1024
+/* pass_fuse.c's cost model: what keeping a stage costs per element (its
+ * store, and its reader's load), in te_fuse_op_cost's units (one vector
+ * add) */
+#define TE_FUSE_MEMORY_COST 2.0
 
 /* ------------------------------------------------------------------ */
 /* arena.c — bump allocation; a compilation frees everything at once.  */
@@ -407,6 +411,9 @@ struct Tensor {
     int naliases;
     const char *anchor;   /* the reduction a fused kernel is built around,
                              or NULL: the stage itself */
+    PtrVec fuse_notes;    /* char *: the fusion pass's decisions about this
+                             kernel, why each member was fused and why the
+                             stage was not (--dump=kernels) */
     /* a prepack stage (sched/layout.c): const input PACKS in panels of
      * PACK_WIDTH along its last dimension; computed once, ahead of time,
      * by the generated NAME_prepack */
@@ -648,6 +655,24 @@ static inline bool opt_fast_math(const OptCtx *c, DType t)
 #define X(n, d) bool te_pass_##n(OptCtx *c, Graph *g);
 TE_PASSES(X)
 #undef X
+
+/* pass_fuse.c: the fusion cost model, the optimizer's and the default
+ * schedule's inlining (sched/default.c).  What recomputing one element of
+ * E costs, in units of one vector add (a division or square root 4, exp
+ * and its kin 10, erf and gelu 20; loads and index arithmetic nothing),
+ * a load of a tensor T with T->id < NTENSORS adding INLINED[T->id] when
+ * INLINED is given (the cost of a stage substituted there). */
+double te_fuse_op_cost(const Expr *e, const double *inlined, int ntensors);
+/* How many times a reader whose body is E (its spatial variables VARS,
+ * over SHAPE) needs each element of P, were P substituted into it: 1,
+ * unless it loads P inside a reduction (IN_REDUCE: E is inside one) at
+ * indices that leave out some of VARS; then the product of those axes'
+ * extents (the largest over its loads), *AXIS the first of them. */
+double te_fuse_reuse(const Expr *e, bool in_reduce, const Tensor *p, IterVar *const *vars,
+                     const int64_t *shape, int rank, const IterVar **axis);
+/* Does recomputing a stage of COST operations REUSE times an element cost
+ * no more than keeping it (TE_FUSE_MEMORY_COST)? */
+bool te_fuse_recompute_pays(double reuse, double cost);
 
 const char *te_pass_name(PassId p);
 const char *te_pass_description(PassId p);

@@ -8,11 +8,14 @@
  *     prepack stage (layout.c) is inlined into its readers
  *     (Halide's default, and the graph optimizer's fusion in miniature),
  *     except a select that a reduction reads (a padded image), computed
- *     once (selects_for_reduction), and a stage whose value, with the
+ *     once (selects_for_reduction), a stage whose value, with the
  *     stages inlined into it, holds more than TE_MAX_KERNEL_NODES
  *     expression nodes (inlined_size): each reader would copy all of it,
  *     and a chain of stages that each read the one before twice would
- *     double with every link;
+ *     double with every link; and a stage that a reduction would
+ *     recompute more often than pays (recomputed_by_reader: the fusion
+ *     pass's cost model, te_fuse_reuse): a layer norm inlined into the
+ *     operand of the matmul after it would run once per output column;
  *   - a reduction with two or more spatial axes and a wide innermost one
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
@@ -191,6 +194,25 @@ static bool small_enough(const SchedState *st, const SStage *s, bool *inlined, i
     return inlined[id];
 }
 
+/* Would a reduction that reads S recompute it, COST operations an
+ * element, more often than pays (pass_fuse.c's cost model)?  The CPU's
+ * default only: cuda kernels keep their inlining. */
+static bool recomputed_by_reader(const SchedState *st, const SStage *s, double cost)
+{
+    if (st->target != TARGET_CPU || cost == 0)
+        return false;
+    for (int i = 0; i < st->stages.len; i++) {
+        const SStage *r = st->stages.items[i];
+        const IterVar *axis;
+        if (r != s && r->is_reduce &&
+            !te_fuse_recompute_pays(te_fuse_reuse(r->value, true, s->tensor, r->svars,
+                                                  r->tensor->shape, r->nsvars, &axis),
+                                    cost))
+            return true;
+    }
+    return false;
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -198,16 +220,26 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     SchEmit b = { st->arena, sched, NULL, { 0, 0 } };
     bool *inlined = arena_alloc(st->arena, sizeof *inlined * (size_t)(st->g->ntensors + 1));
     int64_t *size = arena_alloc(st->arena, sizeof *size * (size_t)(st->g->ntensors + 1));
+    /* by Tensor.id: an inlined stage's operations an element, the stages
+     * inlined into it included */
+    double *cost = arena_alloc(st->arena, sizeof *cost * (size_t)(st->g->ntensors + 1));
     bool *kept = arena_alloc(st->arena, sizeof *kept * (size_t)(st->stages.len + 1));
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
         if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
             !sch_mentioned(written, s) && !selects_for_reduction(st, s)) {
-            if (small_enough(st, s, inlined, size))
+            int id = s->tensor->id, n = st->g->ntensors;
+            double c = te_fuse_op_cost(s->value, cost, n);
+            if (small_enough(st, s, inlined, size) && !recomputed_by_reader(st, s, c)) {
                 emit(&b, s->name, "compute_inline", 0);
-            else
+                if (id < n && st->g->tensors[id] == s->tensor)
+                    cost[id] = c;
+            } else {
+                if (id < n && st->g->tensors[id] == s->tensor)
+                    inlined[id] = false;
                 kept[i] = true;
+            }
         }
     }
     if (st->target != TARGET_CPU) {

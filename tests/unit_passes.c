@@ -50,6 +50,7 @@ static char *print_graph(const Graph *g)
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     te_print_graph(out, g);
+    te_print_kernels(out, g); /* with the fusion pass's reasons */
     fclose(out);
     return text;
 }
@@ -438,6 +439,37 @@ static const Case cases[] = {
       " output p;", ALL_MINE, false,
       { "e[i, j] = exp(x[i, j] - mx[i])\n", "p[i, j] = e[i, j] / s[i]\n" }, { 0 },
       STAT(substituted), 0, EXACT, NULL },
+
+    /* fuse: the cost model (recomputation against a store and a load) */
+#define NORM "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input g : f32[K];" \
+             " input w : f32[K, N];\n"
+    { "fuse: a normalization stays out of the matmul that would recompute it per column",
+      NORM "n[i, k] = x[i, k] * g[k] + 1.0; y[i, j] = sum(k) n[i, k] * w[k, j]; output y;",
+      P(fuse), false,
+      { "kernel n\n  not fused: y reads it inside a reduction, once per j (200 times an "
+        "element): recomputing its 2 operations there costs more than a store and a load\n" },
+      { "fuses n" }, STAT(fused), 0, EXACT, NULL },
+    { "fuse: a transpose moves data only, and is inlined into the matmul",
+      "dim M = 3, K = 5, N = 200; input x : f32[K, M]; input w : f32[K, N];"
+      " t[i, k] = x[k, i]; y[i, j] = sum(k) t[i, k] * w[k, j]; output y;", P(fuse), false,
+      { "kernel y: fuses t\n  t: elementwise, inlined into its only reader (recomputed 200 "
+        "times an element, 0 operations: cheaper than a store and a load)\n" },
+      { "kernel t" }, STAT(fused), 1, EXACT, NULL },
+    { "fuse: a cheap producer recomputed twice an element is inlined",
+      "dim M = 3, K = 5, N = 2; input x : f32[M, K]; input w : f32[K, N];"
+      " n[i, k] = x[i, k] * 2.0; y[i, j] = sum(k) n[i, k] * w[k, j]; output y;", P(fuse), false,
+      { "kernel y: fuses n\n" }, { "not fused" }, STAT(fused), 1, EXACT, NULL },
+    { "fuse: a producer read in an epilogue, once an element, is inlined",
+      NORM "n[i, j in N] = exp(x[i, 0]) * 3.0; y[i, j] = (sum(k) x[i, k] * w[k, j]) + n[i, j];"
+      " output y;", P(fuse), false, { "kernel y: fuses n\n  n: elementwise, inlined into its only reader\n" },
+      { "not fused" }, STAT(fused), 1, EXACT, NULL },
+    { "fuse: each stage says why it is not fused",
+      "dim M = 3, N = 5; input x : f32[M, N]; mx[i] = max(j) x[i, j];"
+      " e[i, j] = exp(x[i, j] - mx[i]); s[i] = sum(j) e[i, j]; p[i, j] = e[i, j] / s[i];"
+      " output p;", P(fuse), false,
+      { "kernel mx\n  not fused: a reduction of another shape than e\n",
+        "kernel e\n  not fused: read by 2 kernels (s, p): each would recompute it\n" },
+      { 0 }, STAT(fused), 0, EXACT, NULL },
 
     /* layout: const B operands of a matmul read in panels of the tile */
 #define CMAT "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input w : const f32[K, N];\n"
