@@ -21,7 +21,7 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
     PtrVec r = {0};
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *s = st->stages.items[i];
-        if (!s->inlined && !s->attach && !s->tensor->packs) /* prepack: fn->prepack */
+        if (!s->inlined && !s->attach && !te_prepacked(s->tensor)) /* prepack: fn->prepack */
             vec_push(a, &r, (void *)s);
     }
     int n = r.len;

@@ -568,6 +568,16 @@ static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule 
                          .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL };
 }
 
+/* The weights the layout step prepacked (its notes also name the
+ * intermediates it packs at every call). */
+static int count_prepacked(const Graph *g)
+{
+    int n = 0;
+    for (int i = 0; i < g->ntensors; i++)
+        n += te_prepacked(g->tensors[i]);
+    return n;
+}
+
 /* --eval=optimized, and a schedule sch_check rejects: the build
  * sequence's first step alone, the layouts (and their dumps). */
 static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sched,
@@ -576,7 +586,7 @@ static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sc
     SchedBuild b = build_of(a, o, g, sched, stats);
     sch_build_layout(&b);
     if (g->layouts)
-        stats->packed = stats->layout_notes.len;
+        stats->packed = count_prepacked(g);
 }
 
 /* A run-time-dims program's variants (sched/bucket.c): the buckets, the
@@ -712,7 +722,7 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
             return 1;
     }
     if (g->layouts)
-        stats->packed = stats->layout_notes.len;
+        stats->packed = count_prepacked(g);
     WorkspacePlan plan = { 0 };
     for (int i = 0; i < nvariants; i++) {
         const char *which = nvariants > 1 ? arena_printf(a, "# variant %d: %s\n", i,

@@ -110,3 +110,11 @@ bool te_require_static_dims(const Graph *g, const char *what)
                ndeclared > 1 ? "each run-time dim" : "it", fix);
     return false;
 }
+
+void te_unpacked_index(const Expr *load, Expr **src)
+{
+    const Tensor *wp = load->tensor;
+    int rank = wp->rank - 1, at = wp->pack_dim;
+    for (int d = 0, k = 1; d < rank; d++)
+        src[d] = d == at ? load->args[0]->args[0] /* j of j / P */ : load->args[k++];
+}

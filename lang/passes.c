@@ -43,7 +43,7 @@ static int count_stages(const Graph *g)
 {
     int n = 0;
     for (int i = 0; i < g->ntensors; i++)
-        n += g->tensors[i]->kind == TK_STAGE && !g->tensors[i]->packs;
+        n += g->tensors[i]->kind == TK_STAGE && !te_prepacked(g->tensors[i]);
     return n;
 }
 
@@ -109,12 +109,15 @@ void te_print_kernels(FILE *out, const Graph *g)
         const Tensor *t = g->tensors[i];
         if (t->kind != TK_STAGE)
             continue;
-        if (t->packs) {
+        if (te_prepacked(t)) {
             fprintf(out, "prepack %s: %s in panels of %lld\n", t->name, t->packs->name,
                     (long long)t->pack_width);
             continue;
         }
         fprintf(out, "kernel %s", t->name);
+        if (t->packs)
+            fprintf(out, " (packs %s in panels of %lld, at every call)", t->packs->name,
+                    (long long)t->pack_width);
         if (t->anchor)
             fprintf(out, " (anchor %s)", t->anchor);
         if (t->naliases) {

@@ -280,12 +280,12 @@ static void print_expr(Printer *p, const Expr *e, int min_prec)
         break;
     case EX_LOAD:
         if (p->canonical && e->tensor->packs) {
-            /* W_packed[j / P, a.., j % P] is W[a.., j] */
+            /* W_packed[j / P, a.., j % P] is W[a.., j, ..], j at pack_dim */
+            Expr *src[TE_MAX_RANK];
+            te_unpacked_index(e, src);
             print_tensor_name(p, e->tensor->packs);
             fputc('[', p->out);
-            print_list(p, e->args + 1, e->nargs - 2);
-            fputs(e->nargs > 2 ? ", " : "", p->out);
-            print_expr(p, e->args[0]->args[0], PREC_REDUCE);
+            print_list(p, src, e->nargs - 1);
             fputc(']', p->out);
             break;
         }

@@ -414,12 +414,27 @@ struct Tensor {
     PtrVec fuse_notes;    /* char *: the fusion pass's decisions about this
                              kernel, why each member was fused and why the
                              stage was not (--dump=kernels) */
-    /* a prepack stage (sched/layout.c): const input PACKS in panels of
-     * PACK_WIDTH along its last dimension; computed once, ahead of time,
-     * by the generated NAME_prepack */
+    /* a packing stage (sched/layout.c): tensor PACKS in panels of
+     * PACK_WIDTH along its dimension PACK_DIM.  A const input's is a
+     * prepack stage (te_prepacked), computed once, ahead of time, by the
+     * generated NAME_prepack; an intermediate's is computed at every call,
+     * after its producer, for its one reader */
     Tensor *packs;
     int64_t pack_width;
+    int pack_dim;
 };
+
+/* Is T a prepack stage: a const input in panels, computed ahead of time
+ * by NAME_prepack (not at every call)? */
+static inline bool te_prepacked(const Tensor *t)
+{
+    return t->packs && t->packs->kind == TK_INPUT;
+}
+
+/* A load LOAD of a packing stage, W_packed[j / P, a.., j % P], as the
+ * indices of W it reads: SRC[0 .. W's rank) receives a.. with j at
+ * pack_dim (graph.c). */
+void te_unpacked_index(const Expr *load, Expr **src);
 
 /* A size.  A static dim is a compile-time constant: VALUE, and LO = HI =
  * HINT = VALUE.  A run-time dim (RUNTIME) is one the caller will give at

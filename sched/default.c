@@ -306,10 +306,18 @@ Schedule *sch_naive(SchedState *st)
     return sched;
 }
 
+static bool is_reduce_expr(const Expr *e, const void *ctx)
+{
+    (void)ctx;
+    return e->kind == EX_REDUCE;
+}
+
 int64_t sch_default_panel_width(const Tensor *stage, int dim)
 {
-    /* the default schedule's micro-kernel tiles the innermost axis */
-    bool reduces = stage->body->kind == EX_REDUCE || stage->anchor;
+    /* the default schedule's micro-kernel tiles the innermost axis (of a
+     * reduction, or of a stage whose epilogue applies to one: a scaled
+     * product, q k^T / sqrt(d)) */
+    bool reduces = te_expr_any(stage->body, is_reduce_expr, NULL) || stage->anchor;
     int lanes = lanes_of(stage->dtype);
     if (!reduces || stage->rank < 2 || dim != stage->rank - 1 || stage->shape[dim] < lanes)
         return 0;

@@ -32,13 +32,24 @@
  * computes it in NAME_prepack, once, and the kernel takes it as a
  * parameter (codegen/c.c).
  *
+ * W may also hold j at another index, W[j, k] (PyTorch's Linear layout:
+ * j's elements K apart, so a vector of them is a gather) when j is the
+ * kernel's innermost axis and W's last index a reduction's: the panels
+ * are then W_packed[p, k, l] = W[p*P + l, k], the other indices in their
+ * order (pack_dim says which index was j).  And an intermediate read that
+ * way (the keys of attention, kh[h, t, d] in score[h, i, t] = sum(d)
+ * q[h, i, d] * kh[h, t, d]) is packed too, at every call: a stage like
+ * any other, after its producer (the generated code's main function, not
+ * NAME_prepack: te_prepacked tells them apart), when its reader reads each
+ * element more than once (te_fuse_reuse), so that the copy pays.
+ *
  * Not packed: non-const inputs (they change every call: packing them is a
- * copy per call), inputs read by several kernels or at different points
- * (one layout could not serve them all), an axis the schedule does not
- * tile, or a panel as wide as the tensor; intermediates keep row-major
- * order (their producer writes them in the consumer's kernel, fused, or
- * the consumer's tile loops read them with unit stride already), so no
- * transposes are ever added.  The CUDA target stages W through shared
+ * copy per call the caller could avoid), tensors read by several kernels
+ * or at different points (one layout could not serve them all), an axis
+ * the schedule does not tile, a panel as wide as a weight whose j is last
+ * already, and intermediates whose j is last (their producer writes them
+ * in the consumer's kernel, fused, or the consumer's tile loops read them
+ * with unit stride already).  The CUDA target stages W through shared
  * memory instead and asks for no panels.
  */
 #include <string.h>
@@ -68,28 +79,42 @@ static bool mentions_reduce_var(const Expr *e)
     return false;
 }
 
-/* Checks every load of W in E: the last index is the variable *J (set by
- * the first load; one of STAGE's spatial variables) and some other index
- * mentions a reduction variable.  Counts the loads in *N. */
-static bool loads_fit(const Expr *e, const Tensor *w, const Tensor *stage, IterVar **j, int *n)
+/* Checks every load of W in E for panels along one index: that index is
+ * the variable *J, one of STAGE's spatial variables, at position *JD
+ * (both set by the first load), and
+ *   - *JD is W's last index, and some other index mentions a reduction
+ *     variable (W[k, j]: j's columns lie N apart), or
+ *   - *JD is another index, *J is STAGE's innermost variable (the one its
+ *     micro-kernel vectorizes), and W's last index mentions a reduction
+ *     variable (W[j, k]: j's elements lie K apart, a gather per vector).
+ * Counts the loads in *N. */
+static bool loads_fit(const Expr *e, const Tensor *w, const Tensor *stage, IterVar **j, int *jd,
+                      int *n)
 {
     if (e->kind == EX_LOAD && e->tensor == w) {
-        const Expr *last = e->args[w->rank - 1];
-        if (last->kind != EX_VAR || (*j && last->var != *j))
+        int last = w->rank - 1, at = -1;
+        for (int d = last; d >= 0 && at < 0; d--) {
+            const Expr *x = e->args[d];
+            if (x->kind != EX_VAR || (*j && (x->var != *j || d != *jd)))
+                continue;
+            for (int v = 0; v < stage->rank; v++)
+                if (stage->vars[v] == x->var && (d == last || v == stage->rank - 1))
+                    at = d;
+        }
+        if (at < 0)
             return false;
-        bool spatial = false;
-        for (int d = 0; d < stage->rank; d++)
-            spatial = spatial || stage->vars[d] == last->var;
         bool reduces = false;
-        for (int d = 0; d < w->rank - 1; d++)
-            reduces = reduces || mentions_reduce_var(e->args[d]);
-        if (!spatial || !reduces)
+        for (int d = 0; d < w->rank; d++)
+            if (d != at && (at == last || d == last))
+                reduces = reduces || mentions_reduce_var(e->args[d]);
+        if (!reduces)
             return false;
-        *j = last->var;
+        *j = e->args[at]->var;
+        *jd = at;
         (*n)++;
     }
     for (int i = 0; i < e->nargs; i++)
-        if (!loads_fit(e->args[i], w, stage, j, n))
+        if (!loads_fit(e->args[i], w, stage, j, jd, n))
             return false;
     return true;
 }
@@ -102,15 +127,17 @@ static int loads_of(const Expr *e, const Tensor *t)
     return n;
 }
 
-/* E with every load of W turned into a load of WP (panels of P). */
-static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p)
+/* E with every load of W turned into a load of WP (panels of P along
+ * W's index JD). */
+static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p, int jd)
 {
     Expr *args[TE_MAX_RANK + 1];
     if (e->kind == EX_LOAD && e->tensor == w) {
-        Expr *j = e->args[w->rank - 1];
+        Expr *j = e->args[jd];
         args[0] = op2(a, OP_DIV, DT_I32, j, int_const(a, p));
-        for (int d = 0; d < w->rank - 1; d++)
-            args[d + 1] = e->args[d];
+        for (int d = 0, k = 1; d < w->rank; d++)
+            if (d != jd)
+                args[k++] = e->args[d];
         args[w->rank] = op2(a, OP_MOD, DT_I32, j, int_const(a, p));
         return ex_load(a, e->span, wp, args, w->rank + 1);
     }
@@ -119,23 +146,20 @@ static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p)
     Expr **sub = arena_alloc(a, sizeof *sub * (size_t)e->nargs);
     bool changed = false;
     for (int i = 0; i < e->nargs; i++) {
-        sub[i] = pack_loads(a, e->args[i], w, wp, p);
+        sub[i] = pack_loads(a, e->args[i], w, wp, p, jd);
         changed = changed || sub[i] != e->args[i];
     }
     return changed ? te_rebuild(a, e, sub) : e;
 }
 
-/* E with every load of a prepack stage turned back into a load of the
- * input it packs: W_packed[j / P, k, j % P] -> W[k, j]. */
+/* E with every load of a packing stage turned back into a load of the
+ * tensor it packs: W_packed[j / P, k, j % P] -> W[k, j]. */
 static Expr *unpack_loads(Arena *a, Expr *e)
 {
     if (e->kind == EX_LOAD && e->tensor->packs) {
-        const Tensor *wp = e->tensor;
         Expr *args[TE_MAX_RANK];
-        for (int d = 1; d < wp->rank - 1; d++)
-            args[d - 1] = e->args[d];
-        args[wp->rank - 2] = e->args[0]->args[0]; /* j of j / P */
-        return ex_load(a, e->span, wp->packs, args, wp->rank - 1);
+        te_unpacked_index(e, args);
+        return ex_load(a, e->span, e->tensor->packs, args, e->tensor->rank - 1);
     }
     if (e->nargs == 0)
         return e;
@@ -165,13 +189,15 @@ static IterVar *new_var(Arena *a, Graph *g, const char *name, int64_t extent)
     return v;
 }
 
-/* The prepack stage of W in panels of P:
+/* The packing stage of W in panels of P along its index JD (the last,
+ * shown here):
  *   W_packed[p, a0, .., l] = select(p*P + l < N, W[a0, .., min(p*P + l, N-1)], 0)
- * (just W[a0, .., p*P + l] when P divides N). */
-static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
+ * (just W[a0, .., p*P + l] when P divides N); the other indices a.. keep
+ * their order. */
+static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd)
 {
     int r = w->rank;
-    int64_t n = w->shape[r - 1];
+    int64_t n = w->shape[jd];
     Tensor *wp = arena_alloc(a, sizeof *wp);
     const char *name = arena_printf(a, "%s_packed", w->name);
     for (int k = 2; name_used(g, name); k++)
@@ -182,22 +208,24 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
     wp->dtype = w->dtype;
     wp->rank = r + 1;
     wp->shape[0] = (n + p - 1) / p;
-    for (int d = 0; d < r - 1; d++)
-        wp->shape[d + 1] = w->shape[d];
-    wp->shape[r] = p;
     wp->vars = arena_alloc(a, sizeof *wp->vars * (size_t)(r + 1));
     wp->vars[0] = new_var(a, g, "p", wp->shape[0]);
-    for (int d = 0; d < r - 1; d++)
-        wp->vars[d + 1] = new_var(a, g, arena_printf(a, "a%d", d), w->shape[d]);
+    for (int d = 0, k = 1; d < r; d++)
+        if (d != jd) {
+            wp->shape[k] = w->shape[d];
+            wp->vars[k] = new_var(a, g, arena_printf(a, "a%d", k - 1), w->shape[d]);
+            k++;
+        }
+    wp->shape[r] = p;
     wp->vars[r] = new_var(a, g, "l", p);
     Expr *col = op2(a, OP_ADD, DT_I32,
                     op2(a, OP_MUL, DT_I32, ex_var(a, no_span, wp->vars[0]), int_const(a, p)),
                     ex_var(a, no_span, wp->vars[r]));
     Expr *idx[TE_MAX_RANK];
-    for (int d = 0; d < r - 1; d++)
-        idx[d] = ex_var(a, no_span, wp->vars[d + 1]);
     bool divides = n % p == 0;
-    idx[r - 1] = divides ? col : op2(a, OP_MIN, DT_I32, col, int_const(a, n - 1));
+    for (int d = 0, k = 1; d < r; d++)
+        idx[d] = d == jd ? (divides ? col : op2(a, OP_MIN, DT_I32, col, int_const(a, n - 1)))
+                         : ex_var(a, no_span, wp->vars[k++]);
     wp->body = ex_load(a, no_span, w, idx, r);
     if (!divides) {
         Expr *args[3] = { op2(a, OP_LT, DT_BOOL, col, int_const(a, n)), wp->body,
@@ -206,6 +234,7 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p)
     }
     wp->packs = w;
     wp->pack_width = p;
+    wp->pack_dim = jd;
     return wp;
 }
 
@@ -245,13 +274,19 @@ static int64_t panel_width(Target target, const Schedule *sched, const Tensor *s
 }
 
 
-/* Packs const input W for its one reader, if the reader's kernel wants
- * panels.  Returns the note for -v, or NULL. */
+/* Packs W for its one reader, if the reader's kernel wants panels: a
+ * const input ahead of time (a prepack stage), an intermediate that the
+ * reader's micro-kernel would gather from (W[j, k], j vectorized) at
+ * every call, if the reader reads each element more than once.  Returns
+ * the note for -v, or NULL. */
 static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Schedule *sched)
 {
-    if (w->kind != TK_INPUT || !w->is_const || w->rank < 2)
+    bool input = w->kind == TK_INPUT;
+    if (input ? !w->is_const : (w->kind != TK_STAGE || w->is_output || w->packs))
         return NULL;
-    /* a weight whose shape is known only at run time is read in place:
+    if (w->rank < 2)
+        return NULL;
+    /* a tensor whose shape is known only at run time is read in place:
      * its panels would be sized at run time too (doc/runtime-dims.md) */
     for (int d = 0; d < w->rank; d++)
         if (w->shape_size[d])
@@ -266,19 +301,29 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
         reader = t;
     }
     IterVar *j = NULL;
-    int n = 0;
-    if (!reader || !loads_fit(reader->body, w, reader, &j, &n) || n == 0)
+    int n = 0, jd = 0;
+    if (!reader || !loads_fit(reader->body, w, reader, &j, &jd, &n) || n == 0)
         return NULL;
+    bool last = jd == w->rank - 1;
+    const IterVar *axis;
+    if (!input && (last || te_fuse_reuse(reader->body, false, w, reader->vars, reader->shape,
+                                         reader->rank, &axis) < 2))
+        return NULL; /* intermediates keep row-major order where it serves */
     int dim = 0;
     while (reader->vars[dim] != j)
         dim++;
     int64_t p = panel_width(target, sched, reader, dim);
-    if (p < 2 || p >= w->shape[w->rank - 1])
+    if (!last && p > w->shape[jd])
+        p = w->shape[jd]; /* one panel: a transposed copy */
+    if (p < 2 || (last && p >= w->shape[jd]))
         return NULL;
-    Tensor *wp = packed_stage(a, g, w, p);
-    reader->body = pack_loads(a, reader->body, w, wp, p);
-    return arena_printf(a, "%s prepacked in panels of %lld for %s (%s)", w->name, (long long)p,
-                        reader->name, wp->name);
+    Tensor *wp = packed_stage(a, g, w, p, jd);
+    reader->body = pack_loads(a, reader->body, w, wp, p, jd);
+    if (input)
+        return arena_printf(a, "%s prepacked in panels of %lld for %s (%s)", w->name, (long long)p,
+                            reader->name, wp->name);
+    return arena_printf(a, "%s packed in panels of %lld along %s for %s at every call (%s)", w->name,
+                        (long long)p, j->name, reader->name, wp->name);
 }
 
 void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes)
@@ -294,9 +339,17 @@ void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrV
             t->body = unpack_loads(a, t->body);
     }
     te_graph_compact(a, g);
+    /* the inputs, then the intermediates (g->tensors grows only when
+     * compacted, below) */
+    PtrVec cands = {0};
+    for (int i = 0; i < g->ninputs; i++)
+        vec_push(a, &cands, g->inputs[i]);
+    for (int i = 0; i < g->ntensors; i++)
+        if (g->tensors[i]->kind == TK_STAGE)
+            vec_push(a, &cands, g->tensors[i]);
     bool changed = false;
-    for (int i = 0; i < g->ninputs; i++) {
-        const char *note = assign(a, g, g->inputs[i], target, sched);
+    for (int i = 0; i < cands.len; i++) {
+        const char *note = assign(a, g, cands.items[i], target, sched);
         if (note && notes)
             vec_push(a, notes, (void *)note);
         changed = changed || note;

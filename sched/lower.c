@@ -829,7 +829,7 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         if (s->inlined || s->attach)
             continue;
         s->storage = s->tensor;
-        if (s->tensor->packs) { /* computed ahead of time: NAME_prepack */
+        if (te_prepacked(s->tensor)) { /* computed ahead of time: NAME_prepack */
             vec_push(st->arena, &out->packed, s->tensor);
             out->prepack = seq2(&L, out->prepack, lower_stage(&L, s));
             continue;

@@ -497,10 +497,24 @@ static const Case cases[] = {
            " output y, y2;", LAYOUT, false,
       { "y[i, j] = sum(k in 0..5) x[i, k] * w[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT,
       NULL },
-    { "layout: a weight read along the reduction (w[j, k]) keeps its layout",
+    { "layout: a weight read along the reduction (w[j, k]) is packed in panels of its rows",
       "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input w : const f32[N, K];"
       " y[i, j] = sum(k) x[i, k] * w[j, k]; output y;", LAYOUT, false,
-      { "y[i, j] = sum(k in 0..5) x[i, k] * w[j, k]\n" }, { "packed" }, STAT(packed), 0, EXACT,
+      { "stage w_packed : f32[4, 5, 64]  w_packed[p, a0, l] = select(p * 64 + l < 200, "
+        "w[min(p * 64 + l, 199), a0], 0.0)\n",
+        "y[i, j] = sum(k in 0..5) x[i, k] * w_packed[j / 64, k, j % 64]\n" },
+      { 0 }, STAT(packed), 1, EXACT, "w prepacked in panels of 64 for y (w_packed)" },
+    { "layout: an intermediate read along the reduction is packed at every call",
+      "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input v : f32[N, K];"
+      " t[j, k] = v[j, k] * 2.0; y[i, j] = sum(k) x[i, k] * t[j, k]; output y;", LAYOUT, false,
+      { "stage t_packed : f32[4, 5, 64]  t_packed[p, a0, l] = select(p * 64 + l < 200, "
+        "t[min(p * 64 + l, 199), a0], 0.0)\n",
+        "y[i, j] = sum(k in 0..5) x[i, k] * t_packed[j / 64, k, j % 64]\n" },
+      { 0 }, STAT(packed), 1, EXACT, "t packed in panels of 64 along j for y at every call (t_packed)" },
+    { "layout: an intermediate read along its rows keeps them (no copy)",
+      "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input v : f32[K, N];"
+      " t[k, j] = v[k, j] * 2.0; y[i, j] = sum(k) x[i, k] * t[k, j]; output y;", LAYOUT, false,
+      { "y[i, j] = sum(k in 0..5) x[i, k] * t[k, j]\n" }, { "packed" }, STAT(packed), 0, EXACT,
       NULL },
     { "layout: no panels when the schedule does not tile j",
       CMAT "y[i, j] = sum(k) x[i, k] * w[k, j]; output y; schedule cpu { y.parallel(i); }",
