@@ -428,7 +428,7 @@ struct Tensor {
  * by NAME_prepack (not at every call)? */
 static inline bool te_prepacked(const Tensor *t)
 {
-    return t->packs && t->packs->kind == TK_INPUT;
+    return t->packs && t->packs->kind == TK_INPUT && t->packs->is_const;
 }
 
 /* A load LOAD of a packing stage, W_packed[j / P, a.., j % P], as the

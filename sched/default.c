@@ -74,8 +74,10 @@ static int64_t tile_j(int64_t jext, int lanes)
  * speed the cache delivers it. */
 static void default_tile(int64_t iext, int64_t jext, int lanes, int64_t *ti, int64_t *tj)
 {
-    *ti = iext >= 8 ? 8 : iext;
     *tj = tile_j(jext, lanes);
+    /* 8 rows of 3 vectors, or 6 of 4: 24 accumulators either way */
+    int64_t rows = *tj / lanes >= 4 ? 6 : 8;
+    *ti = iext >= rows ? rows : iext;
     if (*ti * (*tj / lanes) < 8) {
         int64_t want = (8 + *ti - 1) / *ti * lanes;
         while (want > *tj && want > jext)

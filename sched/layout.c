@@ -43,8 +43,11 @@
  * NAME_prepack: te_prepacked tells them apart), when its reader reads each
  * element more than once (te_fuse_reuse), so that the copy pays.
  *
- * Not packed: non-const inputs (they change every call: packing them is a
- * copy per call the caller could avoid), tensors read by several kernels
+ * A non-const input read that way (keys given as an input) is packed at
+ * every call too.
+ *
+ * Not packed: non-const inputs read along their rows (they change every
+ * call: packing them is a copy per call), tensors read by several kernels
  * or at different points (one layout could not serve them all), an axis
  * the schedule does not tile, a panel as wide as a weight whose j is last
  * already, and intermediates whose j is last (their producer writes them
@@ -275,14 +278,14 @@ static int64_t panel_width(Target target, const Schedule *sched, const Tensor *s
 
 
 /* Packs W for its one reader, if the reader's kernel wants panels: a
- * const input ahead of time (a prepack stage), an intermediate that the
+ * const input ahead of time (a prepack stage); any other tensor that the
  * reader's micro-kernel would gather from (W[j, k], j vectorized) at
  * every call, if the reader reads each element more than once.  Returns
  * the note for -v, or NULL. */
 static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Schedule *sched)
 {
-    bool input = w->kind == TK_INPUT;
-    if (input ? !w->is_const : (w->kind != TK_STAGE || w->is_output || w->packs))
+    bool ahead = w->kind == TK_INPUT && w->is_const;
+    if (w->kind == TK_STAGE && (w->is_output || w->packs))
         return NULL;
     if (w->rank < 2)
         return NULL;
@@ -306,9 +309,9 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
         return NULL;
     bool last = jd == w->rank - 1;
     const IterVar *axis;
-    if (!input && (last || te_fuse_reuse(reader->body, false, w, reader->vars, reader->shape,
+    if (!ahead && (last || te_fuse_reuse(reader->body, false, w, reader->vars, reader->shape,
                                          reader->rank, &axis) < 2))
-        return NULL; /* intermediates keep row-major order where it serves */
+        return NULL; /* a copy at every call only where it saves gathers */
     int dim = 0;
     while (reader->vars[dim] != j)
         dim++;
@@ -319,7 +322,7 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
         return NULL;
     Tensor *wp = packed_stage(a, g, w, p, jd);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
-    if (input)
+    if (ahead)
         return arena_printf(a, "%s prepacked in panels of %lld for %s (%s)", w->name, (long long)p,
                             reader->name, wp->name);
     return arena_printf(a, "%s packed in panels of %lld along %s for %s at every call (%s)", w->name,

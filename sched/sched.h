@@ -502,8 +502,9 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
  * follow it), LANES the vector's on cpu. */
 typedef enum SchForm {
     SCH_FORM_MATMUL,    /* cpu: a reduction over >= 2 spatial axes, the
-                           innermost a vector or more: the micro-kernel
-                           (the default's) or a loop nest */
+                           innermost a vector or more, and some operand
+                           loaded along it (its last index mentions it):
+                           the micro-kernel (the default's) or a loop nest */
     SCH_FORM_ELEMWISE,  /* cpu: a stage with no reduction */
     SCH_FORM_REDUCE,    /* cpu: any other reduction */
     SCH_FORM_CUDA_TILE, /* cuda: a reduction over >= 2 spatial axes */

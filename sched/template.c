@@ -401,12 +401,39 @@ void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m)
 /* ------------------------------------------------------------------ */
 /* Which form a stage takes, and the names the tuner's points give.    */
 
+static bool mentions(const Expr *e, const IterVar *j)
+{
+    if (e->kind == EX_VAR)
+        return e->var == j;
+    for (int i = 0; i < e->nargs; i++)
+        if (mentions(e->args[i], j))
+            return true;
+    return false;
+}
+
+/* Does E load some tensor along J: its last index mentions J (w[k, j],
+ * w_packed[j / P, k, j % P], an image's pad[.., ow * 2 + s])?  A
+ * micro-kernel that vectorizes J then loads vectors (strided ones at
+ * worst); without such a load (a row maximum, mx[h, i] = max(t)
+ * s[h, i, t]) it would gather, and the reduction's own axis is the one to
+ * vectorize. */
+static bool loads_along(const Expr *e, const IterVar *j)
+{
+    if (e->kind == EX_LOAD && e->nargs > 0 && mentions(e->args[e->nargs - 1], j))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_along(e->args[i], j))
+            return true;
+    return false;
+}
+
 SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes)
 {
     bool tiles = s->is_reduce && s->nsvars >= 2;
     if (st->target != TARGET_CPU)
         return tiles ? SCH_FORM_CUDA_TILE : SCH_FORM_CUDA_FLAT;
-    if (tiles && sch_extent_hint(st, s->svars[s->nsvars - 1]) >= lanes)
+    if (tiles && sch_extent_hint(st, s->svars[s->nsvars - 1]) >= lanes &&
+        loads_along(s->value, s->svars[s->nsvars - 1]))
         return SCH_FORM_MATMUL;
     return s->is_reduce ? SCH_FORM_REDUCE : SCH_FORM_ELEMWISE;
 }

@@ -136,6 +136,7 @@ prepare transpose_add "M=16 N=64"                 "M=13 N=37"
 prepare transformer_block "S=16 D=32 H=2 F=64"    "S=13 D=36 H=3 F=40"
 prepare i32_wrap      "M=64"                      "M=37"  "$scheds/i32_wrap.te"
 prepare linear_t      "M=16 N=64 K=16"            "M=37 N=131 K=29" "$scheds/linear_t.te"
+prepare attn_keys     "H=2 S=64 D=64"             "H=3 S=37 D=19"   "$scheds/attn_keys.te"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 
