@@ -25,10 +25,16 @@
  *      against NaN), so only under fast-math.
  *   5. x * -1, -1 * x -> -x                exact (negation is exact;
  *      -0 * -1 = +0 = -(-0))
+ *   6. x / y -> x * (1 / y), floats, y not a constant and not varying
+ *      along the stage's innermost axis (softmax's e[i, j] / s[i], the
+ *      attention's sum / psum[h, i]): rounding (twice rounded, within 1.5
+ *      ulp of x / y), so only under fast-math.  The code generator's C
+ *      compiler then divides once per row instead of once per element (a
+ *      vector division costs as much as a dozen multiplications).
  *
- * Kept on purpose: exp(x - m) is never split into exp(x) / exp(m), and
- * e / s never becomes e * (1/s) for a tensor s, so softmax's
- * max-subtraction (exp(x[i, j] - mx[i]) / sum) stays numerically safe;
+ * Kept on purpose: exp(x - m) is never split into exp(x) / exp(m), so
+ * softmax's max-subtraction (exp(x[i, j] - mx[i]) / sum) stays
+ * numerically safe;
  * sigmoid, gelu, tanh, erf and rsqrt stay intrinsics (their expansions
  * into exp are less accurate, and the code generator picks their
  * implementation).
@@ -39,7 +45,18 @@
 
 typedef struct Subst {
     OptCtx *c;
+    const IterVar *inner; /* the stage's innermost variable, or NULL */
 } Subst;
+
+static bool mentions_var(const Expr *e, const IterVar *v)
+{
+    if (e->kind == EX_VAR)
+        return e->var == v;
+    for (int i = 0; i < e->nargs; i++)
+        if (mentions_var(e->args[i], v))
+            return true;
+    return false;
+}
 
 /* Is E at most *BUDGET nodes of loads, variables, constants, casts and
  * arithmetic operators? */
@@ -79,6 +96,14 @@ static Expr *rewrite(Subst *s, Expr *e)
     Expr *x = e->args[0];
     switch (e->op) {
     case OP_DIV: {
+        Expr *y = e->args[1];
+        if (!k && fast && dtype_is_float(t) && s->inner && !mentions_var(y, s->inner) &&
+            !(x->kind == EX_CONST && x->value == 1.0)) {
+            /* rule 6 */
+            Expr *one[2] = { ex_const(a, e->span, t, 1.0), y };
+            Expr *args[2] = { x, ex_op(a, e->span, OP_DIV, t, one, 2) };
+            return ex_op(a, e->span, OP_MUL, t, args, 2);
+        }
         /* rule 1 */
         if (!k || !dtype_is_float(t) || !isfinite(k->value) || k->value == 0.0)
             return e;
@@ -139,11 +164,13 @@ static Expr *subst(Subst *s, Expr *e)
 
 bool te_pass_substitute(OptCtx *c, Graph *g)
 {
-    Subst s = { c };
+    Subst s = { c, NULL };
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
-        if (t->kind == TK_STAGE)
-            t->body = subst(&s, t->body);
+        if (t->kind != TK_STAGE)
+            continue;
+        s.inner = t->rank ? t->vars[t->rank - 1] : NULL;
+        t->body = subst(&s, t->body);
     }
     te_graph_compact(c->arena, g);
     return true;

@@ -12,10 +12,11 @@
  *     stages inlined into it, holds more than TE_MAX_KERNEL_NODES
  *     expression nodes (inlined_size): each reader would copy all of it,
  *     and a chain of stages that each read the one before twice would
- *     double with every link; and a stage that a reduction would
+ *     double with every link; and a stage that its readers would
  *     recompute more often than pays (recomputed_by_reader: the fusion
  *     pass's cost model, te_fuse_reuse): a layer norm inlined into the
- *     operand of the matmul after it would run once per output column;
+ *     operand of the matmul after it would run once per output column,
+ *     softmax's exponentials twice;
  *   - a reduction with two or more spatial axes and a wide innermost one
  *     (a matmul) gets a register-blocked micro-kernel: 8 rows by 3 or 4
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
@@ -196,23 +197,31 @@ static bool small_enough(const SchedState *st, const SStage *s, bool *inlined, i
     return inlined[id];
 }
 
-/* Would a reduction that reads S recompute it, COST operations an
- * element, more often than pays (pass_fuse.c's cost model)?  The CPU's
- * default only: cuda kernels keep their inlining. */
+/* Would S's readers, inlining it, recompute it (COST operations an
+ * element) more often than pays (pass_fuse.c's cost model)?  Each reader
+ * computes each element once, or once per point of the axes its
+ * reduction's indices leave out (te_fuse_reuse): softmax's exponentials,
+ * read by the sum and by the division, are computed once and stored, a
+ * layer norm read by a matmul too.  The CPU's default only: cuda kernels
+ * keep their inlining. */
 static bool recomputed_by_reader(const SchedState *st, const SStage *s, double cost)
 {
     if (st->target != TARGET_CPU || cost == 0)
         return false;
+    double times = 0;
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *r = st->stages.items[i];
         const IterVar *axis;
-        if (r != s && r->is_reduce &&
-            !te_fuse_recompute_pays(te_fuse_reuse(r->value, true, s->tensor, r->svars,
-                                                  r->tensor->shape, r->nsvars, &axis),
-                                    cost))
-            return true;
+        if (r == s)
+            continue;
+        if (expr_has(r->value, s->tensor))
+            times += r->is_reduce ? te_fuse_reuse(r->value, true, s->tensor, r->svars,
+                                                  r->tensor->shape, r->nsvars, &axis)
+                                  : 1;
+        if (r->epilogue && expr_has(r->epilogue, s->tensor))
+            times += 1;
     }
-    return false;
+    return !te_fuse_recompute_pays(times, cost);
 }
 
 Schedule *sch_default(SchedState *st, const Schedule *written)

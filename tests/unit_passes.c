@@ -433,12 +433,20 @@ static const Case cases[] = {
     { "substitute: x * -2 stays",
       VEC "y[i] = x[i] * -2.0; output y;", P(constfold) | P(substitute), false,
       { "y[i] = x[i] * -2.0\n" }, { 0 }, STAT(substituted), 0, EXACT, NULL },
-    { "substitute: softmax keeps its max-subtraction and its division",
+    { "substitute: softmax keeps its max-subtraction, and divides once per row",
       "dim M = 3, N = 5; input x : f32[M, N]; mx[i] = max(j) x[i, j];"
       " e[i, j] = exp(x[i, j] - mx[i]); s[i] = sum(j) e[i, j]; p[i, j] = e[i, j] / s[i];"
       " output p;", ALL_MINE, false,
-      { "e[i, j] = exp(x[i, j] - mx[i])\n", "p[i, j] = e[i, j] / s[i]\n" }, { 0 },
-      STAT(substituted), 0, EXACT, NULL },
+      { "e[i, j] = exp(x[i, j] - mx[i])\n", "p[i, j] = e[i, j] * (1.0 / s[i])\n" }, { 0 },
+      STAT(substituted), 1, ROUNDED, NULL },
+    { "substitute: under -fstrict-fp, softmax divides every element",
+      "dim M = 3, N = 5; input x : f32[M, N]; s[i] = sum(j) x[i, j];"
+      " p[i, j] = x[i, j] / s[i]; output p;", ALL_MINE, true,
+      { "p[i, j] = x[i, j] / s[i]\n" }, { 0 }, STAT(substituted), 0, EXACT, NULL },
+    { "substitute: a divisor that varies along the innermost axis is divided by",
+      "dim M = 3, N = 5; input x : f32[M, N]; input y : f32[N];"
+      " p[i, j] = x[i, j] / y[j]; output p;", ALL_MINE, false,
+      { "p[i, j] = x[i, j] / y[j]\n" }, { 0 }, STAT(substituted), 0, EXACT, NULL },
 
     /* fuse: the cost model (recomputation against a store and a load) */
 #define NORM "dim M = 3, K = 5, N = 200; input x : f32[M, K]; input g : f32[K];" \
