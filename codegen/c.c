@@ -401,6 +401,7 @@ static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
 static void emit_prefetch(Emitter *e, const Stmt *s);
+static void emit_stream_prefetch(Emitter *e, const Stmt *s);
 
 static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold);
 
@@ -720,6 +721,8 @@ static void emit_loop_over(Emitter *e, const Stmt *s, const char *min, const cha
     vec_push(e->p.a, &e->outer, l->var);
     if (l->pipeline >= 2)
         emit_prefetch(e, s);
+    if (l->prefetch > 0)
+        emit_stream_prefetch(e, s);
     emit_stmt(e, s->body);
     e->outer.len--;
     e->p.indent--;
@@ -1021,6 +1024,173 @@ static void emit_prefetch(Emitter *e, const Stmt *s)
         }
         emit_prefetch_nest(e, subst_stmt(e, nest, map, false));
         b = inner && inner->kind == S_SEQ && inner->n > 1 ? inner->stmts[1] : NULL;
+    }
+    if (any) {
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* prefetch(loop, n) on a CPU: at the top of each iteration, the vector
+ * loads of the loop's body that move with its variable (a micro-kernel's
+ * packed panel, w_packed[jo][k][0..47]: the lanes along a vectorized
+ * loop, the address along this one) are prefetched for iteration + n, one
+ * __builtin_prefetch per 64-byte line, inside a test that keeps the
+ * address within the loop's range.  The hardware prefetchers follow one
+ * stream well; a micro-kernel reads a panel from L2 next to its
+ * accumulators' broadcasts, and the prefetch keeps the panel's lines a
+ * few iterations ahead in L1. */
+
+static bool expr_mentions(const Expr *x, const IterVar *v)
+{
+    if (x->kind == EX_VAR)
+        return x->var == v;
+    for (int i = 0; i < x->nargs; i++)
+        if (expr_mentions(x->args[i], v))
+            return true;
+    return false;
+}
+
+typedef struct StreamLoad {
+    const Expr *load;
+    const Stmt *vec; /* the vectorized loop its last index moves along */
+} StreamLoad;
+
+/* The loads in X that mention V and whose last index moves along the
+ * vectorized loop VEC, appended to OUT. */
+static void stream_loads_in(Emitter *e, const Expr *x, const IterVar *v, const Stmt *vec, PtrVec *out)
+{
+    if (x->kind == EX_LOAD && x->nargs > 0 && vec &&
+        expr_mentions(x->args[x->nargs - 1], vec->loop->var)) {
+        bool moves = false;
+        for (int d = 0; d < x->nargs; d++)
+            moves = moves || expr_mentions(x->args[d], v);
+        if (moves) {
+            StreamLoad *sl = arena_alloc(e->p.a, sizeof *sl);
+            *sl = (StreamLoad){ x, vec };
+            vec_push(e->p.a, out, sl);
+        }
+        return;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        stream_loads_in(e, x->args[i], v, vec, out);
+}
+
+static void stream_loads(Emitter *e, const Stmt *s, const IterVar *v, const Stmt *vec, PtrVec *out)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        stream_loads(e, s->body, v, s->loop->kind == LOOP_VECTORIZED ? s : vec, out);
+        break;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            stream_loads(e, s->stmts[i], v, vec, out);
+        break;
+    case S_STORE:
+        stream_loads_in(e, s->value, v, vec, out);
+        break;
+    case S_IF:
+    case S_ALLOC:
+        stream_loads(e, s->body, v, vec, out);
+        break;
+    }
+}
+
+/* Every variable of the loops of S down to its vectorized loops set to
+ * the loop's first value, in MAP (VARS, VALUES, *N): one address per
+ * panel line, whatever unrolled copy reads it. */
+static void first_values(const Stmt *s, IterVar **vars, Expr **values, int *n, int cap)
+{
+    if (!s)
+        return;
+    switch (s->kind) {
+    case S_FOR:
+        if (*n < cap) {
+            vars[*n] = s->loop->var;
+            values[(*n)++] = s->min;
+        }
+        first_values(s->body, vars, values, n, cap);
+        break;
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            first_values(s->stmts[i], vars, values, n, cap);
+        break;
+    case S_IF:
+    case S_ALLOC:
+        first_values(s->body, vars, values, n, cap);
+        break;
+    case S_STORE:
+        break;
+    }
+}
+
+static void emit_stream_prefetch(Emitter *e, const Stmt *s)
+{
+    Loop *l = s->loop;
+    PtrVec loads = {0};
+    stream_loads(e, s->body, l->var, NULL, &loads);
+    if (!loads.len)
+        return;
+    enum { CAP = 64 };
+    IterVar *vars[CAP + 1];
+    Expr *values[CAP + 1];
+    int n = 0;
+    first_values(s->body, vars, values, &n, CAP);
+    IterVar *next = sch_new_var(e->st, arena_printf(e->p.a, "%s_ahead", l->name), 0);
+    vars[n] = l->var;
+    values[n++] = ex_var(e->p.a, (Span){ 0, 0 }, next);
+    PtrVec seen = {0}; /* char *: the addresses written */
+    bool any = false;
+    for (int i = 0; i < loads.len; i++) {
+        const StreamLoad *sl = loads.items[i];
+        const Tensor *t = sl->load->tensor;
+        int per_line = 64 / dtype_bytes(t->dtype);
+        int64_t lanes = sl->vec->extent->kind == EX_CONST ? (int64_t)sl->vec->extent->value : per_line;
+        for (int64_t c = 0; c < lanes; c += per_line) {
+            IterVar *vv[CAP + 2];
+            Expr *vx[CAP + 2];
+            for (int k = 0; k < n; k++) {
+                vv[k] = vars[k];
+                vx[k] = values[k];
+                if (vars[k] == sl->vec->loop->var)
+                    vx[k] = sch_add(e->p.a, sl->vec->min, ex_const(e->p.a, (Span){ 0, 0 }, DT_I32, (double)c));
+            }
+            Subst map = { vv, vx, n };
+            Expr *idx[TE_MAX_RANK + 1];
+            for (int d = 0; d < sl->load->nargs; d++)
+                idx[d] = sch_simplify(e->p.a, sch_subst(e->p.a, sl->load->args[d], map));
+            char *text = NULL;
+            size_t len = 0;
+            FILE *saved = e->p.out;
+            e->p.out = open_memstream(&text, &len);
+            emit_index(e, t, idx);
+            fclose(e->p.out);
+            e->p.out = saved;
+            bool dup = false;
+            for (int k = 0; k < seen.len && !dup; k++)
+                dup = strcmp(seen.items[k], text) == 0;
+            if (dup) {
+                free(text);
+                continue;
+            }
+            vec_push(e->p.a, &seen, arena_strdup(e->p.a, text));
+            if (!any) {
+                cg_line(&e->p, "/* prefetch %s: what iteration %s + %d reads */\n", l->name,
+                        cg_var_name(&e->p, l->var), l->prefetch);
+                cg_line(&e->p, "if (%s + %d < ", cg_var_name(&e->p, l->var), l->prefetch);
+                cg_emit_expr(&e->p, sch_add(e->p.a, s->min, s->extent), 4);
+                fputs(") {\n", e->p.out);
+                e->p.indent++;
+                cg_line(&e->p, "const int64_t %s = %s + %d;\n", cg_var_name(&e->p, next),
+                        cg_var_name(&e->p, l->var), l->prefetch);
+                any = true;
+            }
+            cg_line(&e->p, "__builtin_prefetch(&%s, 0, 3);\n", text);
+            free(text);
+        }
     }
     if (any) {
         e->p.indent--;
@@ -1653,6 +1823,7 @@ static void use_variant(Emitter *e, int i)
     for (int k = 0; k < e->nrt; k++)
         e->rt[k] = sch_dim_var(st, e->rt[k]->size_dim - 1);
     e->p.var_names = arena_alloc(e->p.a, sizeof *e->p.var_names * (size_t)(st->next_var + 1));
+    e->p.nvars = st->next_var + 1;
     for (int k = 0; k < e->nrt; k++)
         e->p.var_names[e->rt[k]->id] = e->rt_names[k];
     e->plan = e->plans[i];
@@ -1783,6 +1954,7 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         if (g->dims[d].runtime && g->dims[d].declared)
             sch_dim_var(st, d);
     e.p.var_names = arena_alloc(a, sizeof *e.p.var_names * (size_t)(st->next_var + 1));
+    e.p.nvars = st->next_var + 1;
     cg_claim(&e.p, o->name);
     Funcs f = { .packed = &fn->packed };
     int cap = g->ninputs + g->noutputs + fn->packed.len;

@@ -306,6 +306,18 @@ const char *cg_tensor_name(CgPrinter *p, const Tensor *t)
 
 const char *cg_var_name(CgPrinter *p, const IterVar *v)
 {
+    if (v->id >= p->nvars) {
+        int n = v->id + 16;
+        const char **names = arena_alloc(p->a, sizeof *names * (size_t)n);
+        memcpy(names, p->var_names, sizeof *names * (size_t)p->nvars);
+        p->var_names = names;
+        if (p->var_text) {
+            const char **text = arena_alloc(p->a, sizeof *text * (size_t)n);
+            memcpy(text, p->var_text, sizeof *text * (size_t)p->nvars);
+            p->var_text = text;
+        }
+        p->nvars = n;
+    }
     /* unique in the function: a stage computed inside another's loop must
      * not shadow the loop variables its bounds are computed from */
     if (!p->var_names[v->id])
@@ -619,7 +631,7 @@ void cg_emit_expr(CgPrinter *p, const Expr *x, int prec)
         emit_const(p, x->dtype, x->value);
         return;
     case EX_VAR:
-        if (p->var_text && p->var_text[x->var->id])
+        if (p->var_text && x->var->id < p->nvars && p->var_text[x->var->id])
             emit_var_text(p, p->var_text[x->var->id], prec);
         else
             fputs(cg_var_name(p, x->var), out);

@@ -230,9 +230,12 @@ typedef struct CgPrinter {
     PtrVec tensors, tnames;   /* Tensor * with a name, and that name */
     PtrMap tensor_at;         /* a Tensor * -> its position in tensors
                                  (stale once dropped, as name_at) */
-    const char **var_names;   /* by IterVar id */
+    const char **var_names;   /* by IterVar id, NVARS of them (cg_var_name
+                                 grows both arrays for a variable made
+                                 while emitting: a prefetch's) */
     const char **var_text;    /* by IterVar id: text that replaces the
                                  variable, or NULL (the array or an entry) */
+    int nvars;
     /* writes the element T[IDX] a load reads, as an lvalue */
     void (*element)(struct CgPrinter *p, const Tensor *t, Expr *const *idx);
     /* optional: does T[IDX] hold a value already in its compute type (no

@@ -1765,6 +1765,7 @@ static void use_variant(Emitter *e, const CgVariant *v)
     SchedState *st = v->st;
     e->st = st;
     e->p.var_names = arena_alloc(e->p.a, sizeof *e->p.var_names * (size_t)(st->next_var + 1));
+    e->p.nvars = st->next_var + 1;
     e->p.var_text = arena_alloc(e->p.a, sizeof *e->p.var_text * (size_t)(st->next_var + 1));
     for (int k = 0; k < e->nrt; k++)
         e->p.var_names[sch_dim_var(st, e->rt_dims[k])->id] = e->rt_names[k];

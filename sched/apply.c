@@ -23,6 +23,8 @@
  *   W = S.cache_write(scope)            S's computation moves to W; S
  *                                       copies W
  *   pipeline(L, n)           L's staged tiles are fetched n-1 ahead
+ *   prefetch(L, n)           (cpu) the vector loads of L's body that move
+ *                             with L are prefetched n iterations ahead
  */
 #include <string.h>
 
@@ -864,6 +866,33 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
             }
             l->pipeline = (int)n;
             l->pipeline_span = stmt->span;
+            ok = true;
+        }
+        break;
+    case PR_PREFETCH:
+        if ((l = need_loop(st, s, stmt->stage, &stmt->args[0]))) {
+            int64_t n = sch_arg_int(&stmt->args[1]);
+            if (st->target != TARGET_CPU) {
+                diag_error(src, stmt->prim_span,
+                           "prefetch is a cpu primitive: cuda kernels stage their reads with "
+                           "cache_read and pipeline");
+                break;
+            }
+            if (n < 1 || n > 64) {
+                diag_error(src, stmt->args[1].span,
+                           "prefetch '%s' of %s needs a distance of 1 to 64 iterations, got %lld",
+                           l->name, named(st, s, stmt->stage), (long long)n);
+                break;
+            }
+            if (l->kind == LOOP_VECTORIZED || l->kind == LOOP_UNROLLED || l->kind == LOOP_PARALLEL) {
+                diag_error(src, stmt->args[0].span,
+                           "cannot prefetch along '%s' of %s: it is %s; prefetch along a plain loop",
+                           l->name, named(st, s, stmt->stage),
+                           l->kind == LOOP_VECTORIZED ? "vectorized"
+                           : l->kind == LOOP_UNROLLED ? "unrolled" : "parallel");
+                break;
+            }
+            l->prefetch = (int)n;
             ok = true;
         }
         break;

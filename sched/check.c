@@ -267,6 +267,7 @@ static const char *signature(Prim prim)
     case PR_CACHE_READ: return "(scope, consumer stage[, \"layout\"])";
     case PR_CACHE_WRITE: return "(scope)";
     case PR_PIPELINE: return "(loop, stages)";
+    case PR_PREFETCH: return "(loop, distance)";
     default: return "(loop)";
     }
 }

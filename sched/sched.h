@@ -100,7 +100,8 @@ typedef struct Schedule {
     X(PR_COMPUTE_INLINE, "compute_inline", "", -1, 0, 0)              \
     X(PR_CACHE_READ, "cache_read", "CSY?", -1, 1, 1)                  \
     X(PR_CACHE_WRITE, "cache_write", "C", -1, 1, 1)                   \
-    X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)
+    X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)                         \
+    X(PR_PREFETCH, "prefetch", "LN", -1, 0, 0)
 
 typedef enum Prim { SCHED_PRIMS(TE_ENUM_ITEM) PR_COUNT } Prim;
 
@@ -180,6 +181,9 @@ typedef struct Loop {
     bool reduce;      /* iterates (part of) a reduction axis */
     int pipeline;     /* pipeline(loop, n): n stages; 0 if none */
     Span pipeline_span; /* that statement, for errors */
+    int prefetch;     /* prefetch(loop, n): the vector loads that move with
+                         the loop are prefetched n iterations ahead; 0 if
+                         none (cpu) */
     Span kind_span;   /* the statement that set kind, for later errors */
     const char *kind_stage; /* ... and the stage it named (an alias of the
                                loop's stage, maybe) */
@@ -440,7 +444,11 @@ typedef struct SchLoops {
     int nstaged;
 } SchLoops;
 /* The CPU register-blocked micro-kernel: a TI x TJ tile accumulated in a
- * local stage computed at the tile loop. */
+ * local stage computed at the tile loop, its reduction loop prefetching
+ * the panel SCH_MICRO_PREFETCH iterations ahead (measured on the BERT
+ * layer's 128x768x3072 matmul: 4, 8 and 16 within 3% of each other, all
+ * 12-15% faster than none). */
+#define SCH_MICRO_PREFETCH 8
 typedef struct SchMicro {
     int64_t ti, tj;
     int order;          /* 0: row tiles outside; 2: column panels outside */

@@ -190,6 +190,12 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
     emit_reorder(e, acc_order, n);
     emit_loop(e, "unroll", i);
     emit_loop(e, "vectorize", j);
+    if (l->nrvars > 0) {
+        /* the panel's lines SCH_MICRO_PREFETCH k-steps ahead (codegen/c.c) */
+        SchedStmt *p = sch_emit(e, "prefetch", 2);
+        p->args[0] = sch_name_arg(l->rvar[l->nrvars - 1]);
+        p->args[1] = int_arg(SCH_MICRO_PREFETCH);
+    }
     e->stage = stage;
     emit_loop(e, "vectorize", l->ji);
     emit_loop(e, "parallel", par);
