@@ -73,6 +73,9 @@ typedef struct Emitter {
                              caller checked the sizes */
     int64_t ws_bytes;     /* the workspace: the most any variant's plan needs */
     CgSizes sizes;        /* the run-time sizes' API (cfamily.c) */
+    bool profile;         /* --profile: a timer around each kernel step */
+    int variant;          /* the variant being written (profile names) */
+    PtrVec prof_names;    /* char *: the timed steps, by their index */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -1552,7 +1555,8 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         fprintf(h, " * Schedule: %s.\n", o->schedule_from);
     fprintf(h, " * Do not edit: regenerate with texc.  Tensors are row-major arrays. */\n");
     fprintf(h, "#ifndef %s\n#define %s\n\n", guard, guard);
-    fputs("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n\n", h);
+    fputs("#include <stdbool.h>\n#include <stddef.h>\n#include <stdint.h>\n", h);
+    fputs(e->profile ? "#include <stdio.h>\n\n" : "\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     PtrVec macros = {0};
     vec_push(e->p.a, &macros, (void *)f->ws_macro);
@@ -1634,6 +1638,17 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         fprintf(h, "int %s_packed_args(const int64_t *dims, void *const *args, const void *packed); /* DIMS: the run-time sizes, in order */\n", o->name);
     else
         fprintf(h, "void %s_packed_args(void *const *args, const void *packed);\n", o->name);
+    if (e->profile)
+        fprintf(h, "\n/* Built with texc --profile: every kernel step of %s is timed (its\n"
+                   " * calls and nanoseconds, added atomically).  %s_profile_print(out)\n"
+                   " * prints the table: kernel, calls, total ms, mean us and share of the\n"
+                   " * whole; %s_profile_reset() starts it again.  Without --profile the\n"
+                   " * code has no timers. */\n"
+                   "#define %s 1\n"
+                   "void %s_profile_print(FILE *out);\n"
+                   "void %s_profile_reset(void);\n",
+                o->name, o->name, o->name, cg_upper(e->p.a, arena_printf(e->p.a, "%s_PROFILED", o->name)),
+                o->name, o->name);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
 }
 
@@ -1807,8 +1822,20 @@ static bool emit_core(Emitter *e, const char *name, const Funcs *f, const Lowere
     const SStage **roots;
     const Stmt **bodies;
     int nsteps = cg_kernel_steps(e->p.a, e->st, fn, &roots, &bodies);
-    for (int k = 0; k < nsteps; k++)
+    for (int k = 0; k < nsteps; k++) {
+        if (!e->profile) {
+            emit_step(e, fn, bodies[k]);
+            continue;
+        }
+        int id = e->prof_names.len;
+        vec_push(e->p.a, &e->prof_names,
+                 e->nvariants > 1 ? arena_printf(e->p.a, "%s (variant %d)", roots[k]->name, e->variant)
+                                  : (char *)roots[k]->name);
+        cg_line(&e->p, "/* --profile: %s */\n", roots[k]->name);
+        cg_line(&e->p, "const uint64_t te_t%d = te_prof_now();\n", id);
         emit_step(e, fn, bodies[k]);
+        cg_line(&e->p, "te_prof_add(%d, te_t%d);\n", id, id);
+    }
     end_function(e, c);
     return true;
 }
@@ -1856,6 +1883,54 @@ static void emit_dispatch(Emitter *e, const char *name, const char **variants, c
     fputs("}\n", c);
 }
 
+/* --profile: the clock and the timer's prototype, before the functions
+ * that time their kernel steps ... */
+static void emit_profile_head(FILE *c)
+{
+    fputs("/* --profile: the timers' clock (CLOCK_MONOTONIC, in nanoseconds) */\n"
+          "#include <time.h>\n"
+          "static inline uint64_t te_prof_now(void)\n{\n"
+          "    struct timespec t;\n"
+          "    clock_gettime(CLOCK_MONOTONIC, &t);\n"
+          "    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;\n}\n"
+          "static void te_prof_add(int step, uint64_t since);\n\n", c);
+}
+
+/* ... and after them, the table and NAME_profile_print/_reset. */
+static void emit_profile_tail(Emitter *e, const CodegenOptions *o, FILE *c)
+{
+    int n = e->prof_names.len;
+    fprintf(c, "\n/* --profile: each timed kernel step's name, calls and nanoseconds */\n"
+               "static const char *const te_prof_name[%d] = {", n > 0 ? n : 1);
+    for (int i = 0; i < n; i++)
+        fprintf(c, "%s\n    \"%s\"", i ? "," : "", (const char *)e->prof_names.items[i]);
+    fprintf(c, "%s\n};\n", n ? "" : "\n    \"\"");
+    fprintf(c, "static uint64_t te_prof_calls[%d], te_prof_ns[%d];\n\n", n > 0 ? n : 1, n > 0 ? n : 1);
+    fputs("static void te_prof_add(int step, uint64_t since)\n{\n"
+          "    __atomic_fetch_add(&te_prof_ns[step], te_prof_now() - since, __ATOMIC_RELAXED);\n"
+          "    __atomic_fetch_add(&te_prof_calls[step], 1, __ATOMIC_RELAXED);\n}\n", c);
+    fprintf(c, "\nvoid %s_profile_reset(void)\n{\n"
+               "    for (int i = 0; i < %d; i++) {\n"
+               "        __atomic_store_n(&te_prof_ns[i], 0, __ATOMIC_RELAXED);\n"
+               "        __atomic_store_n(&te_prof_calls[i], 0, __ATOMIC_RELAXED);\n"
+               "    }\n}\n", o->name, n);
+    fprintf(c, "\nvoid %s_profile_print(FILE *out)\n{\n"
+               "    uint64_t all = 0;\n"
+               "    for (int i = 0; i < %d; i++)\n"
+               "        all += __atomic_load_n(&te_prof_ns[i], __ATOMIC_RELAXED);\n"
+               "    fprintf(out, \"%%-32s %%10s %%12s %%12s %%7s\\n\", \"kernel\", \"calls\", \"total ms\", \"mean us\", \"share\");\n"
+               "    for (int i = 0; i < %d; i++) {\n"
+               "        uint64_t ns = __atomic_load_n(&te_prof_ns[i], __ATOMIC_RELAXED);\n"
+               "        uint64_t calls = __atomic_load_n(&te_prof_calls[i], __ATOMIC_RELAXED);\n"
+               "        if (!calls)\n"
+               "            continue;\n"
+               "        fprintf(out, \"%%-32s %%10llu %%12.3f %%12.3f %%6.1f%%%%\\n\", te_prof_name[i],\n"
+               "                (unsigned long long)calls, ns * 1e-6, ns * 1e-3 / (double)calls,\n"
+               "                all ? 100.0 * (double)ns / (double)all : 0.0);\n"
+               "    }\n"
+               "    fprintf(out, \"%%-32s %%10s %%12.3f\\n\", \"all\", \"\", all * 1e-6);\n}\n", o->name, n, n);
+}
+
 /* The functions of NAME.c (the entry points the top of this file lists),
  * to e->p.out. */
 static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptions *o,
@@ -1893,6 +1968,7 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
             names[i] = cg_claim(&e->p, arena_printf(e->p.a, "%s_v%d", core, i));
             use_variant(e, i);
             e->in_variant = true;
+            e->variant = i;
             bool ok = emit_core(e, names[i], f, e->variants[i].fn, c);
             e->in_variant = false;
             if (!ok)
@@ -1948,7 +2024,7 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
     Arena *a = st->arena;
     Emitter e = { .p = { .a = a, .out = out_c, .d = &cg_dialect_c, .int_type = "int64_t",
                          .element = load_element },
-                  .st = st, .base = o->name, .variants = variants, .nvariants = nvariants };
+                  .st = st, .base = o->name, .variants = variants, .nvariants = nvariants, .profile = o->profile };
     Graph *g = st->g;
     for (int d = 0; d < g->ndims; d++) /* every dim's variable, before the names' table */
         if (g->dims[d].runtime && g->dims[d].declared)
@@ -2066,7 +2142,11 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         const CgHelper *after = c_after_all(e.p.a, &nafter);
         cg_print_helpers(&e.p, c, c_before, (int)(sizeof c_before / sizeof c_before[0]), after,
                          nafter, body);
+        if (e.profile)
+            emit_profile_head(c);
         fwrite(body, 1, len, c);
+        if (e.profile)
+            emit_profile_tail(&e, o, c);
     }
     free(body);
     return ok && !ferror(out_c) && !ferror(out_h);

@@ -24,6 +24,8 @@ typedef struct CodegenOptions {
                                   leaves out", "the default (...)", "a
                                   tuning-log record (workload H, DATE):
                                   ..."), or NULL (a tuner's candidate) */
+    bool profile;            /* --profile: a timer around each kernel step,
+                                NAME_profile_print and NAME_profile_reset */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root

@@ -387,6 +387,13 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     else
         fprintf(out, "        %s_packed_args(b, packed[r %% copies]);\n", name);
     fputs("        times[r] = now() - start;\n", out);
+    /* built with --profile: the table covers the timed calls, not the
+       first (warm-up) one */
+    const char *profiled = cg_upper(a, arena_printf(a, "%s_PROFILED", name));
+    fprintf(out, "#ifdef %s\n"
+                 "        if (r == 0 && repeats > 0)\n"
+                 "            %s_profile_reset();\n"
+                 "#endif\n", profiled, name);
     if (nrt)
         fprintf(out, "        if (te_status != 0) {\n"
                      "            fprintf(stderr, \"harness: %%s\\n\", %s_strerror(te_status));\n"
@@ -397,6 +404,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
           "        qsort(times + 1, (size_t)repeats, sizeof *times, cmp_double);\n"
           "        printf(\"%.9f %d\\n\", times[1 + repeats / 2], copies);\n"
           "    }\n", out);
+    fprintf(out, "#ifdef %s\n    %s_profile_print(stderr);\n#endif\n", profiled, name);
     fprintf(out, "    void **last = buf + (size_t)(repeats %% copies) * %d;\n", nbuf);
     for (int i = 0; i < nout; i++) {
         const Tensor *t = g->outputs[i];

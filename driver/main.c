@@ -66,6 +66,7 @@ typedef struct Options {
     bool eval_optimized; /* --eval=optimized: evaluate after the passes */
     bool compile;    /* -c: also compile NAME.o */
     bool harness;    /* --harness: also write NAME_harness.c */
+    bool profile;    /* --profile: time each kernel step (codegen/c.c) */
     bool save_inputs; /* --eval --save-inputs: write the inputs too */
     uint64_t seed;
     bool verbose;
@@ -115,6 +116,7 @@ static void usage(FILE *out)
             "      --check         check the program (and print dumps); write nothing\n"
             "  -c                  also compile NAME.o with the C compiler texc was built with\n"
             "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
+            "      --profile       time each kernel: NAME_profile_print(FILE *) prints the table (cpu)\n"
             "      --tune          search schedules, log every measurement, build the winner\n"
             "      --trials=N      at most N candidates (--tune)\n"
             "      --time-budget=S stop tuning after S seconds\n"
@@ -242,7 +244,8 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
-           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_BUCKETS };
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_BUCKETS,
+           OPT_PROFILE };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -250,6 +253,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "eval", optional_argument, NULL, OPT_EVAL },
         { "check", no_argument, NULL, OPT_CHECK },
         { "harness", no_argument, NULL, OPT_HARNESS },
+        { "profile", no_argument, NULL, OPT_PROFILE },
         { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
         { "tune", no_argument, NULL, OPT_TUNE },
         { "trials", required_argument, NULL, OPT_TRIALS },
@@ -324,6 +328,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_HARNESS:
             o->harness = true;
+            break;
+        case OPT_PROFILE:
+            o->profile = true;
             break;
         case OPT_SAVE_INPUTS:
             o->save_inputs = true;
@@ -401,6 +408,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             exit(2);
         }
     }
+    if (o->profile && o->target == TARGET_CUDA)
+        usage_error("--profile times the C target's kernels; the cuda target has no timers "
+                    "(time its launches with cuEventRecord)");
     if (o->log_summary && optind >= argc)
         return;
     if (optind >= argc)
@@ -762,7 +772,8 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                           .header = arena_printf(a, "%s.h", base),
                           .source_path = o->file,
                           .target = o->target,
-                          .schedule_from = from };
+                          .schedule_from = from,
+                          .profile = o->profile };
     if (o->target == TARGET_CUDA) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;
