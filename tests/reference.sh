@@ -79,6 +79,17 @@ check "tune: exits 0" test $rc -eq 0
 check "tune: the reference took ... (compiled reference)" grep -q "the reference took .* s (compiled reference)" "$tmp/a.err"
 check "tune: every candidate checked ok against it" test "$(grep -c '"status":"ok"' "$tmp/a.jsonl")" -eq 3
 check "tune: its build removed" test "$(leftover)" -eq 0
+# -v's last tuning line: where the time went, its parts within the total
+times_add_up() {
+    test "$(grep -c '^texc: tuning time: ' "$1")" -eq 1 &&
+        grep '^texc: tuning time: ' "$1" | awk '{
+            gsub(/,/, ""); t = $5; r = $8; b = $11; m = $14; o = $17
+            ok = $4 == "total" && $7 == "reference" && $10 == "builds" && $13 == "measurements" && $16 == "other"
+            ok = ok && r > 0 && b > 0 && m > 0 && o >= 0 && r + b + m + o <= t + 0.25 && r + b + m + o >= t - 0.25
+            exit !ok }'
+}
+check "tune -v: one 'tuning time' line whose reference, builds, measurements and other add up to the total" \
+    times_add_up "$tmp/a.err"
 
 for how in crash hang; do
     TEXC_TUNE_REFERENCE=$how "$TEXC" "$small" --tune --trials 1 --jobs 1 --log "$tmp/$how.jsonl" \
@@ -109,5 +120,6 @@ check "tune, 2 buckets: the compiled reference is built once for both" \
 check "tune, 2 buckets: each bucket's references from it" \
     test "$(grep -c 'the references at [0-9]* sizes\{0,1\} took .* (compiled reference)' "$tmp/rt.err")" -eq 2
 check "tune, 2 buckets: its build removed" test "$(leftover)" -eq 0
+check "tune -v, 2 buckets: one 'tuning time' line for both, adding up" times_add_up "$tmp/rt.err"
 
 done_testing

@@ -308,6 +308,7 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
         double start = tune_now();
         bool compiled;
         ok = tune_reference_outputs(b->reference, g, NULL, in, b->input_paths, b->ref, &compiled);
+        b->reference_s = tune_now() - start;
         if (ok && !o->quiet && (o->verbose || work > 50000000))
             fprintf(stderr, "texc: the reference took %.1f s (%s)\n", tune_now() - start,
                     compiled ? "compiled reference" : "evaluator");
@@ -451,8 +452,10 @@ static bool bucket_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o
         b->size_ref[s] = arena_alloc(a, sizeof **b->size_ref * (size_t)(g->noutputs + 1));
         if (ok) {
             bool compiled;
+            double at = tune_now();
             ok = tune_reference_outputs(b->reference, g, dims, in, b->size_inputs[s], b->size_ref[s],
                                         &compiled);
+            b->reference_s += tune_now() - at;
             ncompiled += compiled;
         }
         for (int i = 0; i < g->ninputs; i++)

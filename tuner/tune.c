@@ -92,6 +92,7 @@ typedef struct Tuner {
     /* this run */
     int trials, jobs, batch;
     double budget, start;
+    TuneTimes times;       /* where this run's time went (-v) */
     int next_trial;        /* trial numbers handed out */
     int measured;          /* candidates recorded in this run */
     int counts[TS_COUNT];
@@ -149,6 +150,7 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     double start = tune_now();
     json_t *seed = NULL;
     TuneShared shared = { 0 };
+    TuneTimes times = { 0 };
     int status = 0;
     /* one compiled reference for every bucket: it takes the sizes */
     Reference reference;
@@ -178,6 +180,7 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
         json_t *best = NULL;
         ob.best_config = &best;
         ob.shared = &shared;
+        ob.times = &times;
         if (!o->quiet)
             fprintf(stderr, "texc: bucket %d of %d: %s%s%s\n", n + 1, buckets.len,
                     sch_bucket_str(outer, g, ob.bucket),
@@ -205,7 +208,21 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
     tune_reference_free(&reference);
     if (!o->quiet)
         fprintf(stderr, "texc: tuned %d buckets in %.1f s\n", buckets.len, tune_now() - start);
+    if (o->verbose && !o->quiet) {
+        /* the buckets' own times, and what was between them (the layout
+           schedule's lookup) in the rest */
+        times.total = tune_now() - start;
+        tune_times_print(stderr, &times);
+    }
     return status;
+}
+
+void tune_times_print(FILE *out, const TuneTimes *t)
+{
+    double other = t->total - t->reference - t->builds - t->measure;
+    fprintf(out, "texc: tuning time: total %.1f s, reference %.1f s, builds %.1f s, measurements "
+                 "%.1f s, other %.1f s\n",
+            t->total, t->reference, t->builds, t->measure, other > 0 ? other : 0);
 }
 
 /* The configuration of the default schedule, as config_key writes it. */
@@ -1187,8 +1204,12 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         }
         for (int i = 0; i < n; i++)
             batch[i]->trial = ++t->next_trial;
+        double at = tune_now();
         tune_build(&t->bench, batch, n, t->jobs);
+        double built = tune_now();
         measure_batch(t, batch, n);
+        t->times.builds += built - at;
+        t->times.measure += tune_now() - built;
         tune_lock_release(&t->lock);
         if (new_trials >= t->trials) {
             stop = NULL;
@@ -1210,6 +1231,18 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
                         "%d measurements\n",
                 cross_validated(t), t->nhist);
     summary(t, t->npred >= 10 ? corr : NAN);
+    /* where the time went: the turns' waits for other tuners are not
+       this run's */
+    t->times.total = spent(t);
+    t->times.reference = t->bench_ready ? t->bench.reference_s : 0;
+    if (o->times) {
+        o->times->total += t->times.total;
+        o->times->reference += t->times.reference;
+        o->times->builds += t->times.builds;
+        o->times->measure += t->times.measure;
+    } else if (o->verbose && !o->quiet) {
+        tune_times_print(stderr, &t->times);
+    }
     if (o->plot) {
         char *title = NULL;
         if (asprintf(&title, "texc --tune %s: best so far", t->w.kernel) < 0)

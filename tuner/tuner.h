@@ -46,7 +46,21 @@ typedef struct TuneOptions {
     struct Reference *reference; /* the compiled reference the buckets of a
                                     program share (tune_run of a bucket), or
                                     NULL: the run's own */
+    struct TuneTimes *times; /* if set, tune_run adds where its time went
+                                (the buckets' total) */
 } TuneOptions;
+
+/* Where a tuning run's time went, for -v's last line: the reference
+ * outputs (the compiled reference's build and runs, or the evaluator),
+ * the candidates' builds (checking, applying and compiling, in parallel:
+ * wall time), their measurements, and the rest (the search, the cost
+ * model, the log, the inputs' files) is TOTAL less those. */
+typedef struct TuneTimes {
+    double total, reference, builds, measure;
+} TuneTimes;
+/* Prints "texc: tuning time: total T s, reference R s, builds B s,
+ * measurements M s, other O s". */
+void tune_times_print(FILE *out, const TuneTimes *t);
 
 /* Cost-model data one bucket's task leaves to the next (tune_buckets):
  * the features of its measured points in space SPACE (Space.id) and their
@@ -232,6 +246,7 @@ typedef struct Bench {
     Reference own_reference; /* ... the Bench's own */
     double min_time;      /* seconds of timed repeats to aim for */
     double compile_limit; /* seconds */
+    double reference_s;   /* seconds the reference outputs took */
     char harness_obj[4200]; /* the harness, compiled once; "" if not */
     bool harness_tried;
     bool verbose;
