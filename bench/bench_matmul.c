@@ -366,51 +366,6 @@ static void read_machine(Machine *mc)
     fclose(f);
 }
 
-/* The first three fields of /proc/loadavg: load over 1, 5 and 15 minutes. */
-static void read_load(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f)
-        return;
-    double l1, l5, l15;
-    if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
-        snprintf(buf, size, "%.2f %.2f %.2f", l1, l5, l15);
-    fclose(f);
-}
-
-/* Idle and total jiffies of all CPUs, from the first line of /proc/stat. */
-static int read_cpu_jiffies(unsigned long long *idle, unsigned long long *total)
-{
-    unsigned long long v[8] = {0};
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return 0;
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                   &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 5)
-        return 0;
-    *idle = v[3] + v[4]; /* idle + iowait */
-    *total = 0;
-    for (int i = 0; i < 8; i++)
-        *total += v[i];
-    return 1;
-}
-
-/* Share of the machine's CPU time used over one second while this process
- * sleeps: what everyone else is running.  < 0 when /proc/stat is unreadable. */
-static double others_busy(void)
-{
-    unsigned long long idle0, total0, idle1, total1;
-    if (!read_cpu_jiffies(&idle0, &total0))
-        return -1.0;
-    bench_sleep(1.0);
-    if (!read_cpu_jiffies(&idle1, &total1) || total1 == total0)
-        return -1.0;
-    return 1.0 - (double)(idle1 - idle0) / (double)(total1 - total0);
-}
-
 /* The first line TEXC -V prints. */
 static void texc_version(const char *texc, char *buf, size_t size)
 {
@@ -1027,8 +982,8 @@ int main(int argc, char **argv)
 
     /* Facts first: they do not depend on the measurements. */
     read_machine(&rep.machine);
-    read_load(rep.load_before, sizeof rep.load_before);
-    rep.busy_before = others_busy();
+    bench_read_load(rep.load_before, sizeof rep.load_before);
+    rep.busy_before = bench_others_busy();
     texc_version(texc, rep.texc_version, sizeof rep.texc_version);
     fprintf(stderr, "texc compile time (10 runs)...\n");
     rep.have_compile = compile_time(texc, te, &rep.compile);
@@ -1158,8 +1113,8 @@ int main(int argc, char **argv)
     OpsConfig ops = {rep.thread_counts, rep.nthread_counts, rep.min_time, rep.peak_core};
     bench_ops_run(&ops, set_threads);
 
-    read_load(rep.load_after, sizeof rep.load_after);
-    rep.busy_after = others_busy();
+    bench_read_load(rep.load_after, sizeof rep.load_after);
+    rep.busy_after = bench_others_busy();
     print_report(stdout, &rep);
     if (out_path) {
         FILE *f = fopen(out_path, "w");
