@@ -78,6 +78,11 @@ double bench_rel_error(const float *z, const float *ref, size_t count);
 int bench_cmp_double(const void *a, const void *b);
 double bench_percentile(const double *sorted, int count, double q);
 Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time);
+/* The first three fields of /proc/loadavg into BUF ("unknown" if unreadable). */
+void bench_read_load(char *buf, size_t size);
+/* The share of the machine's CPU time others used over one second (this
+ * process sleeps through it); < 0 when /proc/stat is unreadable. */
+double bench_others_busy(void);
 #ifdef BENCH_HAVE_DNNL
 extern dnnl_engine_t bench_dnnl_engine;
 extern dnnl_stream_t bench_dnnl_stream;

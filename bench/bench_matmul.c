@@ -7,8 +7,12 @@
  *   naive          a plain triple loop + erff GELU, -O2, one thread
  *                  (naive.c); it is also the reference every row is
  *                  checked against
- *   openblas       cblas_sgemm with alpha = 0.125, then one vectorizable
- *                  bias + GELU pass, built like texc's kernels
+ *   openblas       cblas_sgemm with alpha = 0.125 (cblas_sgemv at M = 1),
+ *                  then one bias + GELU pass vectorized through libmvec,
+ *                  in a process of its own (openblas_peer.c, openblas_row
+ *                  below) on OpenBLAS's OpenMP build where configure found
+ *                  it, OPENBLAS_CORETYPE=SkylakeX, under each OpenMP wait
+ *                  policy, the faster kept
  *   onednn         one matmul primitive: bias, output scale 0.125 and an
  *                  eltwise_gelu_erf post-op; weights in the layout the
  *                  primitive asks for (format any), reordered once,
@@ -41,9 +45,10 @@
  * output buffer is filled with NaN, and after its last call the output is
  * compared with the naive one: error = max|z - z_naive| / max|z_naive|,
  * a mismatch above 1e-4 (or any NaN) marks the row and makes the exit
- * status 1.  Thread counts are set with omp_set_num_threads (texc, the
- * GELU pass, oneDNN's OpenMP runtime), openblas_set_num_threads and
- * halide_set_num_threads (Halide's own thread pool), and read back.
+ * status 1.  Thread counts are set with omp_set_num_threads (texc,
+ * oneDNN's OpenMP runtime), halide_set_num_threads (Halide's own thread
+ * pool) and, in the OpenBLAS peer's process, openblas_set_num_threads and
+ * omp_set_num_threads, and read back.
  * % peak is of the FMA loop's one-thread peak (peak.c) times the row's
  * threads.  The machine may be shared: each row also reports
  * the CPU time the process got over the wall time its threads had (the
@@ -71,10 +76,6 @@
 
 #include "bench.h"
 #include "kernels.h"
-
-#ifdef BENCH_HAVE_OPENBLAS
-#include <cblas.h>
-#endif
 
 #ifndef BENCH_KERNEL_CFLAGS
 #define BENCH_KERNEL_CFLAGS "?"
@@ -134,28 +135,6 @@ static void run_texc(void *ctx)
     const TexcRun *t = ctx;
     t->kernel(t->problem->x, t->problem->w, t->problem->b, t->problem->z);
 }
-
-#ifdef BENCH_HAVE_OPENBLAS
-/* The epilogue a BLAS user writes: z = gelu(z + b), threads over rows. */
-static void bias_gelu(float *restrict z, const float *restrict b, int m, int n)
-{
-    #pragma omp parallel for schedule(static)
-    for (int i = 0; i < m; i++) {
-        float *restrict row = z + (long)i * n;
-        #pragma omp simd
-        for (int j = 0; j < n; j++)
-            row[j] = bench_gelu(row[j] + b[j]);
-    }
-}
-
-static void run_openblas(void *ctx)
-{
-    const Problem *p = ctx;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, p->m, p->n, p->k,
-                0.125f, p->x, p->k, p->w, p->n, 0.0f, p->z, p->n);
-    bias_gelu(p->z, p->b, p->m, p->n);
-}
-#endif
 
 #ifdef BENCH_HAVE_DNNL
 typedef struct DnnlRun {
@@ -256,13 +235,10 @@ static Row *new_row(const Shape *s, int threads, const char *impl)
     return r;
 }
 
-/* Times RUN on P and checks P's output against REF; fills R. */
-static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
-                        const float *ref, double min_time)
+/* R's rates from its timing, and P's output checked against REF. */
+static void finish_row(Row *r, const Problem *p, const float *ref)
 {
     size_t count = (size_t)p->m * p->n;
-    bench_fill_nan(p->z, count);
-    r->timing = bench_measure(run, ctx, r->threads, min_time);
     double gflop = 2.0 * p->m * p->n * p->k * 1e-9;
     r->gflops = gflop / r->timing.median;
     r->cpu_gflops = gflop * r->timing.reps / (r->timing.cpu_secs / r->threads);
@@ -271,6 +247,15 @@ static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
     fprintf(stderr, "  %-13s %2d thr %10.3f ms %9.2f GFLOP/s  err %.2e  cpu %3.0f%%%s\n", r->impl,
             r->threads, r->timing.median * 1e3, r->gflops, r->error, 100.0 * r->timing.cpu_share,
             r->state == ROW_MISMATCH ? "  *** MISMATCH ***" : "");
+}
+
+/* Times RUN on P and checks P's output against REF; fills R. */
+static void measure_row(Row *r, RunFn *run, void *ctx, const Problem *p,
+                        const float *ref, double min_time)
+{
+    bench_fill_nan(p->z, (size_t)p->m * p->n);
+    r->timing = bench_measure(run, ctx, r->threads, min_time);
+    finish_row(r, p, ref);
 }
 
 /* A texc row: w prepacked first where the kernel reads it packed (timed
@@ -381,51 +366,6 @@ static void read_machine(Machine *mc)
     fclose(f);
 }
 
-/* The first three fields of /proc/loadavg: load over 1, 5 and 15 minutes. */
-static void read_load(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    if (!f)
-        return;
-    double l1, l5, l15;
-    if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
-        snprintf(buf, size, "%.2f %.2f %.2f", l1, l5, l15);
-    fclose(f);
-}
-
-/* Idle and total jiffies of all CPUs, from the first line of /proc/stat. */
-static int read_cpu_jiffies(unsigned long long *idle, unsigned long long *total)
-{
-    unsigned long long v[8] = {0};
-    FILE *f = fopen("/proc/stat", "r");
-    if (!f)
-        return 0;
-    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
-                   &v[3], &v[4], &v[5], &v[6], &v[7]);
-    fclose(f);
-    if (n < 5)
-        return 0;
-    *idle = v[3] + v[4]; /* idle + iowait */
-    *total = 0;
-    for (int i = 0; i < 8; i++)
-        *total += v[i];
-    return 1;
-}
-
-/* Share of the machine's CPU time used over one second while this process
- * sleeps: what everyone else is running.  < 0 when /proc/stat is unreadable. */
-static double others_busy(void)
-{
-    unsigned long long idle0, total0, idle1, total1;
-    if (!read_cpu_jiffies(&idle0, &total0))
-        return -1.0;
-    bench_sleep(1.0);
-    if (!read_cpu_jiffies(&idle1, &total1) || total1 == total0)
-        return -1.0;
-    return 1.0 - (double)(idle1 - idle0) / (double)(total1 - total0);
-}
-
 /* The first line TEXC -V prints. */
 static void texc_version(const char *texc, char *buf, size_t size)
 {
@@ -510,7 +450,7 @@ typedef struct Report {
     double peak_core;                /* FMA peak of one thread: one core */
     double peak[MAX_THREAD_COUNTS];  /* FMA loop measured with thread_counts[i] threads */
     double min_time;
-    char openblas[256];              /* what was found, or "not found" */
+    char openblas[512];              /* what was found, or "not found" */
     char onednn[256];
     char halide[1024];
     const char *asm_file;
@@ -804,8 +744,8 @@ static void print_report(FILE *out, const Report *rep)
                  "IQR = 25th–75th percentile; GFLOP/s is at the median, best GFLOP/s at the fastest call, "
                  "GFLOP/s per CPU-s = all timed calls' flops / (the process's CPU time / threads), "
                  "an estimate of the speed when not preempted (idle OpenMP threads spinning count as busy); threads set with omp_set_num_threads, "
-                 "openblas_set_num_threads and halide_set_num_threads, each read back (OMP_NUM_THREADS, "
-                 "OPENBLAS_NUM_THREADS and HL_NUM_THREADS hold the maximum); "
+                 "halide_set_num_threads and (in the OpenBLAS peer's process) openblas_set_num_threads, "
+                 "each read back (OMP_NUM_THREADS and HL_NUM_THREADS hold the maximum); "
                  "naive runs on one thread only\n", rep->min_time);
     fprintf(out, "- check: every row's output against naive's, max|z − z_naive| / max|z_naive| <= %.0e; "
                  "%% peak is of the per-core FMA peak times the row's threads; "
@@ -842,6 +782,89 @@ static void print_report(FILE *out, const Report *rep)
     }
     print_targets(out, rep);
     bench_ops_print(out);
+}
+
+/* ---- The openblas row ---------------------------------------------------- */
+
+/* The inputs' seeds (bench_fill_random), passed to the OpenBLAS peer too. */
+enum { SEED_X = 1, SEED_W = 2, SEED_B = 3 };
+
+/* The openblas row: bench/openblas_peer (openblas_peer.c) run on P's shape
+ * and the row's threads, in its own process so that its OpenBLAS build's
+ * OpenMP runtime and these variables are its alone:
+ * OPENBLAS_CORETYPE=SkylakeX (OpenBLAS 0.3.21 takes this CPU for Haswell,
+ * AVX2 kernels at half the speed) and OMP_WAIT_POLICY, once PASSIVE and
+ * once ACTIVE, the faster kept and both medians in the note (a peer gets
+ * its best configuration).  Its output is checked here against REF.  A
+ * run that mismatches becomes the row, so that a wrong build cannot hide. */
+static void openblas_row(Row *r, Report *rep, const char *peer, const Problem *p, const float *ref)
+{
+    static const char *const policies[] = {"PASSIVE", "ACTIVE"};
+    Row best = *r;
+    best.state = ROW_FAILED;
+    char times[96] = "", config[sizeof rep->openblas] = "";
+    for (size_t i = 0; i < sizeof policies / sizeof policies[0]; i++) {
+        char out[] = "/tmp/texc-openblas-XXXXXX", cmd[1024], line[512];
+        int fd = mkstemp(out);
+        if (fd < 0)
+            bench_die("mkstemp: %s", strerror(errno));
+        close(fd);
+        snprintf(cmd, sizeof cmd,
+                 "env OPENBLAS_CORETYPE=SkylakeX OMP_WAIT_POLICY=%s OMP_NUM_THREADS=%d "
+                 "OPENBLAS_NUM_THREADS=%d '%s' %d %d %d %d %.9g %d %d %d '%s'",
+                 policies[i], r->threads, r->threads, peer, p->m, p->k, p->n, r->threads,
+                 rep->min_time, SEED_X, SEED_W, SEED_B, out);
+        FILE *f = popen(cmd, "r");
+        Row candidate = *r;
+        int got = 0;
+        while (f && fgets(line, sizeof line, f)) {
+            Timing *t = &candidate.timing;
+            if (sscanf(line, "timing %lf %lf %lf %lf %d %lf %lf", &t->median, &t->p25, &t->p75,
+                       &t->best, &t->reps, &t->cpu_secs, &t->cpu_share) == 7)
+                got = 1;
+            else if (!strncmp(line, "config ", 7))
+                snprintf(config, sizeof config, "%.*s", (int)strcspn(line + 7, "\n"), line + 7);
+        }
+        int status = f ? pclose(f) : -1;
+        size_t count = (size_t)p->m * p->n;
+        FILE *zf = got && status == 0 ? fopen(out, "rb") : NULL;
+        bench_fill_nan(p->z, count);
+        int read_all = zf && fread(p->z, sizeof *p->z, count, zf) == count;
+        if (zf)
+            fclose(zf);
+        unlink(out);
+        if (!read_all) {
+            r->state = ROW_FAILED;
+            snprintf(r->note, sizeof r->note, "bench/openblas_peer failed (OMP_WAIT_POLICY=%s): "
+                     "see the messages above the report", policies[i]);
+            fprintf(stderr, "  openblas: %s\n", r->note);
+            return;
+        }
+        fprintf(stderr, "  openblas: OMP_WAIT_POLICY=%s\n", policies[i]);
+        finish_row(&candidate, p, ref);
+        snprintf(candidate.note, sizeof candidate.note, "OMP_WAIT_POLICY=%s", policies[i]);
+        size_t used = strlen(times);
+        snprintf(times + used, sizeof times - used, "%s%s %.3f ms", i ? ", " : "", policies[i],
+                 candidate.timing.median * 1e3);
+        if (best.state == ROW_MISMATCH)
+            continue;
+        if (candidate.state == ROW_MISMATCH || best.state == ROW_FAILED ||
+            candidate.timing.median < best.timing.median)
+            best = candidate;
+    }
+    *r = best;
+    char note[sizeof r->note];
+    snprintf(note, sizeof note, "own process; %s; %s + bias/GELU pass through libmvec "
+             "(_ZGVeN16v_erff); OPENBLAS_CORETYPE=SkylakeX, %s (median %s); "
+             "openblas_set_num_threads(%d)", config, p->m == 1 ? "sgemv" : "sgemm", best.note,
+             times, r->threads);
+    snprintf(r->note, sizeof r->note, "%s", note);
+    snprintf(rep->openblas, sizeof rep->openblas,
+             "found — %s, run by bench/openblas_peer in its own process (the OpenMP build where "
+             "configure found it), with OPENBLAS_CORETYPE=SkylakeX, under OMP_WAIT_POLICY PASSIVE "
+             "and ACTIVE (the faster kept); sgemm, or sgemv at M = 1, then a bias + GELU pass "
+             "vectorized through glibc's libmvec (bench/gelu_mvec.c, -ffast-math: _ZGVeN16v_erff)",
+             config);
 }
 
 /* ---- The halide row ------------------------------------------------------ */
@@ -899,18 +922,13 @@ static void halide_row(Row *r, const Report *rep, const Problem *p, const float 
 static void usage(void)
 {
     fputs("usage: bench_matmul --texc TEXC --te FILE.te [--threads '1 2'] [--min-time S]\n"
-          "                    [--asm FILE] [--out results.md]\n", stderr);
+          "                    [--asm FILE] [--out results.md] [--openblas-peer PROGRAM]\n", stderr);
     exit(2);
 }
 
 static void set_threads(int threads)
 {
     omp_set_num_threads(threads);
-#ifdef BENCH_HAVE_OPENBLAS
-    openblas_set_num_threads(threads);
-    if (openblas_get_num_threads() != threads)
-        bench_die("openblas_set_num_threads(%d) left %d threads", threads, openblas_get_num_threads());
-#endif
 #ifdef BENCH_HAVE_HALIDE
     int halide_threads = bench_halide_set_threads(threads);
     if (halide_threads != threads)
@@ -926,6 +944,7 @@ int main(int argc, char **argv)
     memset(&rep, 0, sizeof rep);
     rep.min_time = 0.3;
     const char *texc = NULL, *te = NULL, *out_path = NULL, *threads_arg = "1 2";
+    const char *openblas_peer = NULL; /* bench/openblas_peer, where configure found OpenBLAS */
     for (int i = 1; i < argc; i++) {
         if (i + 1 >= argc)
             usage();
@@ -941,6 +960,8 @@ int main(int argc, char **argv)
             rep.asm_file = argv[++i];
         else if (!strcmp(argv[i], "--out"))
             out_path = argv[++i];
+        else if (!strcmp(argv[i], "--openblas-peer"))
+            openblas_peer = argv[++i];
         else
             usage();
     }
@@ -961,24 +982,13 @@ int main(int argc, char **argv)
 
     /* Facts first: they do not depend on the measurements. */
     read_machine(&rep.machine);
-    read_load(rep.load_before, sizeof rep.load_before);
-    rep.busy_before = others_busy();
+    bench_read_load(rep.load_before, sizeof rep.load_before);
+    rep.busy_before = bench_others_busy();
     texc_version(texc, rep.texc_version, sizeof rep.texc_version);
     fprintf(stderr, "texc compile time (10 runs)...\n");
     rep.have_compile = compile_time(texc, te, &rep.compile);
-#ifdef BENCH_HAVE_OPENBLAS
-    {
-        static const char *const parallel[] = {"sequential", "pthreads", "OpenMP"};
-        int par = openblas_get_parallel();
-        const char *coretype = getenv("OPENBLAS_CORETYPE");
-        snprintf(rep.openblas, sizeof rep.openblas,
-                 "found — `%s`; core in use: **%s** (OPENBLAS_CORETYPE=%s); threading: %s",
-                 openblas_get_config(), openblas_get_corename(), coretype ? coretype : "unset",
-                 par >= 0 && par <= 2 ? parallel[par] : "?");
-    }
-#else
-    snprintf(rep.openblas, sizeof rep.openblas, "not found by configure: rows skipped");
-#endif
+    snprintf(rep.openblas, sizeof rep.openblas, "%s",
+             openblas_peer ? "found, but no row ran" : "not found by configure: rows skipped");
 #ifdef BENCH_HAVE_DNNL
     {
         const dnnl_version_t *v = dnnl_version();
@@ -1016,9 +1026,9 @@ int main(int argc, char **argv)
         float *x = bench_xmalloc(sizeof *x * xs), *w = bench_xmalloc(sizeof *w * ws);
         float *b = bench_xmalloc(sizeof *b * s->n), *z = bench_xmalloc(sizeof *z * zs);
         float *ref = bench_xmalloc(sizeof *ref * zs);
-        bench_fill_random(x, xs, 1);
-        bench_fill_random(w, ws, 2);
-        bench_fill_random(b, s->n, 3);
+        bench_fill_random(x, xs, SEED_X);
+        bench_fill_random(w, ws, SEED_W);
+        bench_fill_random(b, s->n, SEED_B);
         Problem p = {s->m, s->k, s->n, x, w, b, z};
         fprintf(stderr, "%d×%d×%d\n", s->m, s->k, s->n);
         if (is_gemv(s)) {
@@ -1049,13 +1059,10 @@ int main(int argc, char **argv)
             }
 
             Row *r = new_row(s, threads, "openblas");
-#ifdef BENCH_HAVE_OPENBLAS
-            snprintf(r->note, sizeof r->note, "sgemm + bias/GELU pass");
-            measure_row(r, run_openblas, &p, &p, ref, rep.min_time);
-            bench_sleep(0.3); /* let OpenBLAS's spinning threads go to sleep */
-#else
-            r->state = ROW_ABSENT;
-#endif
+            if (openblas_peer)
+                openblas_row(r, &rep, openblas_peer, &p, ref);
+            else
+                r->state = ROW_ABSENT;
 
             r = new_row(s, threads, "onednn");
 #ifdef BENCH_HAVE_DNNL
@@ -1106,8 +1113,8 @@ int main(int argc, char **argv)
     OpsConfig ops = {rep.thread_counts, rep.nthread_counts, rep.min_time, rep.peak_core};
     bench_ops_run(&ops, set_threads);
 
-    read_load(rep.load_after, sizeof rep.load_after);
-    rep.busy_after = others_busy();
+    bench_read_load(rep.load_after, sizeof rep.load_after);
+    rep.busy_after = bench_others_busy();
     print_report(stdout, &rep);
     if (out_path) {
         FILE *f = fopen(out_path, "w");

@@ -576,17 +576,6 @@ typedef struct Report {
     Tuning tuning;
 } Report;
 
-static void read_load(char *buf, size_t size)
-{
-    snprintf(buf, size, "unknown");
-    FILE *f = fopen("/proc/loadavg", "r");
-    double l1, l5, l15;
-    if (f && fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
-        snprintf(buf, size, "%.2f %.2f %.2f", l1, l5, l15);
-    if (f)
-        fclose(f);
-}
-
 /* The faster oneDNN row of a size and thread count, or NULL when neither is OK. */
 static const Row *dnnl_best(int si, int ti)
 {
@@ -999,7 +988,7 @@ int main(int argc, char **argv)
     if (rep.nthread_counts == 0 || NSIZES == 0)
         bench_die("no thread counts, or no sizes");
     cpu_model(rep.cpu, sizeof rep.cpu);
-    read_load(rep.load_before, sizeof rep.load_before);
+    bench_read_load(rep.load_before, sizeof rep.load_before);
     read_tuning(&rep.tuning, rep.cpu);
 
     /* the data, for the largest M; every M uses its first rows */
@@ -1071,7 +1060,7 @@ int main(int argc, char **argv)
 #endif
     }
 
-    read_load(rep.load_after, sizeof rep.load_after);
+    bench_read_load(rep.load_after, sizeof rep.load_after);
     print_report(stdout, &rep);
     if (out_path) {
         FILE *f = fopen(out_path, "w");

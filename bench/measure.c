@@ -167,6 +167,53 @@ double bench_rel_error(const float *z, const float *ref, size_t count)
     return scale > 0.0 ? diff / scale : diff;
 }
 
+/* ---- The machine's load ------------------------------------------------- */
+
+/* The first three fields of /proc/loadavg: load over 1, 5 and 15 minutes. */
+void bench_read_load(char *buf, size_t size)
+{
+    snprintf(buf, size, "unknown");
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (!f)
+        return;
+    double l1, l5, l15;
+    if (fscanf(f, "%lf %lf %lf", &l1, &l5, &l15) == 3)
+        snprintf(buf, size, "%.2f %.2f %.2f", l1, l5, l15);
+    fclose(f);
+}
+
+/* Idle and total jiffies of all CPUs, from the first line of /proc/stat. */
+static int read_cpu_jiffies(unsigned long long *idle, unsigned long long *total)
+{
+    unsigned long long v[8] = {0};
+    FILE *f = fopen("/proc/stat", "r");
+    if (!f)
+        return 0;
+    int n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+                   &v[3], &v[4], &v[5], &v[6], &v[7]);
+    fclose(f);
+    if (n < 5)
+        return 0;
+    *idle = v[3] + v[4]; /* idle + iowait */
+    *total = 0;
+    for (int i = 0; i < 8; i++)
+        *total += v[i];
+    return 1;
+}
+
+/* Share of the machine's CPU time used over one second while this process
+ * sleeps: what everyone else is running.  < 0 when /proc/stat is unreadable. */
+double bench_others_busy(void)
+{
+    unsigned long long idle0, total0, idle1, total1;
+    if (!read_cpu_jiffies(&idle0, &total0))
+        return -1.0;
+    bench_sleep(1.0);
+    if (!read_cpu_jiffies(&idle1, &total1) || total1 == total0)
+        return -1.0;
+    return 1.0 - (double)(idle1 - idle0) / (double)(total1 - total0);
+}
+
 /* ---- Timing -------------------------------------------------------------- */
 
 int bench_cmp_double(const void *a, const void *b)
