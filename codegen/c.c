@@ -134,6 +134,8 @@ static void emit_store(Emitter *e, const Stmt *s)
         fputc(')', e->p.out);
         break;
     case DT_F16:
+    case DT_U8: /* in range already: only a load or a cast makes a u8 or i8 */
+    case DT_I8:
         fprintf(e->p.out, "(%s)(", storage_type(s->buf->dtype));
         cg_emit_expr(&e->p, s->value, 0);
         fputc(')', e->p.out);

@@ -3,7 +3,7 @@
  *     npycmp [-s SCALE] REF.npy GOT.npy
  *
  * Both files are NumPy .npy arrays (format 1.0, 2.0 or 3.0, C order) with
- * one of the descrs texc writes: '<f8', '<f4', '<f2', '<i4', '|b1', and
+ * one of the descrs texc writes: '<f8', '<f4', '<f2', '<i4', '|u1', '|i1', '|b1', and
  * '<u2', which texc's harness uses for bf16 (NumPy has none; the
  * reference writes bf16 as '<f4' holding bf16-rounded values, so REF and
  * GOT may differ in descr).  The shapes must be equal.  Every element must
@@ -22,6 +22,7 @@
  *                             float and rounded when stored)
  *     bf16    5e-2    5e-2    ~20 bf16 ulps, as for f16
  *     i32     0       0       exact
+ *     u8, i8  0       0       exact
  *     bool    0       0       exact
  *
  * The absolute term keeps results that cancel to nearly zero from failing
@@ -74,6 +75,8 @@ static const DtypeInfo dtypes[] = {
     { "<u2", "bf16", 2, 5e-2, 5e-2 },
     { "<i4", "i32", 4, 0, 0 },
     { "|b1", "bool", 1, 0, 0 },
+    { "|u1", "u8", 1, 0, 0 },
+    { "|i1", "i8", 1, 0, 0 },
 };
 
 static _Noreturn void fail(const char *path, const char *msg)
@@ -166,8 +169,10 @@ static double decode(const DtypeInfo *t, const unsigned char *p)
     case 'b':
         return p[0] != 0;
     case 'i':
-        return (int32_t)(uint32_t)u;
-    case 'u': { /* bf16: the high half of an f32 */
+        return t->size == 1 ? (int8_t)(uint8_t)u : (int32_t)(uint32_t)u;
+    case 'u': { /* u8, or bf16: the high half of an f32 */
+        if (t->size == 1)
+            return (double)u;
         uint32_t bits = (uint32_t)u << 16;
         float f;
         memcpy(&f, &bits, sizeof f);
@@ -216,7 +221,7 @@ static void read_npy(Npy *a, const char *path)
     free(header);
     const DtypeInfo *t = dtype_of(a->descr);
     if (!t)
-        fail(path, "unsupported descr (want <f8 <f4 <f2 <u2 <i4 |b1)");
+        fail(path, "unsupported descr (want <f8 <f4 <f2 <u2 <i4 |u1 |i1 |b1)");
     size_t bytes = (size_t)a->n * (size_t)t->size;
     unsigned char *raw = malloc(bytes + 1);
     a->data = malloc(sizeof *a->data * (size_t)(a->n + 1));
