@@ -34,9 +34,11 @@
  *
  * Prints one line: the number of elements, the number of mismatches and
  * the worst element (its index, ref, got): the one with the largest error
- * relative to its tolerance.  -s SCALE (>= 1) multiplies the float
+ * relative to its tolerance.  -s SCALE (>= 1, or 0) multiplies the float
  * tolerances: for a deep program (a transformer block's six matmuls, two
- * layer norms and a softmax), whose f32 rounding compounds.
+ * layer norms and a softmax), whose f32 rounding compounds; -s 0 asks
+ * for the same values exactly (tests/conversions.sh: a conversion has one
+ * right answer).
  * Exit status: 0 all match, 1 a mismatch (values or shapes), 2 a usage
  * error or a file that cannot be read.  Standalone: no part of texc is
  * linked, so a bug in texc's own .npy code cannot hide itself.
@@ -280,7 +282,7 @@ int main(int argc, char **argv)
         argv += 2;
         argc -= 2;
     }
-    if (argc != 3 || !(scale >= 1)) {
+    if (argc != 3 || !(scale >= 1 || scale == 0)) {
         fprintf(stderr, "usage: npycmp [-s SCALE] REF.npy GOT.npy\n");
         return 2;
     }
