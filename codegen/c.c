@@ -134,6 +134,8 @@ static void emit_store(Emitter *e, const Stmt *s)
         fputc(')', e->p.out);
         break;
     case DT_F16:
+    case DT_U8: /* in range already: only a load or a cast makes a u8 or i8 */
+    case DT_I8:
         fprintf(e->p.out, "(%s)(", storage_type(s->buf->dtype));
         cg_emit_expr(&e->p, s->value, 0);
         fputc(')', e->p.out);
@@ -160,10 +162,13 @@ static void emit_store(Emitter *e, const Stmt *s)
  * group of 16 iterations, so a loop of 64 is four vector statements.
  * Local buffers whose last dimension is a multiple of 16 are declared as
  * arrays of vectors, so a tile of accumulators indexed by constants after
- * unrolling stays in vector registers.  When the trip count is not a
- * constant (a tile at the edge of a tensor), the vector code runs when it
- * is the full count and a scalar loop otherwise.  Anything else (other
- * dtypes, gathers, comparisons, casts) is a scalar loop under
+ * unrolling stays in vector registers.  A bf16 or f16 load widened to
+ * f32, f32(w[k, j]), is a vector load too, converted as it is loaded
+ * (te_vload_bf16, te_vload_f16: exact, so the numbers are the scalar
+ * loop's).  When the trip count is not a constant (a tile at the edge of
+ * a tensor), the vector code runs when it is the full count and a scalar
+ * loop otherwise.  Anything else (other dtypes, gathers, comparisons,
+ * other casts) is a scalar loop under
  * `#pragma omp simd`.
  */
 
@@ -198,27 +203,46 @@ static int64_t stride_of(Arena *scratch, Expr *ix, const IterVar *v, Expr **rest
     return 0;
 }
 
+/* The elements apart that the lanes over V of the load X are (0: not a
+ * vector load: X gathers, or it is of rank 0). */
+static int64_t load_stride(const Expr *x, const IterVar *v)
+{
+    if (x->nargs == 0)
+        return 0;
+    for (int d = 0; d + 1 < x->nargs; d++)
+        if (!invariant(x->args[d], v))
+            return 0;
+    Expr *rest;
+    Arena scratch = {0};
+    int64_t c = stride_of(&scratch, x->args[x->nargs - 1], v, &rest);
+    arena_free(&scratch);
+    return c;
+}
+
+/* Is X f32(LOAD), LOAD a bf16 or f16 load whose lanes over V are
+ * consecutive (a vector load, widened as it is loaded)? */
+static bool widened_load(const Expr *x, const IterVar *v)
+{
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32)
+        return false;
+    const Expr *l = x->args[0];
+    return l->kind == EX_LOAD && (l->tensor->dtype == DT_BF16 || l->tensor->dtype == DT_F16) &&
+           load_stride(l, v) == 1;
+}
+
 /* Is E computable as a vector of f32 over V? */
 static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
 {
     if (invariant(x, v))
         return x->dtype == DT_F32;
     switch (x->kind) {
-    case EX_LOAD: {
-        if (x->tensor->dtype != DT_F32 || x->nargs == 0)
-            return false;
-        for (int d = 0; d + 1 < x->nargs; d++)
-            if (!invariant(x->args[d], v))
-                return false;
-        Expr *rest;
-        Arena scratch = {0};
-        bool strided = stride_of(&scratch, x->args[x->nargs - 1], v, &rest) > 0;
-        arena_free(&scratch);
-        return strided;
-    }
+    case EX_LOAD:
+        return x->tensor->dtype == DT_F32 && load_stride(x, v) > 0;
     case EX_OP:
         if (x->dtype != DT_F32)
             return false;
+        if (widened_load(x, v))
+            return true;
         switch (x->op) {
         case OP_ADD: case OP_SUB: case OP_MUL: case OP_DIV: case OP_NEG:
         case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH: case OP_ERF:
@@ -310,8 +334,9 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
         fputc(')', out);
         return;
     }
-    if (x->kind == EX_LOAD) {
-        emit_vaccess(e, x->tensor, x->args, v, vmin, g, NULL);
+    if (x->kind == EX_LOAD || widened_load(x, v)) {
+        const Expr *l = x->kind == EX_LOAD ? x : x->args[0];
+        emit_vaccess(e, l->tensor, l->args, v, vmin, g, NULL);
         return;
     }
     int q = cg_prec(x->op);
@@ -373,7 +398,11 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
             emit_vexpr(e, store_value, v, vmin, g, 0);
         }
     } else {
-        fputs(store_value ? "te_vstore(" : "te_vload(", e->p.out);
+        fputs(store_value               ? "te_vstore("
+              : buf->dtype == DT_BF16   ? "te_vload_bf16("
+              : buf->dtype == DT_F16    ? "te_vload_f16("
+                                        : "te_vload(",
+              e->p.out);
         emit_address(e, buf, idx, first);
         if (store_value) {
             fputs(", ", e->p.out);
@@ -1287,6 +1316,22 @@ static const CgHelper c_before[] = {
     { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
     { "te_vload", "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n" },
     { "te_vstore", "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n" },
+    { "te_vload_bf16 te_vload_f16", "/* 16 bf16 or f16 values widened to f32 as they are loaded: exact */\n" },
+    { "te_vload_bf16", "static inline te_v16f te_vload_bf16(const uint16_t *p)\n"
+                       "{\n"
+                       "    typedef uint16_t v16h __attribute__((vector_size(32)));\n"
+                       "    typedef uint32_t v16w __attribute__((vector_size(64)));\n"
+                       "    v16h h;\n"
+                       "    memcpy(&h, p, sizeof h);\n"
+                       "    return (te_v16f)(__builtin_convertvector(h, v16w) << 16);\n"
+                       "}\n" },
+    { "te_vload_f16", "static inline te_v16f te_vload_f16(const _Float16 *p)\n"
+                      "{\n"
+                      "    typedef _Float16 v16h __attribute__((vector_size(32)));\n"
+                      "    v16h h;\n"
+                      "    memcpy(&h, p, sizeof h);\n"
+                      "    return __builtin_convertvector(h, te_v16f);\n"
+                      "}\n" },
     { "te_vloads",
       "/* lanes C elements apart: p[0], p[C], .. p[15*C] (nothing past it is read) */\n"
       "#if defined(__AVX512F__)\n"

@@ -30,7 +30,8 @@
  * the 32-bit unsigned type, so that no overflow is undefined; what the
  * operands' ranges keep inside, index arithmetic above all, is written
  * plainly), integer division by zero 0 and INT32_MIN / -1 INT32_MIN
- * (te_div_*), float-to-int casts saturating with NaN to 0 (te_f2i),
+ * (te_div_*), float-to-int casts saturating with NaN to 0 (te_f2i,
+ * te_f2i_u8, te_f2i_i8; from i32, te_sat_u8 and te_sat_i8),
  * min/max/relu propagating NaN, f16 and bf16 computed in float.
  */
 #include <ctype.h>
@@ -329,7 +330,7 @@ const char *cg_compute_type(const CgPrinter *p, DType t)
 {
     switch (t) {
     case DT_BOOL: return "bool";
-    case DT_I32: return p->int_type;
+    case DT_I32: case DT_U8: case DT_I8: return p->int_type;
     case DT_F64: return "double";
     default: return "float";
     }
@@ -366,7 +367,7 @@ int cg_prec(Op op)
 static void emit_const(CgPrinter *p, DType t, double v)
 {
     FILE *out = p->out;
-    if (t == DT_I32 || t == DT_BOOL || t == DT_NONE) {
+    if (!dtype_is_float(t)) {
         if (t == DT_BOOL && p->d->bool_words)
             fputs(v != 0 ? "true" : "false", out);
         else if (v < 0)
@@ -584,6 +585,8 @@ static void emit_cast(CgPrinter *p, const Expr *x)
         fputs(" != 0)", p->out);
     } else if (to == DT_I32 && dtype_is_float(from)) {
         emit_call(p, "te_f2i", x);
+    } else if (dtype_is_narrow_int(to) && from != DT_BOOL && from != to) {
+        emit_call(p, arena_printf(p->a, "te_%s_%s", dtype_is_float(from) ? "f2i" : "sat", dtype_name(to)), x);
     } else if (to == DT_F16) {
         emit_around(p, p->d->round_f16, v);
     } else if (to == DT_BF16) {
@@ -749,6 +752,13 @@ static const CgHelper math_helpers[] = {
     { "te_sub_i32", "$Q $I te_sub_i32($I a, $I b) { return te_wrap_i32(($U)a - ($U)b); }\n" },
     { "te_mul_i32", "$Q $I te_mul_i32($I a, $I b) { return te_wrap_i32(($U)a * ($U)b); }\n" },
     { "te_neg_i32", "$Q $I te_neg_i32($I a) { return te_wrap_i32(0u - ($U)a); }\n" },
+    { "te_sat_u8 te_sat_i8 te_f2i_u8 te_f2i_i8",
+      "/* casts to u8 and i8 saturate; from a float toward zero, NaN to 0 */\n" },
+    { "te_sat_u8", "$Q $I te_sat_u8($I a) { return a > 255 ? 255 : a < 0 ? 0 : a; }\n" },
+    { "te_sat_i8", "$Q $I te_sat_i8($I a) { return a > 127 ? 127 : a < -128 ? -128 : a; }\n" },
+    { "te_f2i_u8", "$Q $I te_f2i_u8(double x) { return x != x ? 0 : x >= 255.0 ? 255 : x <= 0.0 ? 0 : ($I)x; }\n" },
+    { "te_f2i_i8",
+      "$Q $I te_f2i_i8(double x) { return x != x ? 0 : x >= 127.0 ? 127 : x <= -128.0 ? -128 : ($I)x; }\n" },
     { "te_f2i", "/* float to i32: NaN is 0, out of range saturates */\n"
                 "$Q $I te_f2i(double x)\n"
                 "{\n"

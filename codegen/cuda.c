@@ -164,6 +164,8 @@ static const char *storage_type(DType t)
     switch (t) {
     case DT_BOOL: return "bool";
     case DT_I32: return "int";
+    case DT_U8: return "unsigned char";
+    case DT_I8: return "signed char";
     case DT_F16: return "__half";
     case DT_BF16: return "__nv_bfloat16";
     case DT_F32: return "float";

@@ -200,6 +200,8 @@ const char *cg_npy_descr(DType t)
     switch (t) {
     case DT_BOOL: return "|b1";
     case DT_I32: return "<i4";
+    case DT_U8: return "|u1";
+    case DT_I8: return "|i1";
     case DT_F16: return "<f2";
     case DT_BF16: return "<u2";
     case DT_F32: return "<f4";

@@ -557,6 +557,18 @@ static bool coerce(Sema *s, Value *v, DType t, Span sp)
         FAIL(s, sp, "cannot use a number as bool: compare it, e.g. x != 0");
         return false;
     }
+    if (dtype_is_narrow_int(t)) {
+        /* u8 and i8 compute nothing, so only a number can become one */
+        if (v->e->kind != EX_CONST) {
+            FAIL(s, sp, "cannot compute in %s: write one number, or widen the %s operand, e.g. i32(...)",
+                 dtype_name(t), dtype_name(t));
+            return false;
+        }
+        if (dtype_round(t, v->e->value) != v->e->value) {
+            FAIL(s, sp, "%s cannot hold %g", dtype_name(t), v->e->value);
+            return false;
+        }
+    }
     set_dtype(v->e, t);
     v->u = TYPED;
     return true;
@@ -759,7 +771,7 @@ static Value convert_access(Sema *s, const Node *n, Scope *scope)
 
 /* Operand rules per operator. */
 typedef enum OperandRule {
-    RULE_NUMERIC, /* i32 or float */
+    RULE_NUMERIC, /* i32 or float (u8 and i8 compute nothing) */
     RULE_FLOAT,   /* float only: untyped ints become floats */
     RULE_INT,     /* i32 only */
     RULE_BOOL,    /* bool only */
@@ -809,10 +821,16 @@ static bool check_rule(Sema *s, Op op, OperandRule rule, Value *v)
     case RULE_BOOL: if (t != DT_BOOL) need = "bool"; break;
     case RULE_ANY: break;
     }
+    if (!need && rule != RULE_ANY && dtype_is_narrow_int(t)) {
+        FAIL(s, v->e->span, "'%s' does not compute in %s: widen the operand first, e.g. i32(...) or f32(...)",
+             op_text(op), dtype_name(t));
+        return false;
+    }
     if (need) {
         FAIL(s, v->e->span, "'%s' needs %s %s, got %s%s", op_text(op), need,
              op_is_call(op) ? "arguments" : "operands", dtype_name(t),
-             (rule == RULE_FLOAT && t == DT_I32) || (rule == RULE_NUMERIC && t == DT_BOOL)
+             (rule == RULE_FLOAT && (t == DT_I32 || dtype_is_narrow_int(t))) ||
+                     (rule == RULE_NUMERIC && t == DT_BOOL)
                  ? ": cast it, e.g. f32(...)"
              : rule == RULE_BOOL ? ": compare it, e.g. x != 0" : "");
         return false;
@@ -892,8 +910,12 @@ static Value convert_call(Sema *s, const Node *n, Scope *scope)
         Value v = convert(s, n->kids[0], scope);
         if (!v.e)
             return fail_value();
-        if (v.u != TYPED && !coerce(s, &v, v.u == UNTYPED_FLOAT && !dtype_is_float(cast)
-                                               ? DT_F64 : cast, n->span))
+        /* an untyped integer computes in i32 before a cast to u8 or i8,
+           which compute nothing: u8(2 + 3) is 5, u8(300) saturates */
+        if (v.u != TYPED && !coerce(s, &v, v.u == UNTYPED_FLOAT && !dtype_is_float(cast) ? DT_F64
+                                           : dtype_is_narrow_int(cast)                     ? DT_I32
+                                                                                           : cast,
+                                    n->span))
             return fail_value();
         return (Value){ ex_op(s->arena, n->span, OP_CAST, cast, &v.e, 1), TYPED };
     }
@@ -1082,6 +1104,12 @@ static Value convert_reduce(Sema *s, const Node *n, Scope *scope)
             return fail_value();
     if (body.u == TYPED && body.e->dtype == DT_BOOL) {
         FAIL(s, n->span, "cannot %s bool values: cast them, e.g. i32(...)", n->name);
+        return fail_value();
+    }
+    if (body.u == TYPED && dtype_is_narrow_int(body.e->dtype)) {
+        /* the accumulator is the body's dtype (language.md 4.2) */
+        FAIL(s, n->span, "cannot %s %s values: widen them to the accumulator's dtype, e.g. %s(k) i32(x[i, k]) * i32(w[k, j])",
+             n->name, dtype_name(body.e->dtype), n->name);
         return fail_value();
     }
     Expr *e = ex_reduce(s->arena, n->span, red, inner.vars, naxes, body.e);
@@ -1665,7 +1693,7 @@ static bool define_inputs(Sema *s)
         t->is_const = n->is_const;
         t->dtype = dtype_lookup(n->dtype_name, strlen(n->dtype_name));
         if (t->dtype == DT_NONE) {
-            FAIL(s, n->dtype_span, "unknown dtype '%s': expected f32, f64, f16, bf16, i32 or bool",
+            FAIL(s, n->dtype_span, "unknown dtype '%s': expected f32, f64, f16, bf16, i32, u8, i8 or bool",
                  n->dtype_name);
             return false;
         }

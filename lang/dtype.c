@@ -69,6 +69,11 @@ bool dtype_is_float(DType t)
     return info(t)->is_float;
 }
 
+bool dtype_is_narrow_int(DType t)
+{
+    return t == DT_U8 || t == DT_I8;
+}
+
 const char *dtype_npy(DType t)
 {
     return info(t)->npy;
@@ -124,6 +129,18 @@ static double round_to_format(FloatFormat fmt, double v)
     return copysign(ldexp(q, ulp_exp), v);
 }
 
+/* V toward zero, saturating at LO and HI; NaN is 0. */
+static double round_to_int(double v, double lo, double hi)
+{
+    if (isnan(v))
+        return 0.0;
+    if (v >= hi)
+        return hi;
+    if (v <= lo)
+        return lo;
+    return trunc(v);
+}
+
 double dtype_round(DType t, double v)
 {
     switch (t) {
@@ -137,13 +154,11 @@ double dtype_round(DType t, double v)
     case DT_BF16:
         return round_to_format(format_bf16, v);
     case DT_I32:
-        if (isnan(v))
-            return 0.0;
-        if (v >= (double)INT32_MAX)
-            return (double)INT32_MAX;
-        if (v <= (double)INT32_MIN)
-            return (double)INT32_MIN;
-        return trunc(v);
+        return round_to_int(v, INT32_MIN, INT32_MAX);
+    case DT_U8:
+        return round_to_int(v, 0, UINT8_MAX);
+    case DT_I8:
+        return round_to_int(v, INT8_MIN, INT8_MAX);
     case DT_BOOL:
         return v != 0.0 ? 1.0 : 0.0;
     case DT_COUNT:

@@ -93,6 +93,12 @@ void te_random_input(const Tensor *t, uint64_t seed, double *out)
             /* Lemire's multiply-shift: uniform in [0, 200). */
             v = (double)(((rng_next(&rng) >> 32) * 200) >> 32) - 100.0;
             break;
+        case DT_U8: /* the whole range: the extremes are where sums overflow */
+            v = (double)(rng_next(&rng) >> 56);
+            break;
+        case DT_I8:
+            v = (double)(rng_next(&rng) >> 56) - 128.0;
+            break;
         default:
             do {
                 double u = (double)(rng_next(&rng) >> 11) * 0x1p-53;
@@ -369,7 +375,7 @@ static void eval_stage(Evaluator *ev, const Tensor *t, double *out)
 {
     int64_t *slots = ev->slots;
     int rank = t->rank;
-    bool round = t->dtype == DT_I32 || t->dtype == DT_BOOL;
+    bool round = !dtype_is_float(t->dtype);
     int64_t n = ev->elems[t->id];
     const int64_t *shape = &ev->shape[t->id * TE_MAX_RANK];
     for (int d = 0; d < rank; d++)

@@ -87,6 +87,10 @@ static int encode(DType t, double v, unsigned char *p)
     case DT_I32:
         put_le(p, (uint32_t)(int32_t)dtype_round(DT_I32, v), 4);
         return 4;
+    case DT_U8:
+    case DT_I8: /* two's complement: -1 is 0xff */
+        p[0] = (unsigned char)(int)dtype_round(t, v);
+        return 1;
     case DT_F16:
         put_le(p, dtype_f16_bits(v), 2);
         return 2;
@@ -523,9 +527,8 @@ static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
             double v = decode(&h, chunk + k * h.size), r = dtype_round(t->dtype, v);
             if (!dtype_is_float(t->dtype) && r != v) {
                 free(chunk);
-                return read_error(path, "value %lld is %g, which %s input %s cannot hold",
-                                  (long long)(i + k), v,
-                                  t->dtype == DT_BOOL ? "the bool" : "the i32", t->name);
+                return read_error(path, "value %lld is %g, which the %s input %s cannot hold",
+                                  (long long)(i + k), v, dtype_name(t->dtype), t->name);
             }
             data[i + k] = r;
         }

@@ -135,7 +135,7 @@ static void format_const(char *buf, size_t size, double v, DType t)
         snprintf(buf, size, v < 0 ? "-inf" : "inf");
         return;
     }
-    bool integer_type = t == DT_I32 || t == DT_BOOL || t == DT_NONE;
+    bool integer_type = !dtype_is_float(t);
     bool negative_zero = v == 0.0 && signbit(v);
     if (integer_type && v == trunc(v) && fabs(v) < 1e15 && !negative_zero) {
         snprintf(buf, size, "%lld", (long long)v);

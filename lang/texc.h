@@ -154,6 +154,8 @@ int te_name_index(const char *const *names, int n, const char *name);
 #define TE_DTYPES(X)                                   \
     X(DT_BOOL, "bool", "bool", 1, 0, "|b1")            \
     X(DT_I32, "i32", "int32_t", 4, 0, "<i4")           \
+    X(DT_U8, "u8", "uint8_t", 1, 0, "|u1")             \
+    X(DT_I8, "i8", "int8_t", 1, 0, "|i1")              \
     X(DT_F16, "f16", "_Float16", 2, 1, "<f2")          \
     X(DT_BF16, "bf16", "uint16_t", 2, 1, "<f4")        \
     X(DT_F32, "f32", "float", 4, 1, "<f4")             \
@@ -171,8 +173,11 @@ int dtype_bytes(DType t);
 bool dtype_is_float(DType t);
 const char *dtype_npy(DType t); /* bf16 is written to .npy as f32 */
 DType dtype_lookup(const char *name, size_t len); /* DT_NONE if unknown */
+/* u8 and i8 hold values but compute nothing: an operator or reduction
+ * takes them only through a cast (language.md 4.2). */
+bool dtype_is_narrow_int(DType t);
 /* Rounds V to the nearest value of T (ties to even for floats; truncation
- * toward zero, saturating, for i32; != 0 for bool). */
+ * toward zero, saturating, for i32, u8 and i8; != 0 for bool). */
 double dtype_round(DType t, double v);
 /* V rounded to the precision the optimizer computes dtype T's constants in:
  * f32 for f16 and bf16 (the code generators compute those in f32). */

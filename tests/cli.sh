@@ -78,6 +78,22 @@ grep -q "value 0 is 2.5, which the i32 input x cannot hold" "$tmp/err" &&
     not_ok "--input names the value an i32 input cannot hold" "$tmp/err"
 [ ! -e "$tmp/int.y.npy" ] && ok "no output after a refused --input" || not_ok "no output after a refused --input"
 expect_status "--input NaN into a bool input" 1 "$TEXC" --eval --input "x=$tmp/nan.z.npy" -o "$tmp/flag" "$tmp/flag.te"
+# u8 and i8 take exactly their ranges: an i32 file of 255 and -128 round
+# trips through them, 256 and -1 do not fit a u8 (nor -129 an i8)
+printf 'dim N = 3;\ninput a : i32[N];\nz[i] = select(i == 0, 255, select(i == 1, 256, -1)) + a[i] * 0;\noutput z;\n' >"$tmp/bytes.te"
+printf 'dim N = 3;\ninput x : u8[N];\ny[i] = i32(x[i]);\noutput y;\n' >"$tmp/u8.te"
+printf 'dim N = 3;\ninput x : i8[N];\ny[i] = i32(x[i]);\noutput y;\n' >"$tmp/i8.te"
+"$TEXC" --eval -o "$tmp/bytes" "$tmp/bytes.te" || not_ok "--eval writes the .npy file of the u8 tests"
+expect_status "--input 256 into a u8 input" 1 "$TEXC" --eval --input "x=$tmp/bytes.z.npy" -o "$tmp/u8" "$tmp/u8.te"
+grep -q "value 1 is 256, which the u8 input x cannot hold" "$tmp/err" &&
+    ok "--input names the value a u8 input cannot hold" ||
+    not_ok "--input names the value a u8 input cannot hold" "$tmp/err"
+printf 'dim N = 2;\ninput a : i32[N];\nz[i] = select(i == 0, 127, -128) + a[i] * 0;\noutput z;\n' >"$tmp/i8ok.te"
+"$TEXC" --eval -o "$tmp/i8ok" "$tmp/i8ok.te" && "$TEXC" --eval --input "x=$tmp/i8ok.z.npy" -o "$tmp/i8" -D N=2 "$tmp/i8.te" 2>"$tmp/err" &&
+    "$TEXC" --eval --input "x=$tmp/i8.y.npy" -o "$tmp/i8back" -D N=2 "$tmp/i8.te" 2>>"$tmp/err" &&
+    "$npycmp" "$tmp/i8ok.z.npy" "$tmp/i8back.y.npy" >>"$tmp/err" 2>&1 &&
+    ok "--input reads i8 data at its limits, through i32 files" ||
+    not_ok "--input reads i8 data at its limits, through i32 files" "$tmp/err"
 
 # Hostile inputs: a diagnostic and status 1, never a crash or a hang.
 : >"$tmp/empty.te"

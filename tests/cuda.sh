@@ -266,6 +266,7 @@ program transformer_block "$samples/transformer_block.te" "S=16 D=32 H=2 F=64" "
 program half          "$scheds/half.te"           "M=64 N=64 K=32"          "M=33 N=40 K=24"
 program ints          "$scheds/ints.te"           "M=16 N=64"               "M=9 N=37"
 program i32_wrap      "$srcdir/tests/e2e/i32_wrap.te" "M=64"                "M=37"
+program lowp          "$srcdir/tests/e2e/lowp.te" "M=16 N=64 K=32"          "M=13 N=37 K=67"
 
 [ ! -s "$nvrtc_cases" ] || xargs -P "$jobs" -n 1 sh "$0" --nvrtc <"$nvrtc_cases"
 [ ! -s "$preps" ] || xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"

@@ -4,7 +4,8 @@
 # the reference evaluator's inputs, and compared with its outputs.
 #
 # For each sample (the table at the bottom; tests/e2e/*.te are programs
-# of the tests' own, i32_wrap.te the i32 boundaries) and each of its two
+# of the tests' own, i32_wrap.te the i32 boundaries, lowp.te the 8-bit and
+# 16-bit inputs) and each of its two
 # size sets
 # (one the sample's tiles divide, one they do not), the schedules are:
 #   own      the file's own cpu schedule, if it has one;
@@ -137,6 +138,7 @@ prepare transformer_block "S=16 D=32 H=2 F=64"    "S=13 D=36 H=3 F=40"
 prepare i32_wrap      "M=64"                      "M=37"  "$scheds/i32_wrap.te"
 prepare linear_t      "M=16 N=64 K=16"            "M=37 N=131 K=29" "$scheds/linear_t.te"
 prepare attn_keys     "H=2 S=64 D=64"             "H=3 S=37 D=19"   "$scheds/attn_keys.te"
+prepare lowp          "M=16 N=64 K=32"            "M=13 N=37 K=67"  "$scheds/lowp.te"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 

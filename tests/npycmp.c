@@ -3,7 +3,7 @@
  *     npycmp [-s SCALE] REF.npy GOT.npy
  *
  * Both files are NumPy .npy arrays (format 1.0, 2.0 or 3.0, C order) with
- * one of the descrs texc writes: '<f8', '<f4', '<f2', '<i4', '|b1', and
+ * one of the descrs texc writes: '<f8', '<f4', '<f2', '<i4', '|u1', '|i1', '|b1', and
  * '<u2', which texc's harness uses for bf16 (NumPy has none; the
  * reference writes bf16 as '<f4' holding bf16-rounded values, so REF and
  * GOT may differ in descr).  The shapes must be equal.  Every element must
@@ -22,6 +22,7 @@
  *                             float and rounded when stored)
  *     bf16    5e-2    5e-2    ~20 bf16 ulps, as for f16
  *     i32     0       0       exact
+ *     u8, i8  0       0       exact
  *     bool    0       0       exact
  *
  * The absolute term keeps results that cancel to nearly zero from failing
@@ -33,9 +34,11 @@
  *
  * Prints one line: the number of elements, the number of mismatches and
  * the worst element (its index, ref, got): the one with the largest error
- * relative to its tolerance.  -s SCALE (>= 1) multiplies the float
+ * relative to its tolerance.  -s SCALE (>= 1, or 0) multiplies the float
  * tolerances: for a deep program (a transformer block's six matmuls, two
- * layer norms and a softmax), whose f32 rounding compounds.
+ * layer norms and a softmax), whose f32 rounding compounds; -s 0 asks
+ * for the same values exactly (tests/conversions.sh: a conversion has one
+ * right answer).
  * Exit status: 0 all match, 1 a mismatch (values or shapes), 2 a usage
  * error or a file that cannot be read.  Standalone: no part of texc is
  * linked, so a bug in texc's own .npy code cannot hide itself.
@@ -74,6 +77,8 @@ static const DtypeInfo dtypes[] = {
     { "<u2", "bf16", 2, 5e-2, 5e-2 },
     { "<i4", "i32", 4, 0, 0 },
     { "|b1", "bool", 1, 0, 0 },
+    { "|u1", "u8", 1, 0, 0 },
+    { "|i1", "i8", 1, 0, 0 },
 };
 
 static _Noreturn void fail(const char *path, const char *msg)
@@ -166,8 +171,10 @@ static double decode(const DtypeInfo *t, const unsigned char *p)
     case 'b':
         return p[0] != 0;
     case 'i':
-        return (int32_t)(uint32_t)u;
-    case 'u': { /* bf16: the high half of an f32 */
+        return t->size == 1 ? (int8_t)(uint8_t)u : (int32_t)(uint32_t)u;
+    case 'u': { /* u8, or bf16: the high half of an f32 */
+        if (t->size == 1)
+            return (double)u;
         uint32_t bits = (uint32_t)u << 16;
         float f;
         memcpy(&f, &bits, sizeof f);
@@ -216,7 +223,7 @@ static void read_npy(Npy *a, const char *path)
     free(header);
     const DtypeInfo *t = dtype_of(a->descr);
     if (!t)
-        fail(path, "unsupported descr (want <f8 <f4 <f2 <u2 <i4 |b1)");
+        fail(path, "unsupported descr (want <f8 <f4 <f2 <u2 <i4 |u1 |i1 |b1)");
     size_t bytes = (size_t)a->n * (size_t)t->size;
     unsigned char *raw = malloc(bytes + 1);
     a->data = malloc(sizeof *a->data * (size_t)(a->n + 1));
@@ -275,7 +282,7 @@ int main(int argc, char **argv)
         argv += 2;
         argc -= 2;
     }
-    if (argc != 3 || !(scale >= 1)) {
+    if (argc != 3 || !(scale >= 1 || scale == 0)) {
         fprintf(stderr, "usage: npycmp [-s SCALE] REF.npy GOT.npy\n");
         return 2;
     }

@@ -138,6 +138,25 @@ static void test_dtypes(void)
     }
     check(agree, "bf16 agrees with rounding the f32 bits on random floats");
 
+    /* u8 and i8: truncation toward zero, saturation, NaN (language.md 4.2). */
+    check_round(DT_U8, 255.9, 255.0);
+    check_round(DT_U8, 256.0, 255.0);
+    check_round(DT_U8, -0.5, 0.0);
+    check_round(DT_U8, -1.0, 0.0);
+    check_round(DT_U8, NAN, 0.0);
+    check_round(DT_U8, INFINITY, 255.0);
+    check_round(DT_I8, 127.9, 127.0);
+    check_round(DT_I8, -128.9, -128.0);
+    check_round(DT_I8, -129.0, -128.0);
+    check_round(DT_I8, -2.5, -2.0);
+    check_round(DT_I8, -INFINITY, -128.0);
+    check_round(DT_I8, NAN, 0.0);
+    check(dtype_bytes(DT_U8) == 1 && strcmp(dtype_npy(DT_I8), "|i1") == 0 &&
+              strcmp(dtype_ctype(DT_U8), "uint8_t") == 0 && dtype_is_narrow_int(DT_I8) &&
+              !dtype_is_narrow_int(DT_I32) && !dtype_is_float(DT_U8) &&
+              dtype_lookup("u8", 2) == DT_U8 && dtype_lookup("i8", 2) == DT_I8,
+          "u8 and i8 in the dtype tables");
+
     /* i32: truncation, saturation, NaN; bool; f32. */
     check_round(DT_I32, 2.9, 2.0);
     check_round(DT_I32, -2.9, -2.0);
@@ -166,6 +185,69 @@ static void test_dtypes(void)
               reducer_identity(RED_MAX) == -INFINITY &&
               reducer_identity(RED_MIN) == INFINITY,
           "reducer tables");
+}
+
+/* The value of bf16 bits B (the top half of an f32). */
+static double bf16_value(uint32_t b)
+{
+    union {
+        uint32_t u;
+        float f;
+    } x = { b << 16 };
+    return x.f;
+}
+
+/* Every finite bf16 or f16 pattern B of positive value V = VALUE(B), with
+ * its successor W = VALUE(B + 1): V and W round to themselves, the midpoint
+ * to the one of even significand, and the doubles just either side of the
+ * midpoint to the nearer.  Negative values mirror positive ones (checked
+ * by negating).  Round-to-nearest-even, decided at every boundary between
+ * neighbouring values of the format: no pattern is skipped. */
+static bool check_all_ties(DType t, double (*value)(uint32_t), uint32_t last_finite)
+{
+    for (uint32_t b = 0; b < last_finite; b++) {
+        double v = value(b), w = value(b + 1), mid = (v + w) / 2; /* exact in double */
+        double even = (b & 1) ? w : v;
+        double below = nextafter(mid, 0.0), above = nextafter(mid, INFINITY);
+        for (int sign = 1; sign >= -1; sign -= 2) {
+            if (!same(dtype_round(t, sign * v), sign * v) || !same(dtype_round(t, sign * mid), sign * even) ||
+                !same(dtype_round(t, sign * below), sign * v) ||
+                !same(dtype_round(t, sign * above), sign * w)) {
+                printf("# %s: pattern 0x%04x (%.17g), midpoint %.17g rounds to %.17g\n", dtype_name(t),
+                       b, sign * v, sign * mid, dtype_round(t, sign * mid));
+                return false;
+            }
+        }
+    }
+    /* past the largest finite value: the midpoint to 2^(emax+1) overflows */
+    double top = value(last_finite), mid = top + (top - value(last_finite - 1)) / 2;
+    return same(dtype_round(t, nextafter(mid, 0.0)), top) && same(dtype_round(t, mid), INFINITY) &&
+           same(dtype_round(t, -mid), -INFINITY);
+}
+
+static double f16_value(uint32_t b)
+{
+    return dtype_f16_value((uint16_t)b);
+}
+
+/* bf16 and f16 conversions over every bit pattern (issue 20, ask 3): the
+ * round trip of every value, and the rounding of every tie and its
+ * neighbours, which is what the kernels' conversions must reproduce. */
+static void test_narrow_float_patterns(void)
+{
+    check(check_all_ties(DT_F16, f16_value, 0x7bff),
+          "f16: all 31743 positive finite patterns, their negatives and every midpoint round to nearest even");
+    check(check_all_ties(DT_BF16, bf16_value, 0x7f7f),
+          "bf16: all 32639 positive finite patterns, their negatives and every midpoint round to nearest even");
+    bool bf16_ok = true;
+    for (uint32_t b = 0; b < 0x10000 && bf16_ok; b++) {
+        double v = bf16_value(b);
+        bf16_ok = isnan(v) ? isnan(dtype_round(DT_BF16, v)) : same(dtype_round(DT_BF16, v), v) &&
+                                                                  same(bf16_via_f32_bits((float)v), v);
+        if (!bf16_ok)
+            printf("# bf16 bits 0x%04x -> %.17g -> %.17g\n", b, v, dtype_round(DT_BF16, v));
+    }
+    check(bf16_ok, "bf16: all 65536 patterns are their own rounding (NaNs stay NaN)");
 }
 
 /* ---------------------------------------------------------------- */
@@ -1099,6 +1181,7 @@ int main(void)
         return 1;
     }
     test_dtypes();
+    test_narrow_float_patterns();
     test_arena();
     test_diag();
     test_eval();

@@ -176,6 +176,8 @@ void *tune_cuda_host_bytes(const Tensor *t, const double *values, size_t *bytes)
         switch (t->dtype) {
         case DT_BOOL: p[0] = v != 0; break;
         case DT_I32: { int32_t x = (int32_t)v; memcpy(p, &x, 4); break; }
+        case DT_U8: p[0] = (unsigned char)v; break;
+        case DT_I8: { int8_t x = (int8_t)v; memcpy(p, &x, 1); break; }
         case DT_F16: { uint16_t x = dtype_f16_bits(v); memcpy(p, &x, 2); break; }
         case DT_BF16: {
             /* rounded to bf16 first: exact in a float, its top half */
@@ -399,6 +401,8 @@ static void spoil(DType t, unsigned char *first)
 {
     switch (t) {
     case DT_BOOL: first[0] = !first[0]; break;
+    case DT_U8:
+    case DT_I8: first[0] ^= 1; break;
     case DT_F16:
     case DT_BF16: first[1] ^= 0x40; break;
     case DT_I32: { int32_t v; memcpy(&v, first, 4); v += 1; memcpy(first, &v, 4); break; }

@@ -980,6 +980,8 @@ static bool read_output(Bench *b, Candidate *c, int i, double *data)
         switch (t->dtype) {
         case DT_BOOL: data[k] = p[0] != 0; break;
         case DT_I32: { int32_t v; memcpy(&v, p, 4); data[k] = v; break; }
+        case DT_U8: data[k] = p[0]; break;
+        case DT_I8: { int8_t v; memcpy(&v, p, 1); data[k] = v; break; }
         case DT_F16: { uint16_t v; memcpy(&v, p, 2); data[k] = dtype_f16_value(v); break; }
         case DT_BF16: {
             uint16_t v;

@@ -51,12 +51,16 @@ static const char *npy_descr(const char *dtype)
     return !strcmp(dtype, "f32") || !strcmp(dtype, "bf16") ? "<f4"
            : !strcmp(dtype, "f64") ? "<f8"
            : !strcmp(dtype, "f16") ? "<f2"
-           : !strcmp(dtype, "i32") ? "<i4" : "|b1";
+           : !strcmp(dtype, "i32") ? "<i4"
+           : !strcmp(dtype, "u8") ? "|u1"
+           : !strcmp(dtype, "i8") ? "|i1" : "|b1";
 }
 
 static size_t npy_elem(const char *dtype)
 {
-    return !strcmp(dtype, "bool") ? 1 : !strcmp(dtype, "f16") ? 2 : !strcmp(dtype, "f64") ? 8 : 4;
+    return !strcmp(dtype, "bool") || !strcmp(dtype, "u8") || !strcmp(dtype, "i8") ? 1
+           : !strcmp(dtype, "f16") ? 2
+           : !strcmp(dtype, "f64") ? 8 : 4;
 }
 
 static uint64_t elems(const texc_cuda_tensor *t)
