@@ -536,14 +536,10 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
                    sn, cn, c->name);
         return false;
     }
-    for (int i = 0; i < st->stages.len; i++) {
-        SStage *o = st->stages.items[i];
-        if (o != c && o != s && stage_reads(st, o, s->tensor)) {
-            diag_error(src, stmt->span, "cannot compute %s at %s: '%s' reads it too", sn, cn,
-                       o->name);
-            return false;
-        }
-    }
+    /* other readers of S are allowed when they too are computed at C's
+     * loop L or inside it (a row's statistics read by several stages of
+     * the row): lowering checks that once the whole schedule is applied
+     * (sch_lower), since the schedule may attach them after this */
     for (SStage *p = c; p; p = p->attach)
         if (p == s) {
             diag_error(src, stmt->span, "cannot compute %s at %s: '%s' is computed inside '%s'",
@@ -572,6 +568,7 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
     }
     s->attach = c;
     s->attach_loop = l;
+    s->attach_span = stmt->span;
     return true;
 }
 

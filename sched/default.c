@@ -23,12 +23,18 @@
  *   - any other stage vectorizes its innermost loop when that loop is
  *     spatial, or a reduction axis of at least one vector (partial results
  *     in lanes, folded at the end: not under -fstrict-fp);
- *   - the outermost spatial loop runs in parallel.
+ *   - the outermost spatial loop runs in parallel;
+ *   - a row operation runs in one pass over each row (plan_rows): a
+ *     stage read only at its readers' rows (a softmax's maximum, sum and
+ *     exponentials, a layer norm's mean and variance) is computed at the
+ *     row loop of the stage that ends the row, into a row-sized buffer.
  * The micro-kernel is sched/template.c's (sch_template_micro, the form
  * the tuner varies); this file picks its tile and names.  The one-line
  * annotations of the other stages are the default's own: the tuner's
  * elementwise and reduction forms write theirs in another order.
  */
+
+#include <string.h>
 
 #include "sched/sched.h"
 
@@ -224,6 +230,128 @@ static bool recomputed_by_reader(const SchedState *st, const SStage *s, double c
     return !te_fuse_recompute_pays(times, cost);
 }
 
+/* ------------------------------------------------------------------ */
+/* Rows in one pass.                                                   */
+
+/* S's place in st->stages, -1 if none. */
+static int stage_number(const SchedState *st, const SStage *s)
+{
+    for (int i = 0; s && i < st->stages.len; i++)
+        if (st->stages.items[i] == s)
+            return i;
+    return -1;
+}
+
+/* E with the stages INL marks (by place in st->stages) substituted. */
+static Expr *expand_inlined(const SchedState *st, Expr *e, const bool *inl)
+{
+    Expr **args = NULL;
+    for (int i = 0; i < e->nargs; i++) {
+        Expr *x = expand_inlined(st, e->args[i], inl);
+        if (x != e->args[i] && !args) {
+            args = arena_alloc(st->arena, sizeof *args * (size_t)e->nargs);
+            memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
+        }
+        if (args)
+            args[i] = x;
+    }
+    Expr *const *a = args ? args : e->args;
+    if (e->kind == EX_LOAD) {
+        SStage *p = sch_stage_of(st, e->tensor);
+        int k = stage_number(st, p);
+        if (k >= 0 && inl[k])
+            return expand_inlined(st, sch_subst(st->arena, p->value, (Subst){ p->svars, a, p->nsvars }),
+                                  inl);
+    }
+    return args ? te_rebuild(st->arena, e, args) : e;
+}
+
+/* How E loads T: 0 not at all, 1 always with ROW (a loop variable) as
+ * its first index, -1 some other way. */
+static int loads_row(const Expr *e, const Tensor *t, const IterVar *row)
+{
+    int how = 0;
+    if (e->kind == EX_LOAD && e->tensor == t)
+        how = e->nargs > 0 && e->args[0]->kind == EX_VAR && e->args[0]->var == row ? 1 : -1;
+    for (int i = 0; i < e->nargs && how >= 0; i++) {
+        int h = loads_row(e->args[i], t, row);
+        how = h < 0 ? -1 : how | h;
+    }
+    return how;
+}
+
+/* The most bytes of a stage's row computed at its reader's row loop: the
+ * row stays in L1 (48 KiB on these machines) beside its input's. */
+#define ROW_BYTES (16 << 10)
+
+/* Row operations in one pass (softmax, layer norm, RMS norm): a stage R
+ * read only with its first index at its readers' first loop (a row's
+ * maximum, sum, mean, variance, exponentials) is computed at that loop of
+ * the stage C that ends the row, once a row, into a buffer of the row's
+ * size, instead of in a pass of its own over all rows.  Every reader of R
+ * must be C or computed at C's row too (lowering requires it: R is
+ * computed before them in the same iteration); R is computed at C when C
+ * reads it, else at the row loop of its one reader.  AT[i] is the stage
+ * index stage i is computed at, -1 if none.  Stages come in dependency
+ * order, so readers are decided before what they read. */
+static void plan_rows(const SchedState *st, const Schedule *written, const bool *inl,
+                      const bool *kept, int *at)
+{
+    int n = st->stages.len;
+    Expr **value = arena_alloc(st->arena, sizeof *value * (size_t)(n + 1));
+    int *root = arena_alloc(st->arena, sizeof *root * (size_t)(n + 1)); /* C of a member */
+    for (int i = 0; i < n; i++) {
+        SStage *s = st->stages.items[i];
+        at[i] = root[i] = -1;
+        if (!inl[i]) {
+            value[i] = expand_inlined(st, s->value, inl);
+            if (s->epilogue)
+                value[i] = ex_op(st->arena, s->value->span, OP_ADD, s->tensor->dtype,
+                                 (Expr *[]){ value[i], expand_inlined(st, s->epilogue, inl) }, 2);
+        }
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        SStage *r = st->stages.items[i];
+        if (inl[i] || r->nsvars == 0 || r->tensor->is_output || r->tensor->packs ||
+            (!r->is_reduce && !kept[i]) || sch_mentioned(written, r) ||
+            sch_form_of(st, r, lanes_of(r->tensor->dtype)) == SCH_FORM_MATMUL)
+            continue;
+        int64_t bytes = dtype_bytes(r->tensor->dtype);
+        for (int d = 1; d < r->tensor->rank; d++)
+            bytes = r->tensor->shape_size[d] || bytes > ROW_BYTES ? ROW_BYTES + 1
+                                                                   : bytes * r->tensor->shape[d];
+        if (bytes > ROW_BYTES)
+            continue;
+        /* its readers: one C and members of C's row */
+        int c = -1, only = -1, readers = 0;
+        bool ok = true;
+        for (int k = i + 1; k < n && ok; k++) {
+            SStage *o = st->stages.items[k];
+            if (inl[k])
+                continue;
+            int how = loads_row(value[k], r->tensor, o->nsvars ? o->svars[0] : NULL);
+            if (how == 0)
+                continue;
+            int end = root[k] >= 0 ? root[k] : k;
+            ok = how > 0 && (c < 0 || c == end) && !sch_mentioned(written, o) &&
+                 (root[k] >= 0 || sch_form_of(st, o, lanes_of(o->tensor->dtype)) != SCH_FORM_MATMUL);
+            c = end;
+            only = k;
+            readers++;
+        }
+        if (!ok || c < 0)
+            continue;
+        SStage *cs = st->stages.items[c];
+        if (loads_row(value[c], r->tensor, cs->svars[0]) > 0)
+            at[i] = c;
+        else if (readers == 1)
+            at[i] = only;
+        else
+            continue;
+        root[i] = c;
+    }
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -235,15 +363,18 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
      * inlined into it included */
     double *cost = arena_alloc(st->arena, sizeof *cost * (size_t)(st->g->ntensors + 1));
     bool *kept = arena_alloc(st->arena, sizeof *kept * (size_t)(st->stages.len + 1));
+    bool *inl = arena_alloc(st->arena, sizeof *inl * (size_t)(st->stages.len + 1));
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
+        inl[i] = s->inlined;
         if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
             !sch_mentioned(written, s) && !selects_for_reduction(st, s)) {
             int id = s->tensor->id, n = st->g->ntensors;
             double c = te_fuse_op_cost(s->value, cost, n);
             if (small_enough(st, s, inlined, size) && !recomputed_by_reader(st, s, c)) {
                 emit(&b, s->name, "compute_inline", 0);
+                inl[i] = true;
                 if (id < n && st->g->tensors[id] == s->tensor)
                     cost[id] = c;
             } else {
@@ -257,6 +388,8 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         sch_default_cuda(st, sched, written);
         return sched;
     }
+    int *at = arena_alloc(st->arena, sizeof *at * (size_t)(st->stages.len + 1));
+    plan_rows(st, written, inl, kept, at);
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
@@ -283,8 +416,18 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             annotate(&b, s->name, "vectorize", inner->name);
         else if (sch_vectorizes_reduction(st, s))
             annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);
-        if (s->nsvars >= 2 || s->is_reduce)
+        if ((s->nsvars >= 2 || s->is_reduce) && at[i] < 0)
             annotate(&b, s->name, "parallel", s->svars[0]->name);
+    }
+    /* the rows last: each at a loop its reader's annotations keep */
+    for (int i = 0; i < st->stages.len; i++) {
+        if (at[i] < 0)
+            continue;
+        SStage *s = st->stages.items[i], *c = st->stages.items[at[i]];
+        b.span = s->tensor->span;
+        SchedStmt *ca = emit(&b, s->name, "compute_at", 2);
+        ca->args[0] = sch_name_arg(c->name);
+        ca->args[1] = sch_name_arg(c->svars[0]->name);
     }
     return sched;
 }

@@ -266,6 +266,54 @@ static void region_of_loads(Lower *L, Expr *e, const Tensor *t, bool *varying, B
         region_of_loads(L, e->args[i], t, varying, r, seen);
 }
 
+/* Adds to R (SEEN: the dimensions some load set) the region of T that
+ * VALUE and EPILOGUE (or NULL) read over the VARYING loops.  A region
+ * that contains the other, as far as the loops' ranges prove, is kept as
+ * it is: a min or max of two equal bounds would not simplify, and the
+ * region's size would not be a constant. */
+static void region_read(Lower *L, Expr *value, Expr *epilogue, const Tensor *t, bool *varying,
+                        Bounds *r, bool *seen)
+{
+    Bounds q[TE_MAX_RANK];
+    bool sq[TE_MAX_RANK] = { false };
+    region_of_loads(L, value, t, varying, q, sq);
+    if (epilogue)
+        region_of_loads(L, epilogue, t, varying, q, sq);
+    for (int d = 0; d < t->rank; d++) {
+        if (!sq[d])
+            continue;
+        if (!seen[d] || (sch_provably_le(q[d].lo, r[d].lo) && sch_provably_le(r[d].hi, q[d].hi))) {
+            r[d] = q[d];
+        } else if (!sch_provably_le(r[d].lo, q[d].lo) || !sch_provably_le(q[d].hi, r[d].hi)) {
+            r[d].lo = sch_min(L->a, r[d].lo, q[d].lo);
+            r[d].hi = sch_max(L->a, r[d].hi, q[d].hi);
+        }
+        seen[d] = true;
+    }
+}
+
+/* Whether E loads T (inlined stages are expanded already). */
+static bool loads(const Expr *e, const Tensor *t)
+{
+    if (e->kind == EX_LOAD && e->tensor == t)
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads(e->args[i], t))
+            return true;
+    return false;
+}
+
+static bool stage_loads(const SStage *s, const Tensor *t)
+{
+    return loads(s->value, t) || (s->epilogue && loads(s->epilogue, t));
+}
+
+/* S's value in its loops' variables. */
+static Expr *stage_value(Lower *L, SStage *s)
+{
+    return simplify_divisions(L, sch_subst(L->a, s->value, sch_stage_subst(L->a, s)));
+}
+
 /* ------------------------------------------------------------------ */
 /* Nests.                                                              */
 
@@ -441,16 +489,41 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
     bool *varying = arena_alloc(a, sizeof *varying * (size_t)L->st->next_var);
     for (int i = pos + 1; i < s->loops.len; i++)
         varying[((Loop *)s->loops.items[i])->var->id] = true;
+    /* the stages computed at S's loops that read C too (sch_lower checks
+     * that they are at loop POS or inside it, later in the body than C),
+     * planned before C: C's region covers what they read over theirs */
+    PtrVec readers = {0};
+    const PtrVec *siblings = children_of(L, s);
+    for (int i = 0; i < siblings->len; i++) {
+        SStage *o = siblings->items[i];
+        if (o == c || o->inlined || !stage_loads(o, c->tensor))
+            continue;
+        vec_push(a, &readers, o);
+        for (int k = 0; k < o->loops.len; k++) {
+            Loop *l = o->loops.items[k];
+            whole_range(L, o, l);
+            varying[l->var->id] = true;
+        }
+    }
     Bounds r[TE_MAX_RANK];
     bool seen[TE_MAX_RANK] = { false };
-    region_of_loads(L, value, c->tensor, varying, r, seen);
+    region_read(L, value, NULL, c->tensor, varying, r, seen);
     /* the same with every varying loop at its most iterations: where the
      * exact size is not a constant (edge tiles), this bounds it */
     Bounds rb[TE_MAX_RANK];
     bool seen_b[TE_MAX_RANK] = { false };
     L->trip_mode = true;
-    region_of_loads(L, value, c->tensor, varying, rb, seen_b);
+    region_read(L, value, NULL, c->tensor, varying, rb, seen_b);
     L->trip_mode = false;
+    for (int i = 0; i < readers.len; i++) {
+        SStage *o = readers.items[i];
+        Expr *v = stage_value(L, o);
+        Expr *epi = o->epilogue ? sch_subst(a, o->epilogue, sch_stage_subst(a, o)) : NULL;
+        region_read(L, v, epi, c->tensor, varying, r, seen);
+        L->trip_mode = true;
+        region_read(L, v, epi, c->tensor, varying, rb, seen_b);
+        L->trip_mode = false;
+    }
     const Tensor *t = c->tensor;
     bool constant = true;
     int64_t shape[TE_MAX_RANK];
@@ -710,9 +783,11 @@ static Stmt *lower_stage(Lower *L, SStage *s)
         if (s->storage != s->tensor)
             idx[d] = sch_sub(a, idx[d], s->region_lo[d]);
     }
-    Expr *value = simplify_divisions(L, sch_subst(a, s->value, sch_stage_subst(a, s)));
+    Expr *value = stage_value(L, s);
+    /* last first: a child read by a later one covers what that one reads
+     * over its region, planned already */
     const PtrVec *children = children_of(L, s);
-    for (int i = 0; i < children->len; i++) {
+    for (int i = children->len - 1; i >= 0; i--) {
         SStage *c = children->items[i];
         if (!c->inlined)
             plan_child(L, s, sch_loop_index(s, c->attach_loop), c, value);
@@ -792,6 +867,34 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         if (map_put(st->arena, &L.child_at, c->attach, n))
             n++;
         vec_push(st->arena, &L.children[map_get(&L.child_at, c->attach)], c);
+    }
+    /* a stage computed at C's loop L is computed once an iteration of L,
+     * before C's body: every other stage that reads it must be computed
+     * there too, at L or inside it, or it would read the values of
+     * another iteration */
+    for (int i = 0; i < st->stages.len && !L.failed; i++) {
+        SStage *c = st->stages.items[i];
+        if (!c->attach || c->inlined)
+            continue;
+        int at = sch_loop_index(c->attach, c->attach_loop);
+        for (int k = 0; k < st->stages.len && !L.failed; k++) {
+            SStage *o = st->stages.items[k];
+            if (o == c || o == c->attach || o->inlined || !stage_loads(o, c->tensor))
+                continue;
+            if (o->attach == c->attach && k > i &&
+                sch_loop_index(o->attach, o->attach_loop) >= at)
+                continue;
+            /* the way out, where there is one: o computed there too */
+            const char *hint =
+                stage_loads(c->attach, o->tensor)
+                    ? arena_printf(st->arena, "; compute '%s' at '%s' of '%s' (or at a loop inside it) as well",
+                                   o->name, c->attach_loop->name, c->attach->name)
+                    : "";
+            diag_error(st->g->src, c->attach_span,
+                       "cannot compute '%s' at '%s' of '%s': '%s' reads it too, and is not computed there%s",
+                       c->name, c->attach_loop->name, c->attach->name, o->name, hint);
+            L.failed = true;
+        }
     }
     /* a pipeline fetches ahead what is staged or computed at its loop:
      * with nothing there it would do nothing, silently */

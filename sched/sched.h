@@ -230,6 +230,7 @@ struct SStage {
     bool inlined;        /* compute_inline: no loops, substituted */
     SStage *attach;      /* compute_at: computed inside this stage ... */
     Loop *attach_loop;   /* ... at the body of this loop; NULL at root */
+    Span attach_span;    /* the compute_at statement, for lowering's errors */
     bool scheduled;      /* some primitive other than compute_* touched it */
     bool cache_written;  /* cache_write made it a copy of another stage */
     /* kept by compute_inline (apply.c) once a schedule inlines: */
@@ -592,6 +593,8 @@ Expr *sch_sub(Arena *a, Expr *x, Expr *y);
 Expr *sch_mul(Arena *a, Expr *x, Expr *y);
 Expr *sch_min(Arena *a, Expr *x, Expr *y);
 Expr *sch_max(Arena *a, Expr *x, Expr *y);
+/* whether X <= Y for every value of their loop variables (their ranges) */
+bool sch_provably_le(Expr *x, Expr *y);
 
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);

@@ -362,6 +362,15 @@ Expr *sch_simplify(Arena *a, Expr *e)
     }
 }
 
+bool sch_provably_le(Expr *x, Expr *y)
+{
+    int64_t d, lo, hi;
+    bool lo_inf, hi_inf;
+    if (const_difference(x, y, &d))
+        return d <= 0;
+    return difference_range(x, y, &lo, &hi, &lo_inf, &hi_inf) && !hi_inf && hi <= 0;
+}
+
 Expr *sch_add(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_ADD, x, y)); }
 Expr *sch_sub(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_SUB, x, y)); }
 Expr *sch_mul(Arena *a, Expr *x, Expr *y) { return sch_simplify(a, mk2(a, OP_MUL, x, y)); }
