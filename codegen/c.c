@@ -9,7 +9,9 @@
  *   NAME_prepack(weights, packed)    when layout assignment packed const
  *   NAME_packed[_ws](.., packed ..)  inputs: packing once, and the kernel
  *                                    on packed weights (NAME and NAME_ws
- *                                    then pack on every call)
+ *                                    then pack on every call, or, with
+ *                                    CodegenOptions.plain, run a build of
+ *                                    their own on the weights as given)
  *   NAME_prepacked_bytes, NAME_prepack_args, NAME_packed_args: the same
  *                                    over pointer arrays, for harnesses
  * and reads the way the schedule reads: one loop per schedule loop, named
@@ -72,6 +74,7 @@ typedef struct Emitter {
     bool in_variant;      /* writing a variant's function: static, and its
                              caller checked the sizes */
     int64_t ws_bytes;     /* the workspace: the most any variant's plan needs */
+    WorkspacePlan plain_plan; /* CodegenOptions.plain's */
     CgSizes sizes;        /* the run-time sizes' API (cfamily.c) */
     bool profile;         /* --profile: a timer around each kernel step */
     int variant;          /* the variant being written (profile names) */
@@ -1657,9 +1660,12 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
         }
         fprintf(h, ".\n * %s puts the weights in that layout; a program that calls the\n"
                    " * kernel many times with the same weights calls it once and then\n"
-                   " * %s (or %s with a workspace).  %s and %s pack\n"
-                   " * into buffers of their own on every call. */\n",
-                f->prepack_name, f->packed_name, f->packed_ws_name, o->name, f->ws_name);
+                   " * %s (or %s with a workspace).  %s and %s %s */\n",
+                f->prepack_name, f->packed_name, f->packed_ws_name, o->name, f->ws_name,
+                o->plain ? "read\n * the weights where they are (packing them at every call would cost\n"
+                           " * more than it saves at these sizes: a build of their own, under the\n"
+                           " * default schedule)."
+                         : "pack\n * into buffers of their own on every call.");
         for (int i = 0; i < f->packed->len; i++) {
             const Tensor *t = f->packed->items[i];
             fprintf(h, "#define %s %lld /* elements of %s */\n", f->elems_macros[i],
@@ -1901,6 +1907,41 @@ static void use_variant(Emitter *e, int i)
     e->plan = e->plans[i];
 }
 
+/* The static function NAME running PLAIN, the build of the program that
+ * reads its weights where they are: its inputs and outputs named as the
+ * entry point's, its variables and workspace plan its own while it is
+ * written. */
+static bool emit_plain(Emitter *e, const char *name, const CgVariant *plain, FILE *c)
+{
+    SchedState *st = plain->st, *was = e->st;
+    const Graph *g = st->g, *main = was->g;
+    Params params = params_new(e->p.a, g->ninputs + g->noutputs);
+    for (int i = 0; i < g->ninputs; i++) {
+        cg_same_name(&e->p, g->inputs[i], main->inputs[i]);
+        add_param(&params, g->inputs[i], true);
+    }
+    for (int i = 0; i < g->noutputs; i++) {
+        cg_same_name(&e->p, g->outputs[i], main->outputs[i]);
+        add_param(&params, g->outputs[i], false);
+    }
+    const char **names = e->p.var_names;
+    int nvars = e->p.nvars;
+    WorkspacePlan plan = e->plan;
+    e->st = st;
+    e->p.var_names = arena_alloc(e->p.a, sizeof *e->p.var_names * (size_t)(st->next_var + 1));
+    e->p.nvars = st->next_var + 1;
+    e->plan = e->plain_plan;
+    e->in_variant = true; /* static */
+    Funcs f = { .kernel = params };
+    bool ok = emit_core(e, name, &f, plain->fn, c);
+    e->in_variant = false;
+    e->st = was;
+    e->p.var_names = names;
+    e->p.nvars = nvars;
+    e->plan = plan;
+    return ok;
+}
+
 /* NAME, the dispatcher: NAME_variant's choice called. */
 static void emit_dispatch(Emitter *e, const char *name, const char **variants, const Funcs *f,
                           const CodegenOptions *o, FILE *c)
@@ -2029,6 +2070,21 @@ static bool emit_functions(Emitter *e, const LoweredFunc *fn, const CodegenOptio
         return true;
     }
     emit_with_workspace(e, f->packed_name, f->packed_ws_name, &f->kernel, f->ws_macro);
+    if (o->plain) {
+        /* NAME_ws: the build that reads the weights where they are */
+        const char *plain = cg_claim(&e->p, arena_printf(e->p.a, "%s_plain_ws", o->name));
+        if (!emit_plain(e, plain, o->plain, c))
+            return false;
+        fputc('\n', c);
+        emit_signature(e, c, f->ws_name, &f->entry, false, true);
+        fputs("\n{\n", c);
+        e->p.indent = 1;
+        emit_call_open(e, plain, &f->entry);
+        fputs(", te_workspace_);\n}\n", c);
+        emit_with_workspace(e, o->name, f->ws_name, &f->entry, f->ws_macro);
+        emit_args_entries(e, f, o->name);
+        return true;
+    }
     /* NAME_ws: packs into buffers of its own, then runs NAME_packed_ws */
     fputc('\n', c);
     emit_signature(e, c, f->ws_name, &f->entry, false, true);
@@ -2147,6 +2203,12 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         if (e.plans[i].bytes > e.ws_bytes)
             e.ws_bytes = e.plans[i].bytes;
     }
+    if (o->plain) {
+        if (!cg_plan_workspace(a, o->plain->st, o->plain->fn, &e.plain_plan))
+            return false;
+        if (e.plain_plan.bytes > e.ws_bytes)
+            e.ws_bytes = e.plain_plan.bytes;
+    }
     e.plan = e.plans[0];
     emit_header(&e, o, &f, out_h);
 
@@ -2155,6 +2217,12 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
     fprintf(c, " * target: %s (C11 + OpenMP)\n", target_name(o->target));
     if (nvariants == 1) {
         cg_print_schedule_comment(c, st, o);
+        if (o->plain) {
+            fprintf(c, " * %s and %s_ws, which read the weights where they are:\n", o->name, o->name);
+            CodegenOptions po = *o;
+            po.schedule_from = o->plain->from;
+            cg_print_schedule_comment(c, o->plain->st, &po);
+        }
     } else {
         for (int i = 0; i < nvariants; i++) {
             fprintf(c, " * variant %d, %s:\n", i, sch_bucket_str(a, g, variants[i].bucket));

@@ -305,6 +305,14 @@ const char *cg_tensor_name(CgPrinter *p, const Tensor *t)
     return n;
 }
 
+void cg_same_name(CgPrinter *p, const Tensor *t, const Tensor *as)
+{
+    const char *n = cg_tensor_name(p, as);
+    map_set(p->a, &p->tensor_at, t, p->tensors.len);
+    vec_push(p->a, &p->tensors, (void *)t);
+    vec_push(p->a, &p->tnames, (void *)n);
+}
+
 const char *cg_var_name(CgPrinter *p, const IterVar *v)
 {
     if (v->id >= p->nvars) {

@@ -26,6 +26,11 @@ typedef struct CodegenOptions {
                                   ..."), or NULL (a tuner's candidate) */
     bool profile;            /* --profile: a timer around each kernel step,
                                 NAME_profile_print and NAME_profile_reset */
+    const struct CgVariant *plain; /* a program that prepacks weights: a
+                                build of the same program that reads them
+                                where they are, which NAME and NAME_ws run
+                                instead of packing at every call (NULL:
+                                they pack); static programs only */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root
@@ -273,6 +278,8 @@ void cg_print_helpers(CgPrinter *p, FILE *out, const CgHelper *before, int nbefo
 const char *cg_claim(CgPrinter *p, const char *name);
 /* cfamily.c: the name of T (of V), claimed the first time it is asked. */
 const char *cg_tensor_name(CgPrinter *p, const Tensor *t);
+/* T named as AS is (the same input of another build of the program) */
+void cg_same_name(CgPrinter *p, const Tensor *t, const Tensor *as);
 const char *cg_var_name(CgPrinter *p, const IterVar *v);
 /* cfamily.c: the C type values of T are computed in. */
 const char *cg_compute_type(const CgPrinter *p, DType t);

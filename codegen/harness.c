@@ -22,6 +22,10 @@
  * through less than the cache.  The outputs written are those of the
  * last timed run.
  *
+ * With -p (before -r), every run calls NAME, the plain entry point, on
+ * the weights as given instead (it packs them at every call, or reads
+ * them where they are: CodegenOptions.plain).
+ *
  * Weights the kernel reads prepacked (sched/layout.c) are packed once per
  * copy, before the warm-up, with NAME_prepack_args; every run calls
  * NAME_packed_args.  So the time is the kernel's on packed weights, as a
@@ -287,8 +291,12 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
                      "    }\n", name);
     }
     /* the arguments: the buffers' files, then -r REPEATS [-c COPIES] */
-    fprintf(out, "    int repeats = 0, copies = 0;\n"
+    fprintf(out, "    int repeats = 0, copies = 0, plain = 0;\n"
                  "    int argn = %d;\n"
+                 "    if (argc > argn && strcmp(argv[argn], \"-p\") == 0) {\n"
+                 "        plain = 1;\n"
+                 "        argn++;\n"
+                 "    }\n"
                  "    if (argc >= argn + 2 && strcmp(argv[argn], \"-r\") == 0) {\n"
                  "        repeats = atoi(argv[argn + 1]);\n"
                  "        argn += 2;\n"
@@ -306,7 +314,7 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
         fprintf(out, " %s.npy", g->inputs[i]->name);
     for (int i = 0; i < nout; i++)
         fprintf(out, " %s.npy", g->outputs[i]->name);
-    fputs(" [-r REPEATS [-c COPIES]]\\n\", argv[0]);\n        return 2;\n    }\n", out);
+    fputs(" [-p] [-r REPEATS [-c COPIES]]\\n\", argv[0]);\n        return 2;\n    }\n", out);
     /* sizes as C: numbers (a static program's text), or expressions of
      * te_d[] (LIT: the number when every size is static) */
     const char *set;
@@ -384,6 +392,13 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     fputs("    for (int r = 0; r <= repeats; r++) {\n", out);
     fprintf(out, "        void **b = buf + (size_t)(r %% copies) * %d;\n", nbuf);
     fputs("        double start = now();\n", out);
+    /* -p: the plain entry point, on the weights as given */
+    fprintf(out, "        if (plain)\n            %s%s(", nrt ? "te_status = " : "", name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(out, "te_d[%d], ", k);
+    for (int i = 0; i < nbuf; i++)
+        fprintf(out, "%sb[%d]", i ? ", " : "", i);
+    fputs(");\n        else\n    ", out);
     if (nrt)
         fprintf(out, "        te_status = %s_packed_args(te_d, b, packed[r %% copies]);\n", name);
     else

@@ -599,6 +599,53 @@ static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sc
         stats->packed = count_prepacked(g);
 }
 
+/* Is E a load of the tensor CTX?  For te_expr_any. */
+static bool loads_tensor(const Expr *e, const void *ctx)
+{
+    return e->kind == EX_LOAD && e->tensor == ctx;
+}
+
+/* The most rows (the product of all dims but the last) of a kernel that
+ * reads a prepacked weight for which NAME and NAME_ws read the weights
+ * where they are instead of packing them at every call.  Measured on
+ * matmul_gelu (N = 3072, K = 768) at one thread: packing at every call
+ * against the default schedule reading w in place, 6 against 42
+ * GFLOP/s at M = 1, 84 against 201 at 16, 149 against 179 at 64, 155
+ * against 172 at 128, 172 against 111 at 256. */
+#define PLAIN_MAX_ROWS 128
+
+/* Does reading G's prepacked weights where they are pay, against packing
+ * them at every call?  Each one must be panelled along its last, unit
+ * stride, dimension (a w[j, k] read along k would be gathered in place),
+ * and read by kernels of at most PLAIN_MAX_ROWS rows. */
+static bool plain_pays(const Graph *g)
+{
+    int packed = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        const Tensor *w = g->tensors[i];
+        if (!te_prepacked(w))
+            continue;
+        packed++;
+        if (w->pack_dim != w->packs->rank - 1)
+            return false;
+        int readers = 0;
+        for (int k = 0; k < g->ntensors; k++) {
+            const Tensor *r = g->tensors[k];
+            if (r->kind != TK_STAGE || !r->body || !te_expr_any(r->body, loads_tensor, w))
+                continue;
+            int64_t rows = 1;
+            for (int d = 0; d + 1 < r->rank; d++)
+                rows *= r->shape[d];
+            if (rows > PLAIN_MAX_ROWS)
+                return false;
+            readers++;
+        }
+        if (!readers)
+            return false;
+    }
+    return packed > 0;
+}
+
 /* A run-time-dims program's variants (sched/bucket.c): the buckets, the
  * layouts once (for the schedule of the bucket that holds the hints),
  * then one build per bucket under the file's schedule for it (or the
@@ -694,7 +741,7 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
 
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
-static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
+static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats *stats)
 {
     const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
@@ -733,6 +780,23 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     }
     if (g->layouts)
         stats->packed = count_prepacked(g);
+    /* the plain entry point, where packing at every call does not pay: the
+       same program, never laid out, under the default schedule */
+    LoweredFunc plain_fn = {0};
+    CgVariant plain = { NULL, &plain_fn, NULL, NULL,
+                        "the default, on the weights as given" };
+    if (plain_g && !dynamic && plain_pays(g)) {
+        OptStats unused_stats = {0};
+        SchedBuild pb = build_of(a, o, plain_g, NULL, &unused_stats);
+        pb.dump_layout = pb.dump_kernels = pb.dump_loops = NULL;
+        plain.st = sch_build(&pb, &plain_fn);
+        if (!plain.st)
+            return 1;
+        if (o->verbose)
+            fprintf(stderr, "texc: %s reads its weights where they are (at most %d rows a kernel: "
+                            "packing at every call would cost more than it saves)\n",
+                    o->file, PLAIN_MAX_ROWS);
+    }
     WorkspacePlan plan = { 0 };
     for (int i = 0; i < nvariants; i++) {
         const char *which = nvariants > 1 ? arena_printf(a, "# variant %d: %s\n", i,
@@ -773,7 +837,8 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
                           .source_path = o->file,
                           .target = o->target,
                           .schedule_from = from,
-                          .profile = o->profile };
+                          .profile = o->profile,
+                          .plain = plain.st ? &plain : NULL };
     if (o->target == TARGET_CUDA) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;
@@ -809,6 +874,43 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
         }
     }
     return 0;
+}
+
+/* -K NAME=VALUE: each knob's value, into G; false after a message. */
+static bool set_knobs(Arena *a, const Options *o, Graph *g)
+{
+    for (int k = 0; k < o->nknobs; k++) {
+        char *arg = arena_strdup(a, o->knobs[k]);
+        char *val = split_assign(arg, "-K");
+        if (!sch_set_knob(g, arg, parse_int(val, "-K")))
+            return false;
+    }
+    return true;
+}
+
+/* PROG again as a graph, optimized as the build's is but never laid out:
+ * the build of the plain entry point (NAME, NAME_ws) where reading the
+ * weights in place pays (plain_pays).  NULL where there is no such
+ * build: another target, -fno-layout, run-time dims. */
+static Graph *plain_graph(Arena *a, const Options *o, const Source *src, const Program *prog)
+{
+    if (o->target != TARGET_CPU || o->no_layout)
+        return NULL;
+    /* (the build's graph said whatever there was to say) */
+    bool quiet = diag_quiet;
+    diag_quiet = true;
+    Graph *g = fe_sema(a, src, prog, o->defines, o->ndefines);
+    OptOptions opt = o->opt;
+    opt.dump = NULL;
+    opt.dump_after = 0;
+    OptStats stats = {0};
+    bool ok = g && !sch_has_runtime_dims(g) && set_knobs(a, o, g) &&
+              te_optimize(a, g, &opt, &stats) && sch_check(g);
+    diag_quiet = quiet;
+    if (!ok)
+        return NULL;
+    g->layouts = false;
+    return g;
 }
 
 int main(int argc, char **argv)
@@ -858,13 +960,9 @@ int main(int argc, char **argv)
     Graph *g = fe_sema(&arena, &src, &prog, o.defines, o.ndefines);
     if (!g)
         goto out;
-    for (int k = 0; k < o.nknobs; k++) {
-        char *arg = arena_strdup(&arena, o.knobs[k]);
-        char *val = split_assign(arg, "-K");
-        if (!sch_set_knob(g, arg, parse_int(val, "-K"))) {
-            status = 2;
-            goto out;
-        }
+    if (!set_knobs(&arena, &o, g)) {
+        status = 2;
+        goto out;
     }
     if (o.dump & DUMP_GRAPH)
         te_print_graph(stdout, g);
@@ -901,7 +999,8 @@ int main(int argc, char **argv)
             layout_step(&arena, &o, g, sch_file_schedule(g, o.target), &stats);
         goto out;
     }
-    status = o.eval ? run_eval(&arena, &o, g) : build(&arena, &o, g, &stats);
+    status = o.eval ? run_eval(&arena, &o, g)
+                    : build(&arena, &o, g, plain_graph(&arena, &o, &src, &prog), &stats);
 out:
     arena_free(&arena);
     return status;

@@ -86,6 +86,13 @@ if [ "${1:-}" = --case ]; then
     for o in $outs; do
         step "comparing '$o'" "$builddir/tests/npycmp" "$prep/ref.$o.npy" "$dir/got.$o.npy"
     done
+    # the plain entry point too (harness -p: NAME on the weights as given,
+    # which packs them at every call or reads them where they are)
+    step "running the plain entry point" "$dir/run" "$@" -p
+    for o in $outs; do
+        step "comparing '$o' (plain entry point)" "$builddir/tests/npycmp" "$prep/ref.$o.npy" \
+            "$dir/got.$o.npy"
+    done
     echo ok >"$dir/status"
     [ -n "${E2E_KEEP:-}" ] || rm -f "$dir/run" "$dir"/got.*.npy
     exit 0
