@@ -96,7 +96,7 @@ void bench_describe_layout(char *buf, size_t size, const dnnl_memory_desc_t *md)
 typedef struct BenchMatmulDescs {
     dnnl_memory_desc_t src, user_weights, bias, dst;
 } BenchMatmulDescs;
-int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md,
+int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, int plain_weights, BenchMatmulDescs *md,
                            dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
                            size_t why_size);
 /* The weights W (plain row-major, USER_MD) in the layout PD's primitive

@@ -17,6 +17,9 @@
  *                  eltwise_gelu_erf post-op; weights in the layout the
  *                  primitive asks for (format any), reordered once,
  *                  outside the timed loop
+ *   onednn-plain   the same primitive created on the weights as given
+ *                  (row-major ab): what a caller without a prepacking
+ *                  step gets, the peer of texc-plain
  *   halide         the same computation in Halide, scheduled by Halide's
  *                  Adams2019 autoscheduler for the shape, once for each
  *                  thread count of the run as its parallelism, and
@@ -25,6 +28,9 @@
  *                  on its threads and keeps the fastest (halide_row)
  *   texc-sched     texc's kernel with the file's own schedule cpu
  *   texc-default   texc's kernel with texc's default schedule
+ *   texc-plain     the default build's plain entry point NAME(x, w, b,
+ *                  z) on w as given: it packs w at every call, or reads
+ *                  it in place where that pays (issue #17, ask 5)
  *   texc-tuned     texc's kernel with the tuning log's winner for the
  *                  shape, where the log has a record that applies (the
  *                  first two are built without the log); otherwise the
@@ -103,10 +109,12 @@ typedef struct Shape {
     KernelFn *texc_tuned;      /* the tuning log's winner, or NULL */
     PrepareFn *tuned_prepare;
     const char *tuned_note;    /* texc's words about the log */
+    KernelFn *texc_plain;      /* the default build's plain entry point,
+                                  NAME(x, w, b, z), on w as given */
 } Shape;
 
-#define BENCH_SHAPE_ENTRY(M, K, N, SCHED, SPREP, DEFAULT, DPREP, TUNED, TPREP, NOTE) \
-    {M, K, N, SCHED, SPREP, DEFAULT, DPREP, TUNED, TPREP, NOTE},
+#define BENCH_SHAPE_ENTRY(M, K, N, SCHED, SPREP, DEFAULT, DPREP, TUNED, TPREP, NOTE, PLAIN) \
+    {M, K, N, SCHED, SPREP, DEFAULT, DPREP, TUNED, TPREP, NOTE, PLAIN},
 static const Shape shapes[] = {BENCH_KERNELS(BENCH_SHAPE_ENTRY)};
 enum { NSHAPES = sizeof shapes / sizeof shapes[0] };
 
@@ -153,13 +161,16 @@ static void run_dnnl(void *ctx)
     dnnl_stream_wait(bench_dnnl_stream);
 }
 
-/* Builds the primitive for P at the current thread count; 0 and WHY on failure. */
-static int dnnl_setup(DnnlRun *d, const Problem *p, char *why, size_t why_size)
+/* Builds the primitive for P at the current thread count; with PLAIN, on
+ * the weights as given (the primitive reads w row-major, no reorder
+ * ahead of time); 0 and WHY on failure. */
+static int dnnl_setup(DnnlRun *d, const Problem *p, int plain, char *why, size_t why_size)
 {
     memset(d, 0, sizeof *d);
     BenchMatmulDescs md;
     dnnl_primitive_desc_t pd;
-    if (!bench_dnnl_matmul_gelu(p->m, p->k, p->n, &md, &pd, d->impl, sizeof d->impl, why, why_size))
+    if (!bench_dnnl_matmul_gelu(p->m, p->k, p->n, plain, &md, &pd, d->impl, sizeof d->impl, why,
+                                why_size))
         return 0;
     dnnl_memory_desc_t src_md = md.src, user_weights_md = md.user_weights, bias_md = md.bias,
                        dst_md = md.dst;
@@ -610,10 +621,14 @@ static void print_targets(FILE *out, const Report *rep)
             if (is_gemv(s)) {
                 percent_line(out, &tally, rep, s, threads, who, tuned);
                 ratio_line(out, &tally, s, threads, who, tuned, onednn, "oneDNN", 1.0);
+                ratio_line(out, &tally, s, threads, "texc-plain", find_row(s, threads, "texc-plain"),
+                           find_row(s, threads, "onednn-plain"), "oneDNN on plain weights", 1.0);
                 ratio_line(out, &tally, s, threads, who, tuned, halide, "Halide Adams2019", 3.0);
                 continue;
             }
             ratio_line(out, &tally, s, threads, who, tuned, onednn, "oneDNN", 1.0);
+            ratio_line(out, &tally, s, threads, "texc-plain", find_row(s, threads, "texc-plain"),
+                       find_row(s, threads, "onednn-plain"), "oneDNN on plain weights", 1.0);
             ratio_line(out, &tally, s, threads, who, tuned, find_row(s, threads, "openblas"),
                        "OpenBLAS + GELU", 1.2);
             ratio_line(out, &tally, s, threads, who, tuned, halide, "Halide Adams2019", 3.0);
@@ -1064,22 +1079,26 @@ int main(int argc, char **argv)
             else
                 r->state = ROW_ABSENT;
 
-            r = new_row(s, threads, "onednn");
+            /* oneDNN on weights reordered once, then on the weights as
+               given (the plain entry points' peer) */
+            for (int plain = 0; plain < 2; plain++) {
+                r = new_row(s, threads, plain ? "onednn-plain" : "onednn");
 #ifdef BENCH_HAVE_DNNL
-            DnnlRun d;
-            char why[256];
-            if (dnnl_setup(&d, &p, why, sizeof why)) {
-                snprintf(r->note, sizeof r->note, "%s, %s", d.impl, d.weights_note);
-                measure_row(r, run_dnnl, &d, &p, ref, rep.min_time);
-            } else {
-                r->state = ROW_FAILED;
-                snprintf(r->note, sizeof r->note, "%s", why);
-                fprintf(stderr, "  onednn: %s\n", why);
-            }
-            dnnl_teardown(&d);
+                DnnlRun d;
+                char why[256];
+                if (dnnl_setup(&d, &p, plain, why, sizeof why)) {
+                    snprintf(r->note, sizeof r->note, "%s, %s", d.impl, d.weights_note);
+                    measure_row(r, run_dnnl, &d, &p, ref, rep.min_time);
+                } else {
+                    r->state = ROW_FAILED;
+                    snprintf(r->note, sizeof r->note, "%s", why);
+                    fprintf(stderr, "  %s: %s\n", r->impl, why);
+                }
+                dnnl_teardown(&d);
 #else
-            r->state = ROW_ABSENT;
+                r->state = ROW_ABSENT;
 #endif
+            }
 
             r = new_row(s, threads, "halide");
 #ifdef BENCH_HAVE_HALIDE
@@ -1094,6 +1113,12 @@ int main(int argc, char **argv)
                      rep.min_time);
             texc_row(new_row(s, threads, "texc-default"), &dflt, s->default_prepare, "", &p, ref,
                      rep.min_time);
+            /* NAME(x, w, b, z) on w as given: packing at every call, or
+               reading w in place where that pays (texc's plain_pays) */
+            TexcRun plain = {s->texc_plain, &p};
+            r = new_row(s, threads, "texc-plain");
+            snprintf(r->note, sizeof r->note, "the default build's NAME(x, w, b, z), w as given");
+            measure_row(r, run_texc, &plain, &p, ref, rep.min_time);
             r = new_row(s, threads, "texc-tuned");
             if (s->texc_tuned) {
                 texc_row(r, &tuned, s->tuned_prepare, s->tuned_note, &p, ref, rep.min_time);

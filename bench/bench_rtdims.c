@@ -313,7 +313,7 @@ static int dnnl_matmul_new(DnnlMatmul *mm, int64_t m, const Data *d, char *why, 
     double t0 = bench_now();
     BenchMatmulDescs md;
     dnnl_primitive_desc_t pd;
-    if (!bench_dnnl_matmul_gelu(m, K, N, &md, &pd, mm->impl, sizeof mm->impl, why, why_size))
+    if (!bench_dnnl_matmul_gelu(m, K, N, 0, &md, &pd, mm->impl, sizeof mm->impl, why, why_size))
         return 0;
     dnnl_memory_desc_t bias_md = md.bias, user_weights_md = md.user_weights;
     DNNL_TRY(dnnl_primitive_create(&mm->prim, pd));

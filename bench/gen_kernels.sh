@@ -25,7 +25,8 @@
 # Last, OUTDIR/kernels.h includes every header and lists the matmul shapes
 # as the X-macro BENCH_KERNELS(X), X(M, K, N, sched_fn, sched_prepare,
 # default_fn, default_prepare, tuned_fn or NULL, tuned_prepare or NULL,
-# "tuning note") (the adaptors adapt() writes), and defines BENCH_OP_TUNED_NAME (the
+# "tuning note", plain_fn: the default build's NAME on w as given) (the
+# adaptors adapt() writes), and defines BENCH_OP_TUNED_NAME (the
 # tuned function or NULL) and BENCH_OP_TUNED_NOTE_NAME for each operation;
 # it is written last, so that its presence means every kernel was built.
 set -e
@@ -60,7 +61,8 @@ for shape in "$@"; do
         tuned_prep=${tuned}_bench_prepare tuned=${tuned}_bench
     fi
     list="$list    X($m, $k, $n, mg_sched_${shape}_bench, mg_sched_${shape}_bench_prepare, \\
-      mg_default_${shape}_bench, mg_default_${shape}_bench_prepare, $tuned, $tuned_prep, \"$note\") \\
+      mg_default_${shape}_bench, mg_default_${shape}_bench_prepare, $tuned, $tuned_prep, \"$note\", \\
+      mg_default_${shape}) \\
 "
 done
 

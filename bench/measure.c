@@ -26,7 +26,7 @@ dnnl_stream_t bench_dnnl_stream;
 #endif
 
 #ifdef BENCH_HAVE_DNNL
-int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md,
+int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, int plain_weights, BenchMatmulDescs *md,
                            dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
                            size_t why_size)
 {
@@ -39,7 +39,8 @@ int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, BenchMatmulDescs *md
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->bias, 2, bias_dims, dnnl_f32, dnnl_ab));
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&md->dst, 2, dst_dims, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t desc;
-    DNNL_TRY(dnnl_matmul_desc_init(&desc, &md->src, &any_weights_md, &md->bias, &md->dst));
+    DNNL_TRY(dnnl_matmul_desc_init(&desc, &md->src, plain_weights ? &md->user_weights : &any_weights_md,
+                                   &md->bias, &md->dst));
 
     /* oneDNN 2.x applies the output scale after the bias:
      *   dst = gelu(scale * (src @ weights + bias)),

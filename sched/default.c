@@ -328,8 +328,9 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
     }
     for (int i = n - 1; i >= 0; i--) {
         SStage *r = st->stages.items[i];
+        /* (a row of one element, kept elementwise, gains nothing) */
         if (inl[i] || r->nsvars == 0 || r->tensor->is_output || r->tensor->packs ||
-            (!r->is_reduce && !kept[i]) || sch_mentioned(written, r) ||
+            (!r->is_reduce && (!kept[i] || r->nsvars < 2)) || sch_mentioned(written, r) ||
             sch_form_of(st, r, lanes_of(r->tensor->dtype)) == SCH_FORM_MATMUL)
             continue;
         int64_t bytes = dtype_bytes(r->tensor->dtype);
@@ -357,10 +358,11 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
         }
         if (!ok || c < 0)
             continue;
-        SStage *cs = st->stages.items[c];
-        if (loads_row(value[c], r->tensor, cs->svars[0]) > 0)
+        /* at a row loop that is not the vectorized innermost one */
+        SStage *cs = st->stages.items[c], *os = st->stages.items[only];
+        if (cs->nsvars >= 2 && loads_row(value[c], r->tensor, cs->svars[0]) > 0)
             at[i] = c;
-        else if (readers == 1)
+        else if (readers == 1 && os->nsvars >= 2)
             at[i] = only;
         else
             continue;
