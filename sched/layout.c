@@ -82,6 +82,52 @@ static bool mentions_reduce_var(const Expr *e)
     return false;
 }
 
+/* X, W's last index, as J + (other terms), J the stage's innermost
+ * variable STAGE_J with coefficient 1 and the other terms spatial
+ * variables times constants and constants (a head-split projection's
+ * w[c, h * DH + d]): *J set, and *STEP the gcd of the other terms'
+ * coefficients and constants (panels of P map such an index to one panel
+ * per value of them when P divides it).  False for any other form. */
+static bool affine_column(const Expr *x, int64_t coef, const IterVar *stage_j, IterVar **j,
+                          int64_t *step)
+{
+    int64_t c;
+    switch (x->kind) {
+    case EX_VAR:
+        if (x->var == stage_j && coef == 1 && !*j) {
+            *j = x->var;
+            return true;
+        }
+        if (x->var->reduce || x->var == stage_j)
+            return false;
+        c = coef < 0 ? -coef : coef;
+        break;
+    case EX_CONST:
+        if (x->dtype != DT_I32)
+            return false;
+        c = (int64_t)x->value * coef;
+        c = c < 0 ? -c : c;
+        break;
+    case EX_OP:
+        if (x->op == OP_ADD && x->nargs == 2)
+            return affine_column(x->args[0], coef, stage_j, j, step) &&
+                   affine_column(x->args[1], coef, stage_j, j, step);
+        for (int i = 0; x->op == OP_MUL && x->nargs == 2 && i < 2; i++)
+            if (x->args[i]->kind == EX_CONST && x->args[i]->dtype == DT_I32)
+                return affine_column(x->args[1 - i], coef * (int64_t)x->args[i]->value, stage_j,
+                                     j, step);
+        return false;
+    default:
+        return false;
+    }
+    while (c) { /* *step = gcd(*step, c) */
+        int64_t r = *step % c;
+        *step = c;
+        c = r;
+    }
+    return true;
+}
+
 /* Checks every load of W in E for panels along one index: that index is
  * the variable *J, one of STAGE's spatial variables, at position *JD
  * (both set by the first load), and
@@ -92,12 +138,22 @@ static bool mentions_reduce_var(const Expr *e)
  *     variable (W[j, k]: j's elements lie K apart, a gather per vector).
  * Counts the loads in *N. */
 static bool loads_fit(const Expr *e, const Tensor *w, const Tensor *stage, IterVar **j, int *jd,
-                      int *n)
+                      int *n, int64_t *step)
 {
     if (e->kind == EX_LOAD && e->tensor == w) {
         int last = w->rank - 1, at = -1;
+        IterVar *column = NULL;
         for (int d = last; d >= 0 && at < 0; d--) {
             const Expr *x = e->args[d];
+            int64_t g = *step;
+            if (x->kind != EX_VAR && d == last && x->kind == EX_OP &&
+                affine_column(x, 1, stage->vars[stage->rank - 1], &column, &g) && column &&
+                (!*j || (column == *j && d == *jd))) {
+                *step = g;
+                at = d;
+                break;
+            }
+            column = NULL;
             if (x->kind != EX_VAR || (*j && (x->var != *j || d != *jd)))
                 continue;
             for (int v = 0; v < stage->rank; v++)
@@ -112,12 +168,12 @@ static bool loads_fit(const Expr *e, const Tensor *w, const Tensor *stage, IterV
                 reduces = reduces || mentions_reduce_var(e->args[d]);
         if (!reduces)
             return false;
-        *j = e->args[at]->var;
+        *j = column ? column : e->args[at]->var;
         *jd = at;
         (*n)++;
     }
     for (int i = 0; i < e->nargs; i++)
-        if (!loads_fit(e->args[i], w, stage, j, jd, n))
+        if (!loads_fit(e->args[i], w, stage, j, jd, n, step))
             return false;
     return true;
 }
@@ -305,7 +361,8 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     }
     IterVar *j = NULL;
     int n = 0, jd = 0;
-    if (!reader || !loads_fit(reader->body, w, reader, &j, &jd, &n) || n == 0)
+    int64_t step = 0;
+    if (!reader || !loads_fit(reader->body, w, reader, &j, &jd, &n, &step) || n == 0)
         return NULL;
     bool last = jd == w->rank - 1;
     const IterVar *axis;
@@ -318,8 +375,9 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     int64_t p = panel_width(target, sched, reader, dim);
     if (!last && p > w->shape[jd])
         p = w->shape[jd]; /* one panel: a transposed copy */
-    if (p < 2 || (last && p >= w->shape[jd]))
-        return NULL;
+    if (p < 2 || (last && p >= w->shape[jd]) || step % p != 0)
+        return NULL; /* (a tile that does not divide the index's other terms
+                        would read two panels) */
     Tensor *wp = packed_stage(a, g, w, p, jd);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
     if (ahead)
