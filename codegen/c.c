@@ -76,6 +76,11 @@ typedef struct Emitter {
     bool profile;         /* --profile: a timer around each kernel step */
     int variant;          /* the variant being written (profile names) */
     PtrVec prof_names;    /* char *: the timed steps, by their index */
+    /* writing a loop over pairs of k (emit_pair_loop): the index of x's
+     * first element of each pair (k = 2*k2 in the loop, K-1 in an odd
+     * K's last step), or NULL */
+    Expr *pair_at;
+    IterVar *pair_var; /* k2 there (NULL in the last step) */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -122,8 +127,20 @@ static void load_element(CgPrinter *p, const Tensor *t, Expr *const *idx)
 
 static void emit_stmt(Emitter *e, const Stmt *s);
 
+static bool pair_store(Emitter *e, const Stmt *s);
+static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g);
+
 static void emit_store(Emitter *e, const Stmt *s)
 {
+    if (e->pair_at && pair_store(e, s)) {
+        /* a scalar edge lane of a loop over pairs of k */
+        fprintf(e->p.out, "%*s", e->p.indent * 4, "");
+        emit_index(e, s->buf, s->index);
+        fputs(" = ", e->p.out);
+        emit_pair_dot(e, s->value, NULL, NULL, 0);
+        fputs(";\n", e->p.out);
+        return;
+    }
     fprintf(e->p.out, "%*s", e->p.indent * 4, "");
     emit_index(e, s->buf, s->index);
     fputs(" = ", e->p.out);
@@ -260,6 +277,8 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
     }
 }
 
+static bool pair_vector(const Expr *x, const IterVar *v);
+
 static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
 {
     if (!s)
@@ -280,6 +299,8 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
         Arena scratch = {0};
         bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
         arena_free(&scratch);
+        if (unit && e->pair_at && pair_store(e, s))
+            return pair_vector(s->value, v);
         return unit && vectorizable(e, s->value, v);
     }
     default:
@@ -322,12 +343,18 @@ static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value);
 
+static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **wl);
+
 /* ... X at those lanes, in C's precedence (PREC as cg_emit_expr's): GCC and
  * Clang give vector operators the scalar ones' */
 static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g,
                        int prec)
 {
     FILE *out = e->p.out;
+    if (e->pair_at && x->kind == EX_OP && x->op == OP_ADD && pair_parts(e, x, NULL, NULL)) {
+        emit_pair_dot(e, x, v, vmin, g);
+        return;
+    }
     if (invariant(x, v)) {
         fputs("te_splat(", out);
         cg_emit_expr(&e->p, x, 0);
@@ -436,6 +463,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s);
 static void emit_stream_prefetch(Emitter *e, const Stmt *s);
 
 static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold);
+static bool emit_pair_loop(Emitter *e, const Stmt *s);
 
 static void emit_for(Emitter *e, const Stmt *s)
 {
@@ -470,6 +498,8 @@ static void emit_for(Emitter *e, const Stmt *s)
     }
     if (l->kind == LOOP_VECTORIZED &&
         (l->reduce ? emit_vector_reduction(e, s) : emit_vector_loop(e, s)))
+        return;
+    if (l->kind == LOOP_SERIAL && !e->pair_at && emit_pair_loop(e, s))
         return;
     emit_scalar_loop(e, s);
 }
@@ -1181,7 +1211,13 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
         const Tensor *t = sl->load->tensor;
         int per_line = 64 / dtype_bytes(t->dtype);
         int64_t lanes = sl->vec->extent->kind == EX_CONST ? (int64_t)sl->vec->extent->value : per_line;
-        for (int64_t c = 0; c < lanes; c += per_line) {
+        /* lanes 2 elements apart (pairs of k) cover a line in half as many */
+        Arena scratch = {0};
+        Expr *rest;
+        int64_t stride = stride_of(&scratch, sl->load->args[sl->load->nargs - 1], sl->vec->loop->var, &rest);
+        arena_free(&scratch);
+        int64_t step = stride > 1 && per_line % stride == 0 ? per_line / stride : per_line;
+        for (int64_t c = 0; c < lanes; c += step) {
             IterVar *vv[CAP + 2];
             Expr *vx[CAP + 2];
             for (int k = 0; k < n; k++) {
@@ -1228,6 +1264,259 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
         e->p.indent--;
         cg_line(&e->p, "}\n");
     }
+}
+
+/* ------------------------------------------------------------------ */
+/* bf16 dot products in pairs of k: vdpbf16ps.                         */
+/*
+ * A serial loop over a reduction's k whose every statement that moves
+ * with k is an update
+ *
+ *     acc[..] = acc[..] + f32(x[.., k]) * f32(w_packed[.., k / 2, 2*l + k % 2])
+ *
+ * of a weight whose panels interleave pairs of k (sched/layout.c; x
+ * bf16, contiguous along k) is written over the pairs instead, k = 2*k2:
+ * each update one te_vdot_bf16 (sixteen lanes) or te_dot_bf16 (an edge
+ * lane), given the pair (x[.., 2*k2], x[.., 2*k2 + 1]) as 32 bits and the
+ * address of w_packed's pairs.  Where the target has AVX512_BF16,
+ * te_vdot_bf16 is vdpbf16ps, which adds the odd product and then the
+ * even one to each lane, rounding each sum to nearest even (the products
+ * of two bf16 values are exact in f32).  Elsewhere it does the same
+ * arithmetic in the same order, so both give the same numbers; they
+ * differ only where a value is subnormal, which the instruction flushes
+ * to zero (doc/testing.md).  An odd K's last k is one more step, its x
+ * pair (x[.., K-1], 0) against the panel's (w[K-1, j], 0).
+ */
+
+/* Is X f32(L), L a bf16 load?  L, or NULL. */
+static const Expr *bf16_load(const Expr *x)
+{
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32 || x->args[0]->kind != EX_LOAD ||
+        x->args[0]->tensor->dtype != DT_BF16 || x->args[0]->nargs == 0)
+        return NULL;
+    return x->args[0];
+}
+
+/* Is the expression X - Y the constant 0? */
+static bool same_index(Emitter *e, Expr *x, Expr *y)
+{
+    int64_t d;
+    return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, x, y)), &d) && d == 0;
+}
+
+/* Is X, in a loop over pairs of k (e->pair_at), ACC + f32(XL) * f32(WL),
+ * WL a load of panels of pairs and XL a bf16 load whose last index is
+ * the pair's first, e->pair_at, twice WL's pair index (the pairs align),
+ * and nothing else of XL or WL moves with the pair (WL's last index then
+ * the pair's first element: its k % 2 folded to 0)?  Sets *XL and *WL. */
+static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **wl)
+{
+    if (x->kind != EX_OP || x->op != OP_ADD || x->dtype != DT_F32)
+        return false;
+    const Expr *m = x->args[1];
+    if (m->kind != EX_OP || m->op != OP_MUL)
+        return false;
+    for (int s = 0; s < 2; s++) {
+        const Expr *a = bf16_load(m->args[s]), *w = bf16_load(m->args[1 - s]);
+        if (!a || !w || w->tensor->pack_group != 2 || w->nargs != 3 || a->tensor->pack_group)
+            continue;
+        Expr *at = a->args[a->nargs - 1];
+        bool moves = sch_uses_var(w->args[0], e->pair_var) || sch_uses_var(w->args[2], e->pair_var);
+        for (int d = 0; d + 1 < a->nargs; d++)
+            moves = moves || sch_uses_var(a->args[d], e->pair_var);
+        if (moves || !same_index(e, at, e->pair_at) ||
+            !same_index(e, at, sch_mul(e->p.a, sch_int(e->p.a, 2), w->args[1])))
+            continue;
+        if (xl)
+            *xl = a;
+        if (wl)
+            *wl = w;
+        return true;
+    }
+    return false;
+}
+
+/* Is S an update pair_parts takes, of its own element (ACC is S's buffer
+ * at S's index, which does not move with the pair)? */
+static bool pair_store(Emitter *e, const Stmt *s)
+{
+    if (s->kind != S_STORE || s->buf->dtype != DT_F32 || !pair_parts(e, s->value, NULL, NULL))
+        return false;
+    const Expr *acc = s->value->args[0];
+    if (acc->kind != EX_LOAD || acc->tensor != s->buf)
+        return false;
+    for (int d = 0; d < s->buf->rank; d++)
+        if (sch_uses_var(s->index[d], e->pair_var) || !same_index(e, acc->args[d], s->index[d]))
+            return false;
+    return true;
+}
+
+/* Can the update X be sixteen lanes over V: its accumulator a vector
+ * load, x's pair the same for every lane, the panel's pairs 2 apart? */
+static bool pair_vector(const Expr *x, const IterVar *v)
+{
+    const Expr *a = bf16_load(x->args[1]->args[0]), *w = bf16_load(x->args[1]->args[1]);
+    if (a->tensor->pack_group == 2) {
+        const Expr *t = a;
+        a = w;
+        w = t;
+    }
+    return load_stride(x->args[0], v) == 1 && invariant(a, v) && load_stride(w, v) == 2;
+}
+
+/* The update X (pair_parts) as te_vdot_bf16(ACC, pair, &w_packed[..]) at
+ * lanes VMIN + G*16 + 0..15 of V, or te_dot_bf16(ACC, pair, &w_packed[..])
+ * when V is NULL (one lane). */
+static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
+{
+    const Expr *xl, *wl;
+    pair_parts(e, x, &xl, &wl);
+    FILE *out = e->p.out;
+    fputs(v ? "te_vdot_bf16(" : "te_dot_bf16(", out);
+    if (v)
+        emit_vexpr(e, x->args[0], v, vmin, g, 0);
+    else
+        cg_emit_expr(&e->p, x->args[0], 0);
+    /* x's pair: two elements as 32 bits, or the last one alone */
+    if (e->pair_var) {
+        fputs(", te_bf16_pair(", out);
+        emit_address(e, xl->tensor, xl->args, xl->args[xl->nargs - 1]);
+        fputs("), ", out);
+    } else {
+        fputs(", ", out);
+        emit_index(e, xl->tensor, xl->args);
+        fputs(", ", out);
+    }
+    Expr *last = wl->args[2];
+    if (v) {
+        Arena scratch = {0}, *a = &scratch; /* (see stride_of) */
+        Expr *rest;
+        int64_t c = stride_of(a, last, v, &rest);
+        last = sch_add(a, rest, sch_mul(a, sch_int(a, c), sch_add(a, vmin, sch_int(a, g * VLANES))));
+        emit_address(e, wl->tensor, wl->args, last);
+        arena_free(&scratch);
+    } else {
+        emit_address(e, wl->tensor, wl->args, last);
+    }
+    fputc(')', out);
+}
+
+/* Does S read a weight packed in pairs of k? */
+static bool pairs_in(const Expr *x)
+{
+    if (x->kind == EX_LOAD && x->tensor->pack_group == 2)
+        return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (pairs_in(x->args[i]))
+            return true;
+    return false;
+}
+
+static bool reads_pairs(const Stmt *s)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (reads_pairs(s->stmts[i]))
+                return true;
+        return false;
+    case S_STORE:
+        return pairs_in(s->value);
+    default:
+        return reads_pairs(s->body);
+    }
+}
+
+/* Is every statement of S that moves with the pair variable V an update
+ * pair_store takes (at least one), and no loop bound or test moves? */
+static bool pairs_only_in(Emitter *e, const Stmt *s, const IterVar *v, int *n)
+{
+    if (!s)
+        return true;
+    switch (s->kind) {
+    case S_FOR:
+        if (s->loop->kind == LOOP_PARALLEL || sch_uses_var(s->min, v) || sch_uses_var(s->extent, v))
+            return false;
+        return pairs_only_in(e, s->body, v, n);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (!pairs_only_in(e, s->stmts[i], v, n))
+                return false;
+        return true;
+    case S_IF:
+        return !sch_uses_var(s->cond, v) && pairs_only_in(e, s->body, v, n);
+    case S_ALLOC:
+        return pairs_only_in(e, s->body, v, n);
+    case S_STORE: {
+        bool moves = sch_uses_var(s->value, v);
+        for (int d = 0; d < s->buf->rank; d++)
+            moves = moves || sch_uses_var(s->index[d], v);
+        if (!moves)
+            return true;
+        (*n)++;
+        return pair_store(e, s);
+    }
+    }
+    return false;
+}
+
+static bool pairs_only(Emitter *e, const Stmt *s, const IterVar *v)
+{
+    int n = 0;
+    return pairs_only_in(e, s, v, &n) && n > 0;
+}
+
+/* A serial loop S over k as a loop over its pairs (see above), if its
+ * body is made of the updates pair_store takes; false, writing nothing,
+ * if not. */
+static bool emit_pair_loop(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    int64_t min, n;
+    if (!l->reduce || !sch_const_int(s->min, &min) || min != 0 || !sch_const_int(s->extent, &n) ||
+        n < 2 || !reads_pairs(s->body))
+        return false;
+    /* k = 2*k2 */
+    IterVar *k2 = sch_new_var(e->st, arena_printf(e->p.a, "%s2", l->name), n / 2);
+    Expr *two_k2 = sch_mul(e->p.a, sch_int(e->p.a, 2), ex_var(e->p.a, (Span){ 0, 0 }, k2));
+    Stmt *body = subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, two_k2), true);
+    e->pair_var = k2;
+    e->pair_at = two_k2;
+    bool all = pairs_only(e, body, k2);
+    e->pair_var = NULL;
+    e->pair_at = NULL;
+    if (!all)
+        return false;
+    Loop *pl = arena_alloc(e->p.a, sizeof *pl);
+    *pl = *l;
+    pl->var = k2;
+    pl->name = k2->name;
+    Stmt *loop = arena_alloc(e->p.a, sizeof *loop);
+    *loop = *s;
+    loop->loop = pl;
+    loop->extent = sch_int(e->p.a, n / 2);
+    loop->body = body;
+    cg_var_name(&e->p, l->var); /* claimed, as k's own loop would */
+    cg_line(&e->p, "/* %s: %lld values in pairs, %s = 2 * %s: bf16 dot products (vdpbf16ps) */\n",
+            l->name, (long long)n, cg_var_name(&e->p, l->var), cg_var_name(&e->p, k2));
+    e->pair_var = k2;
+    e->pair_at = two_k2;
+    emit_loop_over(e, loop, NULL, NULL);
+    if (n % 2) {
+        e->pair_var = NULL;
+        e->pair_at = sch_int(e->p.a, n - 1);
+        cg_line(&e->p, "/* %s = %lld: the last, paired with 0 */\n", l->name, (long long)(n - 1));
+        cg_line(&e->p, "{\n");
+        e->p.indent++;
+        emit_stmt(e, subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, e->pair_at), true));
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
+    }
+    e->pair_var = NULL;
+    e->pair_at = NULL;
+    return true;
 }
 
 static void emit_dims(Emitter *e, const Tensor *t, int from)
@@ -1374,6 +1663,35 @@ static const CgHelper c_after[] = {
       "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
       "}\n" },
     { "te_round_bf16", "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n" },
+    { "te_vdot_bf16 te_dot_bf16",
+      "/* bf16 dot products in pairs (codegen/c.c): ACC plus x_odd*w_odd, rounded,\n"
+      "   then plus x_even*w_even, rounded, as vdpbf16ps adds them; X a pair of\n"
+      "   bf16 as 32 bits (the even one low), W the pairs of a packed panel */\n"
+      "static inline uint32_t te_bf16_pair(const uint16_t *p) { uint32_t u; memcpy(&u, p, sizeof u); return u; }\n"
+      "static inline float te_dot_bf16(float acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    acc += te_bf16_to_f32((uint16_t)(x >> 16)) * te_bf16_to_f32(w[1]);\n"
+      "    return acc + te_bf16_to_f32((uint16_t)x) * te_bf16_to_f32(w[0]);\n"
+      "}\n" },
+    { "te_vdot_bf16",
+      "#if defined(__AVX512BF16__)\n"
+      "#include <immintrin.h>\n"
+      "static inline te_v16f te_vdot_bf16(te_v16f acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    __m512i pairs;\n"
+      "    memcpy(&pairs, w, sizeof pairs);\n"
+      "    return (te_v16f)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)x), (__m512bh)pairs);\n"
+      "}\n"
+      "#else\n"
+      "static inline te_v16f te_vdot_bf16(te_v16f acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    typedef uint32_t v16w __attribute__((vector_size(64)));\n"
+      "    v16w pairs;\n"
+      "    memcpy(&pairs, w, sizeof pairs);\n"
+      "    acc = acc + te_splat(te_bf16_to_f32((uint16_t)(x >> 16))) * (te_v16f)(pairs & 0xffff0000u);\n"
+      "    return acc + te_splat(te_bf16_to_f32((uint16_t)x)) * (te_v16f)(pairs << 16);\n"
+      "}\n"
+      "#endif\n" },
     { "te_vlog", "TE_VMAP1(te_vlog, logf)\n" },
     { "te_vsqrt", "TE_VMAP1(te_vsqrt, sqrtf)\n" },
     { "te_vrsqrt", "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\n" },
