@@ -404,11 +404,12 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     int64_t p = panel_width(target, sched, reader, dim);
     if (!last && p > w->shape[jd])
         p = w->shape[jd]; /* one panel: a transposed copy */
-    if (p < 2 || (last && p >= w->shape[jd]))
-        return NULL;
-    /* bf16 pairs of k (see the top): W[k, j], k its first index */
+    /* bf16 pairs of k (see the top): W[k, j], k its first index; then
+     * even one panel as wide as W is a layout of its own */
     int group = ahead && w->dtype == DT_BF16 && w->rank == 2 && last && n == 1 &&
                 bf16_dot(reader->body, w) ? 2 : 0;
+    if (p < 2 || (last && p >= w->shape[jd] && !group))
+        return NULL;
     Tensor *wp = packed_stage(a, g, w, p, jd, group, 1);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
     if (ahead)
