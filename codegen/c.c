@@ -81,6 +81,8 @@ typedef struct Emitter {
      * K's last step), or NULL */
     Expr *pair_at;
     IterVar *pair_var; /* k2 there (NULL in the last step) */
+    int group;         /* k's in a group: 2 (bf16 pairs) or 4 (u8 quads) */
+    int pair_left;     /* in the last step, the k's left (1 .. group-1) */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -243,7 +245,8 @@ static bool widened_load(const Expr *x, const IterVar *v)
     if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32)
         return false;
     const Expr *l = x->args[0];
-    return l->kind == EX_LOAD && (l->tensor->dtype == DT_BF16 || l->tensor->dtype == DT_F16) &&
+    return l->kind == EX_LOAD &&
+           (l->tensor->dtype == DT_BF16 || l->tensor->dtype == DT_F16 || l->tensor->dtype == DT_I32) &&
            load_stride(l, v) == 1;
 }
 
@@ -277,7 +280,7 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
     }
 }
 
-static bool pair_vector(const Expr *x, const IterVar *v);
+static bool pair_vector(Emitter *e, const Expr *x, const IterVar *v);
 
 static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
 {
@@ -290,6 +293,16 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
                 return false;
         return true;
     case S_STORE: {
+        if (e->pair_at && s->buf->rank > 0 && pair_store(e, s)) {
+            for (int d = 0; d + 1 < s->buf->rank; d++)
+                if (!invariant(s->index[d], v))
+                    return false;
+            Expr *rest;
+            Arena scratch = {0};
+            bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
+            arena_free(&scratch);
+            return unit && pair_vector(e, s->value, v);
+        }
         if (s->buf->dtype != DT_F32 || s->buf->rank == 0)
             return false;
         for (int d = 0; d + 1 < s->buf->rank; d++)
@@ -299,8 +312,6 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
         Arena scratch = {0};
         bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
         arena_free(&scratch);
-        if (unit && e->pair_at && pair_store(e, s))
-            return pair_vector(s->value, v);
         return unit && vectorizable(e, s->value, v);
     }
     default:
@@ -308,10 +319,38 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
     }
 }
 
+static int group_in(const Expr *x);
+
 /* Can the local buffer BUF be declared as vectors? */
 static bool vector_shape(const Tensor *buf)
 {
     return buf->rank > 0 && buf->dtype == DT_F32 && buf->shape[buf->rank - 1] % VLANES == 0;
+}
+
+/* ... or an i32 one that a loop over quads of k accumulates into
+ * (emit_pair_loop: u8 x i8 sums, vectors of 16 i32) */
+static bool updated_by_quads(const Stmt *s, const Tensor *buf)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (updated_by_quads(s->stmts[i], buf))
+                return true;
+        return false;
+    case S_STORE:
+        return s->buf == buf && group_in(s->value) == 4;
+    default:
+        return updated_by_quads(s->body, buf);
+    }
+}
+
+static bool vector_shape_i32(const Stmt *alloc)
+{
+    const Tensor *buf = alloc->buf;
+    return buf->rank > 0 && buf->dtype == DT_I32 && buf->shape[buf->rank - 1] % VLANES == 0 &&
+           updated_by_quads(alloc->body, buf);
 }
 
 /* Is BUF a local buffer declared as vectors (see emit_stmt's S_ALLOC)? */
@@ -363,7 +402,13 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
     }
     if (x->kind == EX_LOAD || widened_load(x, v)) {
         const Expr *l = x->kind == EX_LOAD ? x : x->args[0];
+        /* f32(an i32 load): converted, rounded as (float) would */
+        bool i32 = x->kind != EX_LOAD && l->tensor->dtype == DT_I32;
+        if (i32)
+            fputs("__builtin_convertvector(", out);
         emit_vaccess(e, l->tensor, l->args, v, vmin, g, NULL);
+        if (i32)
+            fputs(", te_v16f)", out);
         return;
     }
     int q = cg_prec(x->op);
@@ -425,9 +470,10 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
             emit_vexpr(e, store_value, v, vmin, g, 0);
         }
     } else {
-        fputs(store_value               ? "te_vstore("
+        fputs(store_value               ? (buf->dtype == DT_I32 ? "te_vstore_i32(" : "te_vstore(")
               : buf->dtype == DT_BF16   ? "te_vload_bf16("
               : buf->dtype == DT_F16    ? "te_vload_f16("
+              : buf->dtype == DT_I32    ? "te_vload_i32("
                                         : "te_vload(",
               e->p.out);
         emit_address(e, buf, idx, first);
@@ -1288,11 +1334,11 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
  * pair (x[.., K-1], 0) against the panel's (w[K-1, j], 0).
  */
 
-/* Is X f32(L), L a bf16 load?  L, or NULL. */
-static const Expr *bf16_load(const Expr *x)
+/* Is X TO(L), L a load of dtype FROM?  L, or NULL. */
+static const Expr *cast_load(const Expr *x, DType to, DType from)
 {
-    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32 || x->args[0]->kind != EX_LOAD ||
-        x->args[0]->tensor->dtype != DT_BF16 || x->args[0]->nargs == 0)
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != to || x->args[0]->kind != EX_LOAD ||
+        x->args[0]->tensor->dtype != from || x->args[0]->nargs == 0)
         return NULL;
     return x->args[0];
 }
@@ -1304,28 +1350,32 @@ static bool same_index(Emitter *e, Expr *x, Expr *y)
     return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, x, y)), &d) && d == 0;
 }
 
-/* Is X, in a loop over pairs of k (e->pair_at), ACC + f32(XL) * f32(WL),
- * WL a load of panels of pairs and XL a bf16 load whose last index is
- * the pair's first, e->pair_at, twice WL's pair index (the pairs align),
- * and nothing else of XL or WL moves with the pair (WL's last index then
- * the pair's first element: its k % 2 folded to 0)?  Sets *XL and *WL. */
+/* Is X, in a loop over groups of k (e->pair_at, G = e->group), ACC +
+ * f32(XL) * f32(WL) with XL and WL bf16 (G = 2) or ACC + i32(XL) *
+ * i32(WL) with XL u8 and WL i8 (G = 4), WL a load of panels of such
+ * groups, XL's last index the group's first k, e->pair_at, G times WL's
+ * group index (the groups align), and nothing else of XL or WL moving
+ * with the group (WL's last index then the group's first element: its
+ * k % G folded to 0)?  Sets *XL and *WL. */
 static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **wl)
 {
-    if (x->kind != EX_OP || x->op != OP_ADD || x->dtype != DT_F32)
+    int g = e->group;
+    DType acc = g == 2 ? DT_F32 : DT_I32, xt = g == 2 ? DT_BF16 : DT_U8, wt = g == 2 ? DT_BF16 : DT_I8;
+    if (x->kind != EX_OP || x->op != OP_ADD || x->dtype != acc)
         return false;
     const Expr *m = x->args[1];
     if (m->kind != EX_OP || m->op != OP_MUL)
         return false;
     for (int s = 0; s < 2; s++) {
-        const Expr *a = bf16_load(m->args[s]), *w = bf16_load(m->args[1 - s]);
-        if (!a || !w || w->tensor->pack_group != 2 || w->nargs != 3 || a->tensor->pack_group)
+        const Expr *a = cast_load(m->args[s], acc, xt), *w = cast_load(m->args[1 - s], acc, wt);
+        if (!a || !w || w->tensor->pack_group != g || w->nargs != 3 || a->tensor->pack_group)
             continue;
         Expr *at = a->args[a->nargs - 1];
         bool moves = sch_uses_var(w->args[0], e->pair_var) || sch_uses_var(w->args[2], e->pair_var);
         for (int d = 0; d + 1 < a->nargs; d++)
             moves = moves || sch_uses_var(a->args[d], e->pair_var);
         if (moves || !same_index(e, at, e->pair_at) ||
-            !same_index(e, at, sch_mul(e->p.a, sch_int(e->p.a, 2), w->args[1])))
+            !same_index(e, at, sch_mul(e->p.a, sch_int(e->p.a, g), w->args[1])))
             continue;
         if (xl)
             *xl = a;
@@ -1340,7 +1390,7 @@ static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **
  * at S's index, which does not move with the pair)? */
 static bool pair_store(Emitter *e, const Stmt *s)
 {
-    if (s->kind != S_STORE || s->buf->dtype != DT_F32 || !pair_parts(e, s->value, NULL, NULL))
+    if (s->kind != S_STORE || !pair_parts(e, s->value, NULL, NULL))
         return false;
     const Expr *acc = s->value->args[0];
     if (acc->kind != EX_LOAD || acc->tensor != s->buf)
@@ -1351,41 +1401,43 @@ static bool pair_store(Emitter *e, const Stmt *s)
     return true;
 }
 
-/* Can the update X be sixteen lanes over V: its accumulator a vector
- * load, x's pair the same for every lane, the panel's pairs 2 apart? */
-static bool pair_vector(const Expr *x, const IterVar *v)
+/* Can the update X (pair_parts) be sixteen lanes over V: its
+ * accumulator a vector load, x's group the same for every lane, the
+ * panel's groups G apart? */
+static bool pair_vector(Emitter *e, const Expr *x, const IterVar *v)
 {
-    const Expr *a = bf16_load(x->args[1]->args[0]), *w = bf16_load(x->args[1]->args[1]);
-    if (a->tensor->pack_group == 2) {
-        const Expr *t = a;
-        a = w;
-        w = t;
-    }
-    return load_stride(x->args[0], v) == 1 && invariant(a, v) && load_stride(w, v) == 2;
+    const Expr *a, *w;
+    pair_parts(e, x, &a, &w);
+    return load_stride(x->args[0], v) == 1 && invariant(a, v) && load_stride(w, v) == e->group;
 }
 
-/* The update X (pair_parts) as te_vdot_bf16(ACC, pair, &w_packed[..]) at
- * lanes VMIN + G*16 + 0..15 of V, or te_dot_bf16(ACC, pair, &w_packed[..])
- * when V is NULL (one lane). */
+/* The update X (pair_parts) at lanes VMIN + G*16 + 0..15 of V:
+ * te_vdot_bf16(ACC, pair, &w_packed[..]) or te_vdot_u8i8(ACC, quad,
+ * &w_packed[..]); te_dot_bf16 or te_dot_u8i8 when V is NULL (one lane). */
 static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
 {
     const Expr *xl, *wl;
     pair_parts(e, x, &xl, &wl);
     FILE *out = e->p.out;
-    fputs(v ? "te_vdot_bf16(" : "te_dot_bf16(", out);
+    fprintf(out, "te_%sdot_%s(", v ? "v" : "", e->group == 2 ? "bf16" : "u8i8");
     if (v)
         emit_vexpr(e, x->args[0], v, vmin, g, 0);
     else
         cg_emit_expr(&e->p, x->args[0], 0);
-    /* x's pair: two elements as 32 bits, or the last one alone */
+    /* x's group as 32 bits, or the last k left, zero-extended */
+    Expr *at = xl->args[xl->nargs - 1];
     if (e->pair_var) {
-        fputs(", te_bf16_pair(", out);
-        emit_address(e, xl->tensor, xl->args, xl->args[xl->nargs - 1]);
+        fputs(e->group == 2 ? ", te_bf16_pair(" : ", te_u8_quad(", out);
+        emit_address(e, xl->tensor, xl->args, at);
         fputs("), ", out);
-    } else {
+    } else if (e->group == 2) {
         fputs(", ", out);
         emit_index(e, xl->tensor, xl->args);
         fputs(", ", out);
+    } else {
+        fputs(", te_u8_quad_n(", out);
+        emit_address(e, xl->tensor, xl->args, at);
+        fprintf(out, ", %d), ", e->pair_left);
     }
     Expr *last = wl->args[2];
     if (v) {
@@ -1401,31 +1453,36 @@ static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmi
     fputc(')', out);
 }
 
-/* Does S read a weight packed in pairs of k? */
-static bool pairs_in(const Expr *x)
+/* The k interleave of a weight S reads packed in groups of k (2 or 4),
+ * or 0. */
+static int group_in(const Expr *x)
 {
-    if (x->kind == EX_LOAD && x->tensor->pack_group == 2)
-        return true;
-    for (int i = 0; i < x->nargs; i++)
-        if (pairs_in(x->args[i]))
-            return true;
-    return false;
+    if (x->kind == EX_LOAD && x->tensor->pack_group)
+        return x->tensor->pack_group;
+    for (int i = 0; i < x->nargs; i++) {
+        int g = group_in(x->args[i]);
+        if (g)
+            return g;
+    }
+    return 0;
 }
 
-static bool reads_pairs(const Stmt *s)
+static int reads_groups(const Stmt *s)
 {
     if (!s)
-        return false;
+        return 0;
     switch (s->kind) {
     case S_SEQ:
-        for (int i = 0; i < s->n; i++)
-            if (reads_pairs(s->stmts[i]))
-                return true;
-        return false;
+        for (int i = 0; i < s->n; i++) {
+            int g = reads_groups(s->stmts[i]);
+            if (g)
+                return g;
+        }
+        return 0;
     case S_STORE:
-        return pairs_in(s->value);
+        return group_in(s->value);
     default:
-        return reads_pairs(s->body);
+        return reads_groups(s->body);
     }
 }
 
@@ -1468,46 +1525,55 @@ static bool pairs_only(Emitter *e, const Stmt *s, const IterVar *v)
     return pairs_only_in(e, s, v, &n) && n > 0;
 }
 
-/* A serial loop S over k as a loop over its pairs (see above), if its
- * body is made of the updates pair_store takes; false, writing nothing,
- * if not. */
+/* A serial loop S over k as a loop over its groups of k (see above), if
+ * its body is made of the updates pair_store takes; false, writing
+ * nothing, if not. */
 static bool emit_pair_loop(Emitter *e, const Stmt *s)
 {
     const Loop *l = s->loop;
     int64_t min, n;
-    if (!l->reduce || !sch_const_int(s->min, &min) || min != 0 || !sch_const_int(s->extent, &n) ||
-        n < 2 || !reads_pairs(s->body))
+    int g = reads_groups(s->body);
+    if (!g || !l->reduce || !sch_const_int(s->min, &min) || min != 0 ||
+        !sch_const_int(s->extent, &n) || n < g)
         return false;
-    /* k = 2*k2 */
-    IterVar *k2 = sch_new_var(e->st, arena_printf(e->p.a, "%s2", l->name), n / 2);
-    Expr *two_k2 = sch_mul(e->p.a, sch_int(e->p.a, 2), ex_var(e->p.a, (Span){ 0, 0 }, k2));
-    Stmt *body = subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, two_k2), true);
-    e->pair_var = k2;
-    e->pair_at = two_k2;
-    bool all = pairs_only(e, body, k2);
+    /* k = G*kG */
+    IterVar *kg = sch_new_var(e->st, arena_printf(e->p.a, "%s%d", l->name, g), n / g);
+    Expr *first = sch_mul(e->p.a, sch_int(e->p.a, g), ex_var(e->p.a, (Span){ 0, 0 }, kg));
+    Stmt *body = subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, first), true);
+    e->group = g;
+    e->pair_var = kg;
+    e->pair_at = first;
+    bool all = pairs_only(e, body, kg);
     e->pair_var = NULL;
     e->pair_at = NULL;
     if (!all)
         return false;
     Loop *pl = arena_alloc(e->p.a, sizeof *pl);
     *pl = *l;
-    pl->var = k2;
-    pl->name = k2->name;
+    pl->var = kg;
+    pl->name = kg->name;
     Stmt *loop = arena_alloc(e->p.a, sizeof *loop);
     *loop = *s;
     loop->loop = pl;
-    loop->extent = sch_int(e->p.a, n / 2);
+    loop->extent = sch_int(e->p.a, n / g);
     loop->body = body;
     cg_var_name(&e->p, l->var); /* claimed, as k's own loop would */
-    cg_line(&e->p, "/* %s: %lld values in pairs, %s = 2 * %s: bf16 dot products (vdpbf16ps) */\n",
-            l->name, (long long)n, cg_var_name(&e->p, l->var), cg_var_name(&e->p, k2));
-    e->pair_var = k2;
-    e->pair_at = two_k2;
+    cg_line(&e->p, "/* %s: %lld values in %s, %s = %d * %s: %s dot products (%s) */\n", l->name,
+            (long long)n, g == 2 ? "pairs" : "quads", cg_var_name(&e->p, l->var), g,
+            cg_var_name(&e->p, kg), g == 2 ? "bf16" : "u8 x i8", g == 2 ? "vdpbf16ps" : "vpdpbusd");
+    e->pair_var = kg;
+    e->pair_at = first;
     emit_loop_over(e, loop, NULL, NULL);
-    if (n % 2) {
+    if (n % g) {
+        /* the last k, fewer than G, padded with 0 (the panel's rows are) */
         e->pair_var = NULL;
-        e->pair_at = sch_int(e->p.a, n - 1);
-        cg_line(&e->p, "/* %s = %lld: the last, paired with 0 */\n", l->name, (long long)(n - 1));
+        e->pair_left = (int)(n % g);
+        e->pair_at = sch_int(e->p.a, n - n % g);
+        if (n % g == 1)
+            cg_line(&e->p, "/* %s = %lld: the last, with 0 */\n", l->name, (long long)(n - 1));
+        else
+            cg_line(&e->p, "/* %s = %lld .. %lld: the last, with 0 */\n", l->name, (long long)(n - n % g),
+                    (long long)(n - 1));
         cg_line(&e->p, "{\n");
         e->p.indent++;
         emit_stmt(e, subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, e->pair_at), true));
@@ -1516,6 +1582,7 @@ static bool emit_pair_loop(Emitter *e, const Stmt *s)
     }
     e->pair_var = NULL;
     e->pair_at = NULL;
+    e->group = 0;
     return true;
 }
 
@@ -1554,19 +1621,21 @@ static void emit_stmt(Emitter *e, const Stmt *s)
     case S_ALLOC:
         cg_line(&e->p, "{\n");
         e->p.indent++;
-        if (vector_shape(s->buf)) {
+        if (vector_shape(s->buf) || vector_shape_i32(s)) {
             vec_push(e->p.a, &e->vector_bufs, s->buf);
             /* vectors of 16, so that constant-indexed tiles live in
-             * registers; NAME is the same storage seen as floats */
+             * registers; NAME is the same storage seen as floats (or
+             * int32_t) */
             const Tensor *b = s->buf;
             const char *n = cg_tensor_name(&e->p, b);
-            cg_line(&e->p, "te_v16f %s_v", n);
+            bool f = b->dtype == DT_F32;
+            cg_line(&e->p, "%s %s_v", f ? "te_v16f" : "te_v16i32", n);
             for (int d = 0; d + 1 < b->rank; d++)
                 fprintf(e->p.out, "[%lld]", (long long)b->shape[d]);
             fprintf(e->p.out, "[%lld];\n", (long long)(b->shape[b->rank - 1] / VLANES));
-            cg_line(&e->p, "float (*%s)", n);
+            cg_line(&e->p, "%s (*%s)", f ? "float" : "int32_t", n);
             emit_dims(e, b, 1);
-            fprintf(e->p.out, " = (float (*)");
+            fprintf(e->p.out, " = (%s (*)", f ? "float" : "int32_t");
             emit_dims(e, b, 1);
             fprintf(e->p.out, ")%s_v;\n", n);
             cg_line(&e->p, "(void)%s; /* used by the scalar edge loops, if any */\n", n);
@@ -1605,6 +1674,9 @@ static const CgHelper c_before[] = {
     { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
     { "te_vload", "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n" },
     { "te_vstore", "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n" },
+    { "te_v16i32", "typedef int32_t te_v16i32 __attribute__((vector_size(64))); /* sums of 8-bit products */\n" },
+    { "te_vload_i32", "static inline te_v16i32 te_vload_i32(const int32_t *p) { te_v16i32 v; memcpy(&v, p, sizeof v); return v; }\n" },
+    { "te_vstore_i32", "static inline void te_vstore_i32(int32_t *p, te_v16i32 v) { memcpy(p, &v, sizeof v); }\n" },
     { "te_vload_bf16 te_vload_f16", "/* 16 bf16 or f16 values widened to f32 as they are loaded: exact */\n" },
     { "te_vload_bf16", "static inline te_v16f te_vload_bf16(const uint16_t *p)\n"
                        "{\n"
@@ -1673,6 +1745,39 @@ static const CgHelper c_after[] = {
       "    acc += te_bf16_to_f32((uint16_t)(x >> 16)) * te_bf16_to_f32(w[1]);\n"
       "    return acc + te_bf16_to_f32((uint16_t)x) * te_bf16_to_f32(w[0]);\n"
       "}\n" },
+    { "te_vdot_u8i8 te_dot_u8i8",
+      "/* u8 x i8 dot products in quads (codegen/c.c): ACC plus the four products\n"
+      "   of X's bytes (u8, the first k lowest) and W's (i8), in i32 modulo 2^32\n"
+      "   as vpdpbusd adds them (exact: the order does not matter) */\n"
+      "static inline uint32_t te_u8_quad(const uint8_t *p) { uint32_t u; memcpy(&u, p, sizeof u); return u; }\n"
+      "static inline uint32_t te_u8_quad_n(const uint8_t *p, int n) { uint32_t u = 0; memcpy(&u, p, (size_t)n); return u; }\n"
+      "static inline int32_t te_dot_u8i8(int32_t acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    uint32_t s = (uint32_t)acc;\n"
+      "    for (int e = 0; e < 4; e++)\n"
+      "        s += (uint32_t)((int32_t)((x >> (8 * e)) & 0xffu) * w[e]);\n"
+      "    return (int32_t)s;\n"
+      "}\n" },
+    { "te_vdot_u8i8",
+      "#if defined(__AVX512VNNI__)\n"
+      "#include <immintrin.h>\n"
+      "static inline te_v16i32 te_vdot_u8i8(te_v16i32 acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    __m512i quads;\n"
+      "    memcpy(&quads, w, sizeof quads);\n"
+      "    return (te_v16i32)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32((int)x), quads);\n"
+      "}\n"
+      "#else\n"
+      "static inline __attribute__((always_inline)) te_v16i32 te_vdot_u8i8(te_v16i32 acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    typedef uint32_t v16u __attribute__((vector_size(64)));\n"
+      "    v16u quads, s = (v16u)acc;\n"
+      "    memcpy(&quads, w, sizeof quads);\n"
+      "    for (int e = 0; e < 4; e++) /* byte e of each lane, sign-extended */\n"
+      "        s += (v16u)(((te_v16i32)(quads << (24 - 8 * e)) >> 24) * (int32_t)((x >> (8 * e)) & 0xffu));\n"
+      "    return (te_v16i32)s;\n"
+      "}\n"
+      "#endif\n" },
     { "te_vdot_bf16",
       "#if defined(__AVX512BF16__)\n"
       "#include <immintrin.h>\n"

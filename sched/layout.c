@@ -59,6 +59,12 @@
  * arithmetic).  An odd K's last pair is (W[K-1, j], 0).  Any other loop
  * nest reads the same layout with a stride of 2 along j.
  *
+ * Quads of k for vpdpbusd, the same way: a const i8 W[k, j] whose reader
+ * sums i32(X[.., k]) * i32(W[k, j]), X u8, has four k in each 32-bit lane,
+ * W_packed[p, k4, 4*l + e] = W[4*k4 + e, p*P + l], zero past K, which
+ * AVX512_VNNI's vpdpbusd multiplies with a broadcast quad of X and adds
+ * to sixteen i32 sums (te_vdot_u8i8).
+ *
  * Not packed: non-const inputs read along their rows (they change every
  * call: packing them is a copy per call), tensors read by several kernels
  * or at different points (one layout could not serve them all), an axis
@@ -291,40 +297,46 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd, in
     return wp;
 }
 
-/* Is X f32(L), L a load of a bf16 tensor, L's index D (its last if D <
- * 0) the variable K? */
-static bool widened_bf16(const Expr *x, int d, const IterVar *k)
+/* Is X TO(L), L a load of a tensor of dtype FROM, L's index D (its last
+ * if D < 0) the variable K? */
+static bool widened(const Expr *x, DType to, DType from, int d, const IterVar *k)
 {
-    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32)
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != to)
         return false;
     const Expr *l = x->args[0];
-    if (l->kind != EX_LOAD || l->tensor->dtype != DT_BF16 || l->nargs == 0)
+    if (l->kind != EX_LOAD || l->tensor->dtype != from || l->nargs == 0)
         return false;
     const Expr *ix = l->args[d < 0 ? l->nargs - 1 : d];
     return ix->kind == EX_VAR && ix->var == k;
 }
 
-/* Does E hold W's one load in a bf16 dot product, sum(k) f32(X[.., k]) *
- * f32(W[k, j]) with X bf16 (either operand first), W rank 2 and bf16?
- * (Pairs of k then suit vdpbf16ps: the layout above.) */
-static bool bf16_dot(const Expr *e, const Tensor *w)
+/* The k interleave of W's panels for a dot-product instruction (see the
+ * top), if E holds W's one load in a dot product over k alone:
+ *   2  sum(k) f32(X[.., k]) * f32(W[k, j]), X and W bf16 (vdpbf16ps);
+ *   4  sum(k) i32(X[.., k]) * i32(W[k, j]), X u8 and W i8 (vpdpbusd);
+ * either operand first, W of rank 2; else 0. */
+static int dot_group(const Expr *e, const Tensor *w)
 {
-    if (e->kind == EX_REDUCE && e->reducer == RED_SUM && e->naxes == 1 && e->dtype == DT_F32 &&
+    if (e->kind == EX_REDUCE && e->reducer == RED_SUM && e->naxes == 1 &&
         e->args[0]->kind == EX_OP && e->args[0]->op == OP_MUL) {
-        const Expr *m = e->args[0], *k = NULL;
+        const Expr *m = e->args[0];
+        const IterVar *k = e->axes[0];
         for (int s = 0; s < 2; s++) {
             const Expr *wl = m->args[s], *xl = m->args[1 - s];
-            if (widened_bf16(wl, 0, e->axes[0]) && wl->args[0]->tensor == w &&
-                widened_bf16(xl, -1, e->axes[0]) && xl->args[0]->tensor != w)
-                k = wl;
+            if (e->dtype == DT_F32 && widened(wl, DT_F32, DT_BF16, 0, k) && widened(xl, DT_F32, DT_BF16, -1, k) &&
+                wl->args[0]->tensor == w && xl->args[0]->tensor != w)
+                return 2;
+            if (e->dtype == DT_I32 && widened(wl, DT_I32, DT_I8, 0, k) && widened(xl, DT_I32, DT_U8, -1, k) &&
+                wl->args[0]->tensor == w)
+                return 4;
         }
-        if (k)
-            return true;
     }
-    for (int i = 0; i < e->nargs; i++)
-        if (bf16_dot(e->args[i], w))
-            return true;
-    return false;
+    for (int i = 0; i < e->nargs; i++) {
+        int g = dot_group(e->args[i], w);
+        if (g)
+            return g;
+    }
+    return 0;
 }
 
 static bool is_arg(const SchedStmt *s, int i, const char *name)
@@ -406,15 +418,15 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
         p = w->shape[jd]; /* one panel: a transposed copy */
     /* bf16 pairs of k (see the top): W[k, j], k its first index; then
      * even one panel as wide as W is a layout of its own */
-    int group = ahead && w->dtype == DT_BF16 && w->rank == 2 && last && n == 1 &&
-                bf16_dot(reader->body, w) ? 2 : 0;
+    int group = ahead && w->rank == 2 && last && n == 1 ? dot_group(reader->body, w) : 0;
     if (p < 2 || (last && p >= w->shape[jd] && !group))
         return NULL;
     Tensor *wp = packed_stage(a, g, w, p, jd, group, 1);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
     if (ahead)
         return arena_printf(a, "%s prepacked in panels of %lld%s for %s (%s)", w->name, (long long)p,
-                            group ? ", pairs of k interleaved" : "", reader->name, wp->name);
+                            group == 2 ? ", pairs of k interleaved" : group == 4 ? ", quads of k interleaved" : "",
+                            reader->name, wp->name);
     return arena_printf(a, "%s packed in panels of %lld along %s for %s at every call (%s)", w->name,
                         (long long)p, j->name, reader->name, wp->name);
 }
