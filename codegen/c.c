@@ -293,17 +293,9 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
                 return false;
         return true;
     case S_STORE: {
-        if (e->pair_at && s->buf->rank > 0 && pair_store(e, s)) {
-            for (int d = 0; d + 1 < s->buf->rank; d++)
-                if (!invariant(s->index[d], v))
-                    return false;
-            Expr *rest;
-            Arena scratch = {0};
-            bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
-            arena_free(&scratch);
-            return unit && pair_vector(e, s->value, v);
-        }
-        if (s->buf->dtype != DT_F32 || s->buf->rank == 0)
+        /* an update of a loop over groups of k (f32 or i32), or an f32 store */
+        bool update = e->pair_at && pair_store(e, s);
+        if ((!update && s->buf->dtype != DT_F32) || s->buf->rank == 0)
             return false;
         for (int d = 0; d + 1 < s->buf->rank; d++)
             if (!invariant(s->index[d], v))
@@ -312,7 +304,7 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
         Arena scratch = {0};
         bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
         arena_free(&scratch);
-        return unit && vectorizable(e, s->value, v);
+        return unit && (update ? pair_vector(e, s->value, v) : vectorizable(e, s->value, v));
     }
     default:
         return false;
