@@ -21,7 +21,10 @@
  * indexing reads x[i][k].  Arithmetic follows the reference evaluator:
  * integer division by zero gives 0, float-to-int casts saturate and send
  * NaN to 0, min/max/relu propagate NaN.  f16 and bf16 values are computed
- * in float and rounded when stored.  Expressions and names are cfamily.c's,
+ * in float and rounded when stored.  bf16 and u8 x i8 matmuls whose
+ * weights are packed in groups of k run their k loop on the dot-product
+ * instructions where the target has them (emit_pair_loop), the same
+ * numbers in portable code where not.  Expressions and names are cfamily.c's,
  * in its C dialect; this file writes the statements around them.
  */
 #ifndef _POSIX_C_SOURCE
@@ -1305,7 +1308,7 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
 }
 
 /* ------------------------------------------------------------------ */
-/* bf16 dot products in pairs of k: vdpbf16ps.                         */
+/* Dot products in groups of k: vdpbf16ps and vpdpbusd.               */
 /*
  * A serial loop over a reduction's k whose every statement that moves
  * with k is an update
@@ -1324,6 +1327,14 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
  * differ only where a value is subnormal, which the instruction flushes
  * to zero (doc/testing.md).  An odd K's last k is one more step, its x
  * pair (x[.., K-1], 0) against the panel's (w[K-1, j], 0).
+ *
+ * u8 x i8 sums, acc + i32(x[.., k]) * i32(w_packed[.., k / 4, 4*l + k % 4])
+ * with x u8 and w i8, go the same way in quads, k = 4*k4: te_vdot_u8i8 is
+ * vpdpbusd where the target has AVX512_VNNI (four products added to each
+ * of sixteen i32 sums, modulo 2^32), te_dot_u8i8 an edge lane; integer
+ * sums are exact, so any order gives the same bits.  The accumulators are
+ * then vectors of 16 i32 (te_v16i32), and the last 1 to 3 k of a K that
+ * 4 does not divide one more step with the quad zero-extended.
  */
 
 /* Is X TO(L), L a load of dtype FROM?  L, or NULL. */
