@@ -103,20 +103,9 @@ static int dnnl_setup(Dnnl *p, dnnl_data_type_t src_t, dnnl_data_type_t wei_t, v
     DNNL_TRY(dnnl_memory_desc_init_by_tag(&dmd, 2, dd, dnnl_f32, dnnl_ab));
     dnnl_matmul_desc_t desc;
     DNNL_TRY(dnnl_matmul_desc_init(&desc, &smd, &wany, &bmd, &dmd));
-    dnnl_primitive_attr_t attr;
-    dnnl_post_ops_t post_ops;
-    DNNL_TRY(dnnl_primitive_attr_create(&attr));
-    DNNL_TRY(dnnl_primitive_attr_set_output_scales(attr, 1, 0, &scale));
-    DNNL_TRY(dnnl_post_ops_create(&post_ops));
-    DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
-    DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
     dnnl_primitive_desc_t pd;
-    DNNL_TRY(dnnl_primitive_desc_create(&pd, &desc, attr, bench_dnnl_engine, NULL));
-    dnnl_post_ops_destroy(post_ops);
-    dnnl_primitive_attr_destroy(attr);
-    const char *name = "?";
-    dnnl_primitive_desc_query(pd, dnnl_query_impl_info_str, 0, &name);
-    snprintf(p->impl, sizeof p->impl, "%s", name);
+    if (!bench_dnnl_scaled_gelu(&desc, scale, &pd, p->impl, sizeof p->impl, why, why_size))
+        return 0;
     DNNL_TRY(dnnl_primitive_create(&p->matmul, pd));
     dnnl_memory_t src, wei, bias, dst;
     float *scaled = bench_xmalloc(sizeof *scaled * (size_t)n);

@@ -314,8 +314,6 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
     }
 }
 
-static int group_in(const Expr *x);
-
 /* Can the local buffer BUF be declared as vectors? */
 static bool vector_shape(const Tensor *buf)
 {
@@ -335,7 +333,7 @@ static bool updated_by_quads(const Stmt *s, const Tensor *buf)
                 return true;
         return false;
     case S_STORE:
-        return s->buf == buf && group_in(s->value) == 4;
+        return s->buf == buf && sch_packed_group(s->value) == 4;
     default:
         return updated_by_quads(s->body, buf);
     }
@@ -1458,18 +1456,6 @@ static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmi
 
 /* The k interleave of a weight S reads packed in groups of k (2 or 4),
  * or 0. */
-static int group_in(const Expr *x)
-{
-    if (x->kind == EX_LOAD && x->tensor->pack_group)
-        return x->tensor->pack_group;
-    for (int i = 0; i < x->nargs; i++) {
-        int g = group_in(x->args[i]);
-        if (g)
-            return g;
-    }
-    return 0;
-}
-
 static int reads_groups(const Stmt *s)
 {
     if (!s)
@@ -1483,7 +1469,7 @@ static int reads_groups(const Stmt *s)
         }
         return 0;
     case S_STORE:
-        return group_in(s->value);
+        return sch_packed_group(s->value);
     default:
         return reads_groups(s->body);
     }

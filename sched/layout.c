@@ -487,12 +487,12 @@ bool sch_prepack_named(const Graph *g, const char *name)
     return false;
 }
 
-static int packed_group(const Expr *e)
+int sch_packed_group(const Expr *e)
 {
     if (e->kind == EX_LOAD && e->tensor->pack_group)
         return e->tensor->pack_group;
     for (int i = 0; i < e->nargs; i++) {
-        int g = packed_group(e->args[i]);
+        int g = sch_packed_group(e->args[i]);
         if (g)
             return g;
     }
@@ -503,7 +503,7 @@ int sch_dot_group(const Graph *g, const Tensor *stage)
 {
     if (stage->kind != TK_STAGE)
         return 0;
-    int group = packed_group(stage->body);
+    int group = sch_packed_group(stage->body);
     for (int i = 0; i < g->ninputs && !group; i++) {
         const Tensor *w = g->inputs[i];
         if (w->is_const && w->rank == 2 && loads_of(stage->body, w) == 1)
