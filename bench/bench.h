@@ -99,6 +99,11 @@ typedef struct BenchMatmulDescs {
 int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, int plain_weights, BenchMatmulDescs *md,
                            dnnl_primitive_desc_t *pd, char *impl, size_t impl_size, char *why,
                            size_t why_size);
+/* DESC's primitive with an output scale SCALE and an eltwise_gelu_erf
+ * post-op into *PD, the implementation oneDNN chose into IMPL.  1, or 0
+ * and WHY. */
+int bench_dnnl_scaled_gelu(const dnnl_matmul_desc_t *desc, float scale, dnnl_primitive_desc_t *pd,
+                           char *impl, size_t impl_size, char *why, size_t why_size);
 /* The weights W (plain row-major, USER_MD) in the layout PD's primitive
  * reads, into *OUT: W itself where they agree, else reordered once, here,
  * outside any timed loop; LAYOUT says which ("as given (ab)", or the

@@ -42,10 +42,16 @@ int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, int plain_weights, B
     DNNL_TRY(dnnl_matmul_desc_init(&desc, &md->src, plain_weights ? &md->user_weights : &any_weights_md,
                                    &md->bias, &md->dst));
 
+    /* (the bias it is given is b / 0.125 = b * 8: exact in binary) */
+    return bench_dnnl_scaled_gelu(&desc, 0.125f, pd, impl, impl_size, why, why_size);
+}
+
+int bench_dnnl_scaled_gelu(const dnnl_matmul_desc_t *desc, float scale, dnnl_primitive_desc_t *pd,
+                           char *impl, size_t impl_size, char *why, size_t why_size)
+{
     /* oneDNN 2.x applies the output scale after the bias:
      *   dst = gelu(scale * (src @ weights + bias)),
-     * so the bias it is given is b / scale (b * 8: exact in binary). */
-    const float scale = 0.125f;
+     * so the bias it is given is b / scale. */
     dnnl_primitive_attr_t attr;
     dnnl_post_ops_t post_ops;
     DNNL_TRY(dnnl_primitive_attr_create(&attr));
@@ -53,7 +59,7 @@ int bench_dnnl_matmul_gelu(int64_t m, int64_t k, int64_t n, int plain_weights, B
     DNNL_TRY(dnnl_post_ops_create(&post_ops));
     DNNL_TRY(dnnl_post_ops_append_eltwise(post_ops, 1.0f, dnnl_eltwise_gelu_erf, 0.0f, 0.0f));
     DNNL_TRY(dnnl_primitive_attr_set_post_ops(attr, post_ops));
-    DNNL_TRY(dnnl_primitive_desc_create(pd, &desc, attr, bench_dnnl_engine, NULL));
+    DNNL_TRY(dnnl_primitive_desc_create(pd, desc, attr, bench_dnnl_engine, NULL));
     dnnl_post_ops_destroy(post_ops);
     dnnl_primitive_attr_destroy(attr);
     const char *name = "?";

@@ -23,7 +23,10 @@
  * indexing reads x[i][k].  Arithmetic follows the reference evaluator:
  * integer division by zero gives 0, float-to-int casts saturate and send
  * NaN to 0, min/max/relu propagate NaN.  f16 and bf16 values are computed
- * in float and rounded when stored.  Expressions and names are cfamily.c's,
+ * in float and rounded when stored.  bf16 and u8 x i8 matmuls whose
+ * weights are packed in groups of k run their k loop on the dot-product
+ * instructions where the target has them (emit_pair_loop), the same
+ * numbers in portable code where not.  Expressions and names are cfamily.c's,
  * in its C dialect; this file writes the statements around them.
  */
 #ifndef _POSIX_C_SOURCE
@@ -79,6 +82,13 @@ typedef struct Emitter {
     bool profile;         /* --profile: a timer around each kernel step */
     int variant;          /* the variant being written (profile names) */
     PtrVec prof_names;    /* char *: the timed steps, by their index */
+    /* writing a loop over pairs of k (emit_pair_loop): the index of x's
+     * first element of each pair (k = 2*k2 in the loop, K-1 in an odd
+     * K's last step), or NULL */
+    Expr *pair_at;
+    IterVar *pair_var; /* k2 there (NULL in the last step) */
+    int group;         /* k's in a group: 2 (bf16 pairs) or 4 (u8 quads) */
+    int pair_left;     /* in the last step, the k's left (1 .. group-1) */
 } Emitter;
 
 /* The C type values of T are stored in (cg_compute_type: computed in). */
@@ -125,8 +135,20 @@ static void load_element(CgPrinter *p, const Tensor *t, Expr *const *idx)
 
 static void emit_stmt(Emitter *e, const Stmt *s);
 
+static bool pair_store(Emitter *e, const Stmt *s);
+static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g);
+
 static void emit_store(Emitter *e, const Stmt *s)
 {
+    if (e->pair_at && pair_store(e, s)) {
+        /* a scalar edge lane of a loop over pairs of k */
+        fprintf(e->p.out, "%*s", e->p.indent * 4, "");
+        emit_index(e, s->buf, s->index);
+        fputs(" = ", e->p.out);
+        emit_pair_dot(e, s->value, NULL, NULL, 0);
+        fputs(";\n", e->p.out);
+        return;
+    }
     fprintf(e->p.out, "%*s", e->p.indent * 4, "");
     emit_index(e, s->buf, s->index);
     fputs(" = ", e->p.out);
@@ -229,7 +251,8 @@ static bool widened_load(const Expr *x, const IterVar *v)
     if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != DT_F32)
         return false;
     const Expr *l = x->args[0];
-    return l->kind == EX_LOAD && (l->tensor->dtype == DT_BF16 || l->tensor->dtype == DT_F16) &&
+    return l->kind == EX_LOAD &&
+           (l->tensor->dtype == DT_BF16 || l->tensor->dtype == DT_F16 || l->tensor->dtype == DT_I32) &&
            load_stride(l, v) == 1;
 }
 
@@ -263,6 +286,8 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
     }
 }
 
+static bool pair_vector(Emitter *e, const Expr *x, const IterVar *v);
+
 static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
 {
     if (!s)
@@ -274,7 +299,9 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
                 return false;
         return true;
     case S_STORE: {
-        if (s->buf->dtype != DT_F32 || s->buf->rank == 0)
+        /* an update of a loop over groups of k (f32 or i32), or an f32 store */
+        bool update = e->pair_at && pair_store(e, s);
+        if ((!update && s->buf->dtype != DT_F32) || s->buf->rank == 0)
             return false;
         for (int d = 0; d + 1 < s->buf->rank; d++)
             if (!invariant(s->index[d], v))
@@ -283,7 +310,7 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
         Arena scratch = {0};
         bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
         arena_free(&scratch);
-        return unit && vectorizable(e, s->value, v);
+        return unit && (update ? pair_vector(e, s->value, v) : vectorizable(e, s->value, v));
     }
     default:
         return false;
@@ -294,6 +321,32 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
 static bool vector_shape(const Tensor *buf)
 {
     return buf->rank > 0 && buf->dtype == DT_F32 && buf->shape[buf->rank - 1] % VLANES == 0;
+}
+
+/* ... or an i32 one that a loop over quads of k accumulates into
+ * (emit_pair_loop: u8 x i8 sums, vectors of 16 i32) */
+static bool updated_by_quads(const Stmt *s, const Tensor *buf)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (updated_by_quads(s->stmts[i], buf))
+                return true;
+        return false;
+    case S_STORE:
+        return s->buf == buf && sch_packed_group(s->value) == 4;
+    default:
+        return updated_by_quads(s->body, buf);
+    }
+}
+
+static bool vector_shape_i32(const Stmt *alloc)
+{
+    const Tensor *buf = alloc->buf;
+    return buf->rank > 0 && buf->dtype == DT_I32 && buf->shape[buf->rank - 1] % VLANES == 0 &&
+           updated_by_quads(alloc->body, buf);
 }
 
 /* Is BUF a local buffer declared as vectors (see emit_stmt's S_ALLOC)? */
@@ -325,12 +378,18 @@ static void emit_address(Emitter *e, const Tensor *buf, Expr *const *idx, Expr *
 static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const IterVar *v,
                          Expr *vmin, int64_t g, Expr *store_value);
 
+static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **wl);
+
 /* ... X at those lanes, in C's precedence (PREC as cg_emit_expr's): GCC and
  * Clang give vector operators the scalar ones' */
 static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g,
                        int prec)
 {
     FILE *out = e->p.out;
+    if (e->pair_at && x->kind == EX_OP && x->op == OP_ADD && pair_parts(e, x, NULL, NULL)) {
+        emit_pair_dot(e, x, v, vmin, g);
+        return;
+    }
     if (invariant(x, v)) {
         fputs("te_splat(", out);
         cg_emit_expr(&e->p, x, 0);
@@ -339,7 +398,13 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
     }
     if (x->kind == EX_LOAD || widened_load(x, v)) {
         const Expr *l = x->kind == EX_LOAD ? x : x->args[0];
+        /* f32(an i32 load): converted, rounded as (float) would */
+        bool i32 = x->kind != EX_LOAD && l->tensor->dtype == DT_I32;
+        if (i32)
+            fputs("__builtin_convertvector(", out);
         emit_vaccess(e, l->tensor, l->args, v, vmin, g, NULL);
+        if (i32)
+            fputs(", te_v16f)", out);
         return;
     }
     int q = cg_prec(x->op);
@@ -401,9 +466,10 @@ static void emit_vaccess(Emitter *e, const Tensor *buf, Expr *const *idx, const 
             emit_vexpr(e, store_value, v, vmin, g, 0);
         }
     } else {
-        fputs(store_value               ? "te_vstore("
+        fputs(store_value               ? (buf->dtype == DT_I32 ? "te_vstore_i32(" : "te_vstore(")
               : buf->dtype == DT_BF16   ? "te_vload_bf16("
               : buf->dtype == DT_F16    ? "te_vload_f16("
+              : buf->dtype == DT_I32    ? "te_vload_i32("
                                         : "te_vload(",
               e->p.out);
         emit_address(e, buf, idx, first);
@@ -439,6 +505,7 @@ static void emit_prefetch(Emitter *e, const Stmt *s);
 static void emit_stream_prefetch(Emitter *e, const Stmt *s);
 
 static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold);
+static bool emit_pair_loop(Emitter *e, const Stmt *s);
 
 static void emit_for(Emitter *e, const Stmt *s)
 {
@@ -473,6 +540,8 @@ static void emit_for(Emitter *e, const Stmt *s)
     }
     if (l->kind == LOOP_VECTORIZED &&
         (l->reduce ? emit_vector_reduction(e, s) : emit_vector_loop(e, s)))
+        return;
+    if (l->kind == LOOP_SERIAL && !e->pair_at && emit_pair_loop(e, s))
         return;
     emit_scalar_loop(e, s);
 }
@@ -1184,7 +1253,13 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
         const Tensor *t = sl->load->tensor;
         int per_line = 64 / dtype_bytes(t->dtype);
         int64_t lanes = sl->vec->extent->kind == EX_CONST ? (int64_t)sl->vec->extent->value : per_line;
-        for (int64_t c = 0; c < lanes; c += per_line) {
+        /* lanes 2 elements apart (pairs of k) cover a line in half as many */
+        Arena scratch = {0};
+        Expr *rest;
+        int64_t stride = stride_of(&scratch, sl->load->args[sl->load->nargs - 1], sl->vec->loop->var, &rest);
+        arena_free(&scratch);
+        int64_t step = stride > 1 && per_line % stride == 0 ? per_line / stride : per_line;
+        for (int64_t c = 0; c < lanes; c += step) {
             IterVar *vv[CAP + 2];
             Expr *vx[CAP + 2];
             for (int k = 0; k < n; k++) {
@@ -1233,6 +1308,276 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* Dot products in groups of k: vdpbf16ps and vpdpbusd.               */
+/*
+ * A serial loop over a reduction's k whose every statement that moves
+ * with k is an update
+ *
+ *     acc[..] = acc[..] + f32(x[.., k]) * f32(w_packed[.., k / 2, 2*l + k % 2])
+ *
+ * of a weight whose panels interleave pairs of k (sched/layout.c; x
+ * bf16, contiguous along k) is written over the pairs instead, k = 2*k2:
+ * each update one te_vdot_bf16 (sixteen lanes) or te_dot_bf16 (an edge
+ * lane), given the pair (x[.., 2*k2], x[.., 2*k2 + 1]) as 32 bits and the
+ * address of w_packed's pairs.  Where the target has AVX512_BF16,
+ * te_vdot_bf16 is vdpbf16ps, which adds the odd product and then the
+ * even one to each lane, rounding each sum to nearest even (the products
+ * of two bf16 values are exact in f32).  Elsewhere it does the same
+ * arithmetic in the same order, so both give the same numbers; they
+ * differ only where a value is subnormal, which the instruction flushes
+ * to zero (doc/testing.md).  An odd K's last k is one more step, its x
+ * pair (x[.., K-1], 0) against the panel's (w[K-1, j], 0).
+ *
+ * u8 x i8 sums, acc + i32(x[.., k]) * i32(w_packed[.., k / 4, 4*l + k % 4])
+ * with x u8 and w i8, go the same way in quads, k = 4*k4: te_vdot_u8i8 is
+ * vpdpbusd where the target has AVX512_VNNI (four products added to each
+ * of sixteen i32 sums, modulo 2^32), te_dot_u8i8 an edge lane; integer
+ * sums are exact, so any order gives the same bits.  The accumulators are
+ * then vectors of 16 i32 (te_v16i32), and the last 1 to 3 k of a K that
+ * 4 does not divide one more step with the quad zero-extended.
+ */
+
+/* Is X TO(L), L a load of dtype FROM?  L, or NULL. */
+static const Expr *cast_load(const Expr *x, DType to, DType from)
+{
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != to || x->args[0]->kind != EX_LOAD ||
+        x->args[0]->tensor->dtype != from || x->args[0]->nargs == 0)
+        return NULL;
+    return x->args[0];
+}
+
+/* Is the expression X - Y the constant 0? */
+static bool same_index(Emitter *e, Expr *x, Expr *y)
+{
+    int64_t d;
+    return sch_const_int(sch_simplify(e->p.a, sch_sub(e->p.a, x, y)), &d) && d == 0;
+}
+
+/* Is X, in a loop over groups of k (e->pair_at, G = e->group), ACC +
+ * f32(XL) * f32(WL) with XL and WL bf16 (G = 2) or ACC + i32(XL) *
+ * i32(WL) with XL u8 and WL i8 (G = 4), WL a load of panels of such
+ * groups, XL's last index the group's first k, e->pair_at, G times WL's
+ * group index (the groups align), and nothing else of XL or WL moving
+ * with the group (WL's last index then the group's first element: its
+ * k % G folded to 0)?  Sets *XL and *WL. */
+static bool pair_parts(Emitter *e, const Expr *x, const Expr **xl, const Expr **wl)
+{
+    int g = e->group;
+    DType acc = g == 2 ? DT_F32 : DT_I32, xt = g == 2 ? DT_BF16 : DT_U8, wt = g == 2 ? DT_BF16 : DT_I8;
+    if (x->kind != EX_OP || x->op != OP_ADD || x->dtype != acc)
+        return false;
+    const Expr *m = x->args[1];
+    if (m->kind != EX_OP || m->op != OP_MUL)
+        return false;
+    for (int s = 0; s < 2; s++) {
+        const Expr *a = cast_load(m->args[s], acc, xt), *w = cast_load(m->args[1 - s], acc, wt);
+        if (!a || !w || w->tensor->pack_group != g || w->nargs != 3 || a->tensor->pack_group)
+            continue;
+        Expr *at = a->args[a->nargs - 1];
+        bool moves = sch_uses_var(w->args[0], e->pair_var) || sch_uses_var(w->args[2], e->pair_var);
+        for (int d = 0; d + 1 < a->nargs; d++)
+            moves = moves || sch_uses_var(a->args[d], e->pair_var);
+        if (moves || !same_index(e, at, e->pair_at) ||
+            !same_index(e, at, sch_mul(e->p.a, sch_int(e->p.a, g), w->args[1])))
+            continue;
+        if (xl)
+            *xl = a;
+        if (wl)
+            *wl = w;
+        return true;
+    }
+    return false;
+}
+
+/* Is S an update pair_parts takes, of its own element (ACC is S's buffer
+ * at S's index, which does not move with the pair)? */
+static bool pair_store(Emitter *e, const Stmt *s)
+{
+    if (s->kind != S_STORE || !pair_parts(e, s->value, NULL, NULL))
+        return false;
+    const Expr *acc = s->value->args[0];
+    if (acc->kind != EX_LOAD || acc->tensor != s->buf)
+        return false;
+    for (int d = 0; d < s->buf->rank; d++)
+        if (sch_uses_var(s->index[d], e->pair_var) || !same_index(e, acc->args[d], s->index[d]))
+            return false;
+    return true;
+}
+
+/* Can the update X (pair_parts) be sixteen lanes over V: its
+ * accumulator a vector load, x's group the same for every lane, the
+ * panel's groups G apart? */
+static bool pair_vector(Emitter *e, const Expr *x, const IterVar *v)
+{
+    const Expr *a, *w;
+    pair_parts(e, x, &a, &w);
+    return load_stride(x->args[0], v) == 1 && invariant(a, v) && load_stride(w, v) == e->group;
+}
+
+/* The update X (pair_parts) at lanes VMIN + G*16 + 0..15 of V:
+ * te_vdot_bf16(ACC, pair, &w_packed[..]) or te_vdot_u8i8(ACC, quad,
+ * &w_packed[..]); te_dot_bf16 or te_dot_u8i8 when V is NULL (one lane). */
+static void emit_pair_dot(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, int64_t g)
+{
+    const Expr *xl, *wl;
+    pair_parts(e, x, &xl, &wl);
+    FILE *out = e->p.out;
+    fprintf(out, "te_%sdot_%s(", v ? "v" : "", e->group == 2 ? "bf16" : "u8i8");
+    if (v)
+        emit_vexpr(e, x->args[0], v, vmin, g, 0);
+    else
+        cg_emit_expr(&e->p, x->args[0], 0);
+    /* x's group as 32 bits, or the last k left, zero-extended */
+    Expr *at = xl->args[xl->nargs - 1];
+    if (e->pair_var) {
+        fputs(e->group == 2 ? ", te_bf16_pair(" : ", te_u8_quad(", out);
+        emit_address(e, xl->tensor, xl->args, at);
+        fputs("), ", out);
+    } else if (e->group == 2) {
+        fputs(", ", out);
+        emit_index(e, xl->tensor, xl->args);
+        fputs(", ", out);
+    } else {
+        fputs(", te_u8_quad_n(", out);
+        emit_address(e, xl->tensor, xl->args, at);
+        fprintf(out, ", %d), ", e->pair_left);
+    }
+    Expr *last = wl->args[2];
+    if (v) {
+        Arena scratch = {0}, *a = &scratch; /* (see stride_of) */
+        Expr *rest;
+        int64_t c = stride_of(a, last, v, &rest);
+        last = sch_add(a, rest, sch_mul(a, sch_int(a, c), sch_add(a, vmin, sch_int(a, g * VLANES))));
+        emit_address(e, wl->tensor, wl->args, last);
+        arena_free(&scratch);
+    } else {
+        emit_address(e, wl->tensor, wl->args, last);
+    }
+    fputc(')', out);
+}
+
+/* The k interleave of a weight S reads packed in groups of k (2 or 4),
+ * or 0. */
+static int reads_groups(const Stmt *s)
+{
+    if (!s)
+        return 0;
+    switch (s->kind) {
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++) {
+            int g = reads_groups(s->stmts[i]);
+            if (g)
+                return g;
+        }
+        return 0;
+    case S_STORE:
+        return sch_packed_group(s->value);
+    default:
+        return reads_groups(s->body);
+    }
+}
+
+/* Is every statement of S that moves with the pair variable V an update
+ * pair_store takes (at least one), and no loop bound or test moves? */
+static bool pairs_only_in(Emitter *e, const Stmt *s, const IterVar *v, int *n)
+{
+    if (!s)
+        return true;
+    switch (s->kind) {
+    case S_FOR:
+        if (s->loop->kind == LOOP_PARALLEL || sch_uses_var(s->min, v) || sch_uses_var(s->extent, v))
+            return false;
+        return pairs_only_in(e, s->body, v, n);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (!pairs_only_in(e, s->stmts[i], v, n))
+                return false;
+        return true;
+    case S_IF:
+        return !sch_uses_var(s->cond, v) && pairs_only_in(e, s->body, v, n);
+    case S_ALLOC:
+        return pairs_only_in(e, s->body, v, n);
+    case S_STORE: {
+        bool moves = sch_uses_var(s->value, v);
+        for (int d = 0; d < s->buf->rank; d++)
+            moves = moves || sch_uses_var(s->index[d], v);
+        if (!moves)
+            return true;
+        (*n)++;
+        return pair_store(e, s);
+    }
+    }
+    return false;
+}
+
+static bool pairs_only(Emitter *e, const Stmt *s, const IterVar *v)
+{
+    int n = 0;
+    return pairs_only_in(e, s, v, &n) && n > 0;
+}
+
+/* A serial loop S over k as a loop over its groups of k (see above), if
+ * its body is made of the updates pair_store takes; false, writing
+ * nothing, if not. */
+static bool emit_pair_loop(Emitter *e, const Stmt *s)
+{
+    const Loop *l = s->loop;
+    int64_t min, n;
+    int g = reads_groups(s->body);
+    if (!g || !l->reduce || !sch_const_int(s->min, &min) || min != 0 ||
+        !sch_const_int(s->extent, &n) || n < g)
+        return false;
+    /* k = G*kG */
+    IterVar *kg = sch_new_var(e->st, arena_printf(e->p.a, "%s%d", l->name, g), n / g);
+    Expr *first = sch_mul(e->p.a, sch_int(e->p.a, g), ex_var(e->p.a, (Span){ 0, 0 }, kg));
+    Stmt *body = subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, first), true);
+    e->group = g;
+    e->pair_var = kg;
+    e->pair_at = first;
+    bool all = pairs_only(e, body, kg);
+    e->pair_var = NULL;
+    e->pair_at = NULL;
+    if (!all)
+        return false;
+    Loop *pl = arena_alloc(e->p.a, sizeof *pl);
+    *pl = *l;
+    pl->var = kg;
+    pl->name = kg->name;
+    Stmt *loop = arena_alloc(e->p.a, sizeof *loop);
+    *loop = *s;
+    loop->loop = pl;
+    loop->extent = sch_int(e->p.a, n / g);
+    loop->body = body;
+    cg_var_name(&e->p, l->var); /* claimed, as k's own loop would */
+    cg_line(&e->p, "/* %s: %lld values in %s, %s = %d * %s: %s dot products (%s) */\n", l->name,
+            (long long)n, g == 2 ? "pairs" : "quads", cg_var_name(&e->p, l->var), g,
+            cg_var_name(&e->p, kg), g == 2 ? "bf16" : "u8 x i8", g == 2 ? "vdpbf16ps" : "vpdpbusd");
+    e->pair_var = kg;
+    e->pair_at = first;
+    emit_loop_over(e, loop, NULL, NULL);
+    if (n % g) {
+        /* the last k, fewer than G, padded with 0 (the panel's rows are) */
+        e->pair_var = NULL;
+        e->pair_left = (int)(n % g);
+        e->pair_at = sch_int(e->p.a, n - n % g);
+        if (n % g == 1)
+            cg_line(&e->p, "/* %s = %lld: the last, with 0 */\n", l->name, (long long)(n - 1));
+        else
+            cg_line(&e->p, "/* %s = %lld .. %lld: the last, with 0 */\n", l->name, (long long)(n - n % g),
+                    (long long)(n - 1));
+        cg_line(&e->p, "{\n");
+        e->p.indent++;
+        emit_stmt(e, subst_stmt(e, s->body, sch_subst1(e->p.a, l->var, e->pair_at), true));
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
+    }
+    e->pair_var = NULL;
+    e->pair_at = NULL;
+    e->group = 0;
+    return true;
+}
+
 static void emit_dims(Emitter *e, const Tensor *t, int from)
 {
     for (int d = from; d < t->rank; d++) {
@@ -1268,19 +1613,21 @@ static void emit_stmt(Emitter *e, const Stmt *s)
     case S_ALLOC:
         cg_line(&e->p, "{\n");
         e->p.indent++;
-        if (vector_shape(s->buf)) {
+        if (vector_shape(s->buf) || vector_shape_i32(s)) {
             vec_push(e->p.a, &e->vector_bufs, s->buf);
             /* vectors of 16, so that constant-indexed tiles live in
-             * registers; NAME is the same storage seen as floats */
+             * registers; NAME is the same storage seen as floats (or
+             * int32_t) */
             const Tensor *b = s->buf;
             const char *n = cg_tensor_name(&e->p, b);
-            cg_line(&e->p, "te_v16f %s_v", n);
+            bool f = b->dtype == DT_F32;
+            cg_line(&e->p, "%s %s_v", f ? "te_v16f" : "te_v16i32", n);
             for (int d = 0; d + 1 < b->rank; d++)
                 fprintf(e->p.out, "[%lld]", (long long)b->shape[d]);
             fprintf(e->p.out, "[%lld];\n", (long long)(b->shape[b->rank - 1] / VLANES));
-            cg_line(&e->p, "float (*%s)", n);
+            cg_line(&e->p, "%s (*%s)", f ? "float" : "int32_t", n);
             emit_dims(e, b, 1);
-            fprintf(e->p.out, " = (float (*)");
+            fprintf(e->p.out, " = (%s (*)", f ? "float" : "int32_t");
             emit_dims(e, b, 1);
             fprintf(e->p.out, ")%s_v;\n", n);
             cg_line(&e->p, "(void)%s; /* used by the scalar edge loops, if any */\n", n);
@@ -1319,6 +1666,9 @@ static const CgHelper c_before[] = {
     { "te_splat", "static inline te_v16f te_splat(float x) { return (te_v16f){ x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x }; }\n" },
     { "te_vload", "static inline te_v16f te_vload(const float *p) { te_v16f v; memcpy(&v, p, sizeof v); return v; }\n" },
     { "te_vstore", "static inline void te_vstore(float *p, te_v16f v) { memcpy(p, &v, sizeof v); }\n" },
+    { "te_v16i32", "typedef int32_t te_v16i32 __attribute__((vector_size(64))); /* sums of 8-bit products */\n" },
+    { "te_vload_i32", "static inline te_v16i32 te_vload_i32(const int32_t *p) { te_v16i32 v; memcpy(&v, p, sizeof v); return v; }\n" },
+    { "te_vstore_i32", "static inline void te_vstore_i32(int32_t *p, te_v16i32 v) { memcpy(p, &v, sizeof v); }\n" },
     { "te_vload_bf16 te_vload_f16", "/* 16 bf16 or f16 values widened to f32 as they are loaded: exact */\n" },
     { "te_vload_bf16", "static inline te_v16f te_vload_bf16(const uint16_t *p)\n"
                        "{\n"
@@ -1377,6 +1727,68 @@ static const CgHelper c_after[] = {
       "    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
       "}\n" },
     { "te_round_bf16", "static inline float te_round_bf16(float f) { return te_bf16_to_f32(te_f32_to_bf16(f)); }\n" },
+    { "te_vdot_bf16 te_dot_bf16",
+      "/* bf16 dot products in pairs (codegen/c.c): ACC plus x_odd*w_odd, rounded,\n"
+      "   then plus x_even*w_even, rounded, as vdpbf16ps adds them; X a pair of\n"
+      "   bf16 as 32 bits (the even one low), W the pairs of a packed panel */\n"
+      "static inline uint32_t te_bf16_pair(const uint16_t *p) { uint32_t u; memcpy(&u, p, sizeof u); return u; }\n"
+      "static inline float te_dot_bf16(float acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    acc += te_bf16_to_f32((uint16_t)(x >> 16)) * te_bf16_to_f32(w[1]);\n"
+      "    return acc + te_bf16_to_f32((uint16_t)x) * te_bf16_to_f32(w[0]);\n"
+      "}\n" },
+    { "te_vdot_u8i8 te_dot_u8i8",
+      "/* u8 x i8 dot products in quads (codegen/c.c): ACC plus the four products\n"
+      "   of X's bytes (u8, the first k lowest) and W's (i8), in i32 modulo 2^32\n"
+      "   as vpdpbusd adds them (exact: the order does not matter) */\n"
+      "static inline uint32_t te_u8_quad(const uint8_t *p) { uint32_t u; memcpy(&u, p, sizeof u); return u; }\n"
+      "static inline uint32_t te_u8_quad_n(const uint8_t *p, int n) { uint32_t u = 0; memcpy(&u, p, (size_t)n); return u; }\n"
+      "static inline int32_t te_dot_u8i8(int32_t acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    uint32_t s = (uint32_t)acc;\n"
+      "    for (int e = 0; e < 4; e++)\n"
+      "        s += (uint32_t)((int32_t)((x >> (8 * e)) & 0xffu) * w[e]);\n"
+      "    return (int32_t)s;\n"
+      "}\n" },
+    { "te_vdot_u8i8",
+      "#if defined(__AVX512VNNI__)\n"
+      "#include <immintrin.h>\n"
+      "static inline te_v16i32 te_vdot_u8i8(te_v16i32 acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    __m512i quads;\n"
+      "    memcpy(&quads, w, sizeof quads);\n"
+      "    return (te_v16i32)_mm512_dpbusd_epi32((__m512i)acc, _mm512_set1_epi32((int)x), quads);\n"
+      "}\n"
+      "#else\n"
+      "static inline __attribute__((always_inline)) te_v16i32 te_vdot_u8i8(te_v16i32 acc, uint32_t x, const int8_t *w)\n"
+      "{\n"
+      "    typedef uint32_t v16u __attribute__((vector_size(64)));\n"
+      "    v16u quads, s = (v16u)acc;\n"
+      "    memcpy(&quads, w, sizeof quads);\n"
+      "    for (int e = 0; e < 4; e++) /* byte e of each lane, sign-extended */\n"
+      "        s += (v16u)(((te_v16i32)(quads << (24 - 8 * e)) >> 24) * (int32_t)((x >> (8 * e)) & 0xffu));\n"
+      "    return (te_v16i32)s;\n"
+      "}\n"
+      "#endif\n" },
+    { "te_vdot_bf16",
+      "#if defined(__AVX512BF16__)\n"
+      "#include <immintrin.h>\n"
+      "static inline __attribute__((always_inline)) te_v16f te_vdot_bf16(te_v16f acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    __m512i pairs;\n"
+      "    memcpy(&pairs, w, sizeof pairs);\n"
+      "    return (te_v16f)_mm512_dpbf16_ps((__m512)acc, (__m512bh)_mm512_set1_epi32((int)x), (__m512bh)pairs);\n"
+      "}\n"
+      "#else\n"
+      "static inline __attribute__((always_inline)) te_v16f te_vdot_bf16(te_v16f acc, uint32_t x, const uint16_t *w)\n"
+      "{\n"
+      "    typedef uint32_t v16w __attribute__((vector_size(64)));\n"
+      "    v16w pairs;\n"
+      "    memcpy(&pairs, w, sizeof pairs);\n"
+      "    acc = acc + te_splat(te_bf16_to_f32((uint16_t)(x >> 16))) * (te_v16f)(pairs & 0xffff0000u);\n"
+      "    return acc + te_splat(te_bf16_to_f32((uint16_t)x)) * (te_v16f)(pairs << 16);\n"
+      "}\n"
+      "#endif\n" },
     { "te_vlog", "TE_VMAP1(te_vlog, logf)\n" },
     { "te_vsqrt", "TE_VMAP1(te_vsqrt, sqrtf)\n" },
     { "te_vrsqrt", "TE_VMAP1(te_vrsqrt, te_rsqrt_f32)\n" },

@@ -427,6 +427,11 @@ struct Tensor {
     Tensor *packs;
     int64_t pack_width;
     int pack_dim;
+    /* k interleaved in the panels' rows, PACK_GROUP consecutive values of
+     * W's reduction index K_DIM in each (0: not): 2 for bf16 pairs, what
+     * vdpbf16ps multiplies in one 32-bit lane (layout.c) */
+    int pack_group;
+    int pack_kdim;
 };
 
 /* Is T a prepack stage: a const input in panels, computed ahead of time
@@ -436,9 +441,10 @@ static inline bool te_prepacked(const Tensor *t)
     return t->packs && t->packs->kind == TK_INPUT && t->packs->is_const;
 }
 
-/* A load LOAD of a packing stage, W_packed[j / P, a.., j % P], as the
- * indices of W it reads: SRC[0 .. W's rank) receives a.. with j at
- * pack_dim (graph.c). */
+/* A load LOAD of a packing stage, W_packed[j / P, a.., j % P] (or, k
+ * interleaved in groups of G, W_packed[j / P, k / G, G*(j % P) + k % G]),
+ * as the indices of W it reads: SRC[0 .. W's rank) receives a.. with j
+ * at pack_dim (graph.c). */
 void te_unpacked_index(const Expr *load, Expr **src);
 
 /* A size.  A static dim is a compile-time constant: VALUE, and LO = HI =

@@ -46,6 +46,25 @@
  * A non-const input read that way (keys given as an input) is packed at
  * every call too.
  *
+ * Pairs of k for vdpbf16ps.  A const bf16 W[k, j] whose reader sums
+ * f32(X[.., k]) * f32(W[k, j]) over k alone, X bf16 with k its last index
+ * (a bf16 matmul), has its panels' rows hold two k each, interleaved:
+ *
+ *     W_packed[p, k2, 2*l + e] = W[2*k2 + e, p*P + l]   (zero past K)
+ *     ... W[k, j] ...   becomes   ... W_packed[j / P, k / 2, 2*(j % P) + k % 2] ...
+ *
+ * so that a 32-bit lane holds the pair (W[2*k2, j], W[2*k2 + 1, j]) that
+ * AVX512_BF16's vdpbf16ps multiplies with a broadcast pair of X along k
+ * (codegen/c.c's te_vdot_bf16; its portable form does the same
+ * arithmetic).  An odd K's last pair is (W[K-1, j], 0).  Any other loop
+ * nest reads the same layout with a stride of 2 along j.
+ *
+ * Quads of k for vpdpbusd, the same way: a const i8 W[k, j] whose reader
+ * sums i32(X[.., k]) * i32(W[k, j]), X u8, has four k in each 32-bit lane,
+ * W_packed[p, k4, 4*l + e] = W[4*k4 + e, p*P + l], zero past K, which
+ * AVX512_VNNI's vpdpbusd multiplies with a broadcast quad of X and adds
+ * to sixteen i32 sums (te_vdot_u8i8).
+ *
  * Not packed: non-const inputs read along their rows (they change every
  * call: packing them is a copy per call), tensors read by several kernels
  * or at different points (one layout could not serve them all), an axis
@@ -198,6 +217,14 @@ static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p, int
             if (d != jd)
                 args[k++] = e->args[d];
         args[w->rank] = op2(a, OP_MOD, DT_I32, j, int_const(a, p));
+        int g = wp->pack_group;
+        if (g) {
+            /* W_packed[j / P, k / G, G*(j % P) + k % G] */
+            Expr *k = e->args[wp->pack_kdim];
+            args[1] = op2(a, OP_DIV, DT_I32, k, int_const(a, g));
+            args[2] = op2(a, OP_ADD, DT_I32, op2(a, OP_MUL, DT_I32, int_const(a, g), args[2]),
+                          op2(a, OP_MOD, DT_I32, k, int_const(a, g)));
+        }
         return ex_load(a, e->span, wp, args, w->rank + 1);
     }
     if (e->nargs == 0)
@@ -248,12 +275,39 @@ static IterVar *new_var(Arena *a, Graph *g, const char *name, int64_t extent)
     return v;
 }
 
+/* WP's rows interleaved in groups of G along its index KD (W's index
+ * KD - 1, as KD > 0 here; W of rank 2, panels along its last index):
+ *   WP[p, k2, G*l + e] = select(G*k2 + e < K, W[min(G*k2 + e, K-1), ..], 0)
+ * with the column's select of packed_stage around the load as before. */
+static void group_rows(Arena *a, Tensor *wp, int g, int kd)
+{
+    int64_t k = wp->shape[kd], p = wp->shape[2];
+    IterVar *k2 = wp->vars[kd], *q = wp->vars[2];
+    k2->extent = wp->shape[kd] = (k + g - 1) / g;
+    q->extent = wp->shape[2] = g * p;
+    Expr *e = op2(a, OP_MOD, DT_I32, ex_var(a, no_span, q), int_const(a, g));
+    Expr *krow = op2(a, OP_ADD, DT_I32, op2(a, OP_MUL, DT_I32, ex_var(a, no_span, k2), int_const(a, g)), e);
+    Expr *l = op2(a, OP_DIV, DT_I32, ex_var(a, no_span, q), int_const(a, g));
+    Expr *krow_in = k % g == 0 ? krow : op2(a, OP_MIN, DT_I32, krow, int_const(a, k - 1));
+    IterVar *vars[2] = { k2, q };
+    Expr *vals[2] = { krow_in, l };
+    /* the body packed_stage made over (k2, q) read as (k, l) */
+    wp->body = te_subst_vars(a, wp->body, vars, vals, 2);
+    if (k % g != 0) {
+        Expr *args[3] = { op2(a, OP_LT, DT_BOOL, krow, int_const(a, k)), wp->body,
+                          ex_const(a, no_span, wp->dtype, 0.0) };
+        wp->body = ex_op(a, no_span, OP_SELECT, wp->dtype, args, 3);
+    }
+    wp->pack_group = g;
+    wp->pack_kdim = kd - 1;
+}
+
 /* The packing stage of W in panels of P along its index JD (the last,
  * shown here):
  *   W_packed[p, a0, .., l] = select(p*P + l < N, W[a0, .., min(p*P + l, N-1)], 0)
  * (just W[a0, .., p*P + l] when P divides N); the other indices a.. keep
  * their order. */
-static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd)
+static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd, int group, int kd)
 {
     int r = w->rank;
     int64_t n = w->shape[jd];
@@ -294,7 +348,51 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd)
     wp->packs = w;
     wp->pack_width = p;
     wp->pack_dim = jd;
+    if (group)
+        group_rows(a, wp, group, kd);
     return wp;
+}
+
+/* Is X TO(L), L a load of a tensor of dtype FROM, L's index D (its last
+ * if D < 0) the variable K? */
+static bool widened(const Expr *x, DType to, DType from, int d, const IterVar *k)
+{
+    if (x->kind != EX_OP || x->op != OP_CAST || x->dtype != to)
+        return false;
+    const Expr *l = x->args[0];
+    if (l->kind != EX_LOAD || l->tensor->dtype != from || l->nargs == 0)
+        return false;
+    const Expr *ix = l->args[d < 0 ? l->nargs - 1 : d];
+    return ix->kind == EX_VAR && ix->var == k;
+}
+
+/* The k interleave of W's panels for a dot-product instruction (see the
+ * top), if E holds W's one load in a dot product over k alone:
+ *   2  sum(k) f32(X[.., k]) * f32(W[k, j]), X and W bf16 (vdpbf16ps);
+ *   4  sum(k) i32(X[.., k]) * i32(W[k, j]), X u8 and W i8 (vpdpbusd);
+ * either operand first, W of rank 2; else 0. */
+static int dot_group(const Expr *e, const Tensor *w)
+{
+    if (e->kind == EX_REDUCE && e->reducer == RED_SUM && e->naxes == 1 &&
+        e->args[0]->kind == EX_OP && e->args[0]->op == OP_MUL) {
+        const Expr *m = e->args[0];
+        const IterVar *k = e->axes[0];
+        for (int s = 0; s < 2; s++) {
+            const Expr *wl = m->args[s], *xl = m->args[1 - s];
+            if (e->dtype == DT_F32 && widened(wl, DT_F32, DT_BF16, 0, k) && widened(xl, DT_F32, DT_BF16, -1, k) &&
+                wl->args[0]->tensor == w && xl->args[0]->tensor != w)
+                return 2;
+            if (e->dtype == DT_I32 && widened(wl, DT_I32, DT_I8, 0, k) && widened(xl, DT_I32, DT_U8, -1, k) &&
+                wl->args[0]->tensor == w)
+                return 4;
+        }
+    }
+    for (int i = 0; i < e->nargs; i++) {
+        int g = dot_group(e->args[i], w);
+        if (g)
+            return g;
+    }
+    return 0;
 }
 
 static bool is_arg(const SchedStmt *s, int i, const char *name)
@@ -375,13 +473,17 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     int64_t p = panel_width(target, sched, reader, dim);
     if (!last && p > w->shape[jd])
         p = w->shape[jd]; /* one panel: a transposed copy */
-    if (p < 2 || (last && p >= w->shape[jd]) || step % p != 0)
-        return NULL; /* (a tile that does not divide the index's other terms
-                        would read two panels) */
-    Tensor *wp = packed_stage(a, g, w, p, jd);
+    /* bf16 pairs of k (see the top): W[k, j], k its first index; then
+     * even one panel as wide as W is a layout of its own */
+    int group = ahead && w->rank == 2 && last && n == 1 ? dot_group(reader->body, w) : 0;
+    if (p < 2 || (last && p >= w->shape[jd] && !group) || step % p != 0)
+        return NULL; /* (a tile that does not divide the column index's
+                        other terms would read two panels) */
+    Tensor *wp = packed_stage(a, g, w, p, jd, group, 1);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
     if (ahead)
-        return arena_printf(a, "%s prepacked in panels of %lld for %s (%s)", w->name, (long long)p,
+        return arena_printf(a, "%s prepacked in panels of %lld%s for %s (%s)", w->name, (long long)p,
+                            group == 2 ? ", pairs of k interleaved" : group == 4 ? ", quads of k interleaved" : "",
                             reader->name, wp->name);
     return arena_printf(a, "%s packed in panels of %lld along %s for %s at every call (%s)", w->name,
                         (long long)p, j->name, reader->name, wp->name);
@@ -441,4 +543,29 @@ bool sch_prepack_named(const Graph *g, const char *name)
             return true;
     }
     return false;
+}
+
+int sch_packed_group(const Expr *e)
+{
+    if (e->kind == EX_LOAD && e->tensor->pack_group)
+        return e->tensor->pack_group;
+    for (int i = 0; i < e->nargs; i++) {
+        int g = sch_packed_group(e->args[i]);
+        if (g)
+            return g;
+    }
+    return 0;
+}
+
+int sch_dot_group(const Graph *g, const Tensor *stage)
+{
+    if (stage->kind != TK_STAGE)
+        return 0;
+    int group = sch_packed_group(stage->body);
+    for (int i = 0; i < g->ninputs && !group; i++) {
+        const Tensor *w = g->inputs[i];
+        if (w->is_const && w->rank == 2 && loads_of(stage->body, w) == 1)
+            group = dot_group(stage->body, w);
+    }
+    return group;
 }

@@ -618,6 +618,13 @@ void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrV
  * applied to a laid-out graph name such stages; the graph they are
  * shown for may have none.) */
 bool sch_prepack_named(const Graph *g, const char *name);
+/* The k interleave of the weight STAGE reads in a dot product (2: bf16
+ * pairs, 4: u8 x i8 quads; layout.c's top), packed already or to be when
+ * its tiles make panels; 0 if none. */
+int sch_dot_group(const Graph *g, const Tensor *stage);
+/* The k interleave of the first load in E of a weight packed in groups of
+ * k (Tensor.pack_group), or 0. */
+int sch_packed_group(const Expr *e);
 
 /* build.c — the build sequence (layouts, SchedState, the schedule, the
  * default for the rest, lowering), the one every build runs: texc's, the

@@ -39,6 +39,11 @@
  *                    2: jo io k.. ki ii ji   (column panels outside)
  *                    3: io k.. jo ki ii ji   (k blocked around the columns)
  *            ui, uk  unroll the tile's rows, the inner reduction loop
+ *                    (a stage whose weight is packed in groups of k for
+ *                    a dot-product instruction, sched/layout.c: uk 0
+ *                    and tk a multiple of the group, so that its k loop
+ *                    runs over whole groups; the micro-kernel form
+ *                    always does)
  *            vec     vectorize the tile's columns
  *            par     0: the outermost loop parallel, 1: the two outermost
  *                    fused and parallel
@@ -147,6 +152,8 @@ struct StagePlan {
     SchLoops loops;        /* the stage's loops and the names its statements
                               give new loops and stages */
     int64_t rsplit_extent; /* the length of the reduction axis tk splits */
+    int group;             /* matmul: the k interleave of its weight's
+                              panels (sch_dot_group: 2 or 4), or 0 */
     int lanes;             /* vector lanes of the stage's dtype */
     int regs;              /* vector registers */
     /* matmul: the tile sizes each form allows (the ti and tj Params hold
@@ -301,6 +308,7 @@ static int merge_sizes(int64_t *out, int n, const int64_t *set, int nset)
 static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 {
     StagePlan *p = new_plan(b, s, SCH_FORM_MATMUL);
+    p->group = sch_dot_group(b->st->g, s->tensor);
     int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
     int64_t v[2 * SIZES_MAX];
     int n;
@@ -729,6 +737,10 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
             return false; /* the variant places ki: it needs the split */
         if (v[M_UK] && (tk == 0 || tk > 16))
             return false;
+        if (p->group && (v[M_UK] || tk % p->group))
+            return false; /* its k loop would read the weight's groups of k
+                             an element at a time (codegen/c.c runs a
+                             serial loop over whole groups only) */
         if (v[M_UI] && ti == 1)
             return false; /* the same point as ui = 0 */
         if (v[M_PAR] == 1 && p->loops.nsvars == 2 && order == 3)
