@@ -699,8 +699,15 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
-    if (o->tune && tune_run(a, g, &o->tuning) != 0)
-        return 1;
+    if (o->tune) {
+        /* a program of several kernels: one task per kernel (tasks.c),
+           else the whole program */
+        int rc = tune_tasks(a, g, &o->tuning);
+        if (rc < 0)
+            rc = tune_run(a, g, &o->tuning);
+        if (rc != 0)
+            return 1;
+    }
     /* the tuning log's winner, when one matches this workload and machine */
     const char *from =
         written ? arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
@@ -711,8 +718,16 @@ static int build(Arena *a, const Options *o, Graph *g, OptStats *stats)
     PtrVec unused = { 0 };
     if (o->nbuckets && !dynamic && !sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &unused))
         return 1; /* --buckets of a dim -D made static: said, not ignored */
-    if (!dynamic) /* (a run-time program's records are per bucket: build_variants) */
+    /* the kernels' records (tasks), else the whole program's; a run-time
+       program's are per bucket: build_variants */
+    const Schedule *tasks = dynamic ? NULL : tune_best_tasks(a, g, &o->tuning, &from);
+    if (tasks) {
+        written = tasks;
+        if (!diag_quiet)
+            fprintf(stderr, "texc: using %s\n", from);
+    } else if (!dynamic) {
         written = tune_best(a, g, written, &o->tuning, &from);
+    }
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 target_name(o->target));
