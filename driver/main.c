@@ -117,7 +117,10 @@ static void usage(FILE *out)
             "  -c                  also compile NAME.o with the C compiler texc was built with\n"
             "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
             "      --profile       time each kernel: NAME_profile_print(FILE *) prints the table (cpu)\n"
-            "      --tune          search schedules, log every measurement, build the winner\n"
+            "      --tune          search schedules, log every measurement, build the winner;\n"
+            "                      a program of several kernels: one task per kernel\n"
+            "      --tune-whole    one search space for the whole program (--tune, and the\n"
+            "                      build's records), not one task per kernel\n"
             "      --trials=N      at most N candidates (--tune)\n"
             "      --time-budget=S stop tuning after S seconds\n"
             "      --jobs=N        parallel candidate builds (default: the number of cores)\n"
@@ -244,7 +247,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
-           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_BUCKETS,
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_TUNE_WHOLE, OPT_BUCKETS,
            OPT_PROFILE };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
@@ -260,6 +263,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
         { "jobs", required_argument, NULL, OPT_JOBS },
         { "tune-cache", required_argument, NULL, OPT_TUNE_CACHE },
+        { "tune-whole", no_argument, NULL, OPT_TUNE_WHOLE },
         { "log", required_argument, NULL, OPT_LOG },
         { "log-summary", required_argument, NULL, OPT_LOG_SUMMARY },
         { "plot", required_argument, NULL, OPT_PLOT },
@@ -352,6 +356,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->tuning.jobs = (int)parse_int(optarg, "--jobs");
             if (o->tuning.jobs <= 0)
                 usage_error("--jobs: expected a positive number, got %s", optarg);
+            break;
+        case OPT_TUNE_WHOLE:
+            o->tuning.whole = true;
             break;
         case OPT_TUNE_CACHE:
             if (strcmp(optarg, "warm") != 0 && strcmp(optarg, "cold") != 0)

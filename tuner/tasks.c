@@ -25,9 +25,9 @@
  * [-1, 1), not the values the program would hand the kernel.
  *
  * The scheduler (after Ansor's, Zheng et al., OSDI 2020, section 6):
- *   1. a first round for every task: the default schedule and one batch
- *      of candidates, so that every task has at least one measured
- *      candidate of its space, and a time;
+ *   1. a first round for every task: the default schedule and half a
+ *      batch of candidates (at least one), so that every task has at
+ *      least one measured candidate of its space, and a time;
  *   2. then, while trials and time are left, a round (one batch) for the
  *      task of the largest expected gain
  *        g_i = w_i * (a * back_i + (1 - a) * fwd_i),  a = 0.2
@@ -67,6 +67,9 @@
 typedef struct Task {
     const char *label;       /* "FILE:KERNEL" of its first kernel */
     Tensor **kernels;        /* the program's kernels it stands for */
+    Graph **graphs;          /* ... each one's program: one workload, but
+                                each with its kernel's loop names, which
+                                a schedule of it names */
     int nkernels;
     Graph *g;                /* the first one's program (task_graph) */
     char hash[33];
@@ -234,7 +237,9 @@ static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
             memcpy(same->hash, hash, sizeof hash);
             same->label = arena_printf(a, "%.*s:%s", (int)blen, base, t->name);
             same->kernels = arena_alloc(a, sizeof *same->kernels * (size_t)(g->ntensors + 1));
+            same->graphs = arena_alloc(a, sizeof *same->graphs * (size_t)(g->ntensors + 1));
         }
+        same->graphs[same->nkernels] = sub;
         same->kernels[same->nkernels++] = t;
     }
     *out = tasks;
@@ -244,7 +249,7 @@ static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
 /* Is G tuned as tasks?  (See the top of the file.) */
 static bool tasks_apply(Graph *g, const TuneOptions *o)
 {
-    if (o->target != TARGET_CPU || o->bucket || sch_has_runtime_dims(g) ||
+    if (o->whole || o->target != TARGET_CPU || o->bucket || sch_has_runtime_dims(g) ||
         sch_file_schedule(g, o->target))
         return false;
     for (int i = 0; i < g->nschedules; i++)
@@ -319,14 +324,17 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
         TuneOptions ot = *o;
         ot.quiet = true;
         ot.task = t->label;
-        const char *got = NULL;
-        const Schedule *best = tune_best(a, t->g, NULL, &ot, &got);
         kernels += t->nkernels;
-        if (!got || !best)
-            continue;
-        found += t->nkernels;
-        for (int k = 0; k < t->nkernels; k++)
-            add_renamed(a, s, best, t->kernels[k], t->g, g, inlined);
+        for (int k = 0; k < t->nkernels; k++) {
+            /* the record's configuration as a schedule of this kernel's
+               own program (its loops' names) */
+            const char *got = NULL;
+            const Schedule *best = tune_best(a, t->graphs[k], NULL, &ot, &got);
+            if (!got || !best)
+                continue;
+            found++;
+            add_renamed(a, s, best, t->kernels[k], t->graphs[k], g, inlined);
+        }
     }
     if (!found)
         return NULL;
@@ -450,33 +458,34 @@ static bool end_to_end(Arena *a, Graph *g, const TuneOptions *o, const Schedule 
     }
     Schedule *none = arena_alloc(a, sizeof *none);
     none->target = o->target;
-    enum { NC = 4 };
-    Candidate cands[NC], *pc[NC];
-    for (int i = 0; i < NC; i++) {
+    Candidate cands[2], *pc[2];
+    for (int i = 0; i < 2; i++) {
         memset(&cands[i], 0, sizeof cands[i]);
-        cands[i].sched = i % 2 == 0 ? none : (Schedule *)tuned;
+        cands[i].sched = i == 0 ? none : (Schedule *)tuned;
         cands[i].predicted = NAN;
         cands[i].trial = i + 1;
         pc[i] = &cands[i];
     }
-    int nc = profile ? 2 : NC;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    tune_build(&b, pc, nc, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
+    tune_build(&b, pc, 2, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
+    /* in turns, twice each (once for the profiles), the faster kept */
     double best[2] = { 0, 0 };
     const char *why[2] = { NULL, NULL };
-    for (int i = 0; i < nc; i++) {
-        Candidate *c = pc[i];
+    for (int r = 0; r < (profile ? 2 : 4); r++) {
+        Candidate *c = pc[r % 2];
         if (c->status == TS_OK)
             tune_measure(&b, c, 600);
         if (c->status != TS_OK) {
-            why[i % 2] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
-        } else if (best[i % 2] == 0 || c->time_s < best[i % 2]) {
-            best[i % 2] = c->time_s;
+            if (!why[r % 2])
+                why[r % 2] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
+        } else if (best[r % 2] == 0 || c->time_s < best[r % 2]) {
+            best[r % 2] = c->time_s;
         }
         if (profile && c->status == TS_OK)
-            print_profile(c, i % 2 ? "the tuned program" : "the default program");
-        tune_discard(&b, c);
+            print_profile(c, r % 2 ? "the tuned program" : "the default program");
     }
+    for (int i = 0; i < 2; i++)
+        tune_discard(&b, pc[i]);
     if (!profile) {
         char d[64], t[64];
         ms_text(d, sizeof d, best[0]);
@@ -543,12 +552,14 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
     if (status == 0) {
         /* 1. a round for every task: the default, one batch */
         int batch = tune_task_state(tasks[0].tuner).batch;
-        int first = trials / (2 * n) < batch ? trials / (2 * n) : batch;
+        /* (half a batch: the rest of the budget goes by gain) */
+        int first = trials / (2 * n) < batch / 2 ? trials / (2 * n) : batch / 2;
         if (first < 1)
             first = 1;
         for (int i = 0; i < n && !tune_interrupted; i++) {
             Task *t = &tasks[i];
-            used += tune_task_round(t->tuner, first, deadline);
+            tune_task_round(t->tuner, first, deadline);
+            used += tune_task_state(t->tuner).space;
             note_round(t);
             TuneTaskState s = tune_task_state(t->tuner);
             if (!o->quiet) {
@@ -575,9 +586,10 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
             Task *t = &tasks[pick];
             int want = batch < trials - used ? batch : trials - used;
             double share = total > 0 ? task_time(t) / total * 100 : 0;
-            double before = tune_task_state(t->tuner).best_s;
+            TuneTaskState was = tune_task_state(t->tuner);
+            double before = was.best_s;
             int got = tune_task_round(t->tuner, want, deadline);
-            used += got;
+            used += tune_task_state(t->tuner).space - was.space;
             note_round(t);
             TuneTaskState s = tune_task_state(t->tuner);
             if (!o->quiet) {

@@ -1398,6 +1398,7 @@ TuneTaskState tune_task_state(const Tuner *t)
     return (TuneTaskState){ .done = t->done,
                             .failed = t->failed,
                             .measured = t->measured,
+                            .space = t->space_measured,
                             .ok = t->counts[TS_OK],
                             .best_s = t->best_time,
                             .default_s = t->default_time,

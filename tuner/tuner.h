@@ -54,6 +54,8 @@ typedef struct TuneOptions {
     bool relative_atol;      /* tolerances grown with each output's largest
                                 |ref| (measure.c, set_tolerances): a task's
                                 inputs stand for intermediates */
+    bool whole;              /* --tune-whole: a program of several kernels
+                                is one task, as before tasks.c */
     bool profile;            /* candidates built with --profile's timers,
                                 the harness's table kept (measure.c) */
 } TuneOptions;
@@ -241,6 +243,8 @@ typedef struct TuneTaskState {
     bool done;        /* the search ended (space, patience, budget) */
     bool failed;      /* its bench could not start */
     int measured, ok; /* candidates recorded, valid ones */
+    int space;        /* recorded candidates of the space (the default
+                         schedule is not one: --trials does not count it) */
     double best_s, default_s; /* 0: none */
     int batch;        /* candidates a batch builds */
     double flop;
