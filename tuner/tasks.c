@@ -486,7 +486,7 @@ static bool end_to_end(Arena *a, Graph *g, const TuneOptions *o, const Schedule 
     }
     for (int i = 0; i < 2; i++)
         tune_discard(&b, pc[i]);
-    if (!profile) {
+    if (!profile && !o->quiet) {
         char d[64], t[64];
         ms_text(d, sizeof d, best[0]);
         ms_text(t, sizeof t, best[1]);
@@ -529,6 +529,9 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
             fprintf(stderr, ", workload %.12s\n", tasks[i].hash);
         }
     }
+    if (o->plot && !o->quiet)
+        fprintf(stderr, "texc: --plot draws one search: not drawn for a program tuned as tasks "
+                        "(--tune-whole tunes it as one)\n");
     TuneTimes times = { 0 };
     int status = 0, opened = 0;
     for (int i = 0; i < n; i++) {
@@ -618,7 +621,8 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
         const char *from = NULL;
         const Schedule *tuned = tune_best_tasks(a, g, &ob, &from);
         if (!tuned) {
-            fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
+            if (!o->quiet)
+                fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
         } else {
             double at = tune_now();
             if (!end_to_end(a, g, o, tuned, false))
