@@ -262,46 +262,43 @@ static bool tasks_apply(Graph *g, const TuneOptions *o)
 /* The build: the tasks' winners as one schedule of G's names.          */
 
 /* NAME of the task's program as the kernel K names it: "out" is K, and
- * the names a point makes from it ("out_acc") are K's ("q_acc"); an
- * inlined member sN is the stage it was. */
-static const char *rename_stage(Arena *a, const char *name, const Tensor *k, const Graph *sub,
-                                const Graph *g, const bool *inlined)
+ * the names a point makes from it ("out_acc") are K's ("q_acc"); any
+ * other name is returned as it is. */
+static const char *rename_stage(Arena *a, const char *name, const Tensor *k)
 {
+    size_t n = strlen(TASK_OUT);
     if (!name)
         return NULL;
-    size_t n = strlen(TASK_OUT);
     if (strcmp(name, TASK_OUT) == 0)
         return k->name;
     if (strncmp(name, TASK_OUT "_", n + 1) == 0)
         return arena_printf(a, "%s%s", k->name, name + n);
-    (void)sub, (void)g, (void)inlined;
     return name;
 }
 
 /* The statements of S (a task's schedule) with K's names, appended to
  * INTO.  Statements on other stages than the kernel's own (an inlined
- * member's, a packing stage's) are left to the program's default. */
-static void add_renamed(Arena *a, Schedule *into, const Schedule *s, const Tensor *k,
-                        const Graph *sub, const Graph *g, const bool *inlined)
+ * member's) are left to the program's default. */
+static void add_renamed(Arena *a, Schedule *into, const Schedule *s, const Tensor *k)
 {
     for (int i = 0; i < s->nstmts; i++) {
         const SchedStmt *st = s->stmts[i];
-        const char *stage = rename_stage(a, st->stage, k, sub, g, inlined);
+        const char *stage = rename_stage(a, st->stage, k);
         if (stage == st->stage)
             continue;
         SchedStmt *c = arena_alloc(a, sizeof *c);
         *c = *st;
         c->stage = stage;
-        c->result = rename_stage(a, st->result, k, sub, g, inlined);
+        c->result = rename_stage(a, st->result, k);
         c->args = arena_alloc(a, sizeof *c->args * (size_t)(st->nargs + 1));
+        Prim p = prim_lookup(st->prim);
         for (int j = 0; j < st->nargs; j++) {
             c->args[j] = st->args[j];
             /* the stage arguments: compute_at's first, cache_read's
                second */
-            Prim p = prim_lookup(st->prim);
             if (st->args[j].kind == SA_NAME &&
                 ((p == PR_COMPUTE_AT && j == 0) || (p == PR_CACHE_READ && j == 1)))
-                c->args[j].name = rename_stage(a, st->args[j].name, k, sub, g, inlined);
+                c->args[j].name = rename_stage(a, st->args[j].name, k);
         }
         sch_add_stmt(a, into, c);
     }
@@ -315,7 +312,6 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
     int n = make_tasks(a, g, o, &tasks);
     if (n < 1)
         return NULL;
-    bool *inlined = default_inlined(a, g, o->target);
     Schedule *s = arena_alloc(a, sizeof *s);
     s->target = o->target;
     int found = 0, kernels = 0;
@@ -333,7 +329,7 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
             if (!got || !best)
                 continue;
             found++;
-            add_renamed(a, s, best, t->kernels[k], t->graphs[k], g, inlined);
+            add_renamed(a, s, best, t->kernels[k]);
         }
     }
     if (!found)
