@@ -589,8 +589,10 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
             double before = was.best_s;
             int got = tune_task_round(t->tuner, want, deadline);
             used += tune_task_state(t->tuner).space - was.space;
-            note_round(t);
             TuneTaskState s = tune_task_state(t->tuner);
+            if (got == 0 && !s.done)
+                break; /* nothing could be measured: the budget */
+            note_round(t);
             if (!o->quiet) {
                 char b[32];
                 ms_text(b, sizeof b, s.best_s);
@@ -600,8 +602,6 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
                         s.best_s < before * 0.995 ? " (improved)" : "", used, trials,
                         fmax(0, deadline - tune_now()));
             }
-            if (got == 0 && !s.done)
-                break; /* nothing could be measured: the budget */
         }
         if (!o->quiet)
             print_table(stderr, tasks, n);
