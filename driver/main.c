@@ -117,7 +117,10 @@ static void usage(FILE *out)
             "  -c                  also compile NAME.o with the C compiler texc was built with\n"
             "      --harness       also write NAME_harness.c, a main() that runs NAME on .npy files\n"
             "      --profile       time each kernel: NAME_profile_print(FILE *) prints the table (cpu)\n"
-            "      --tune          search schedules, log every measurement, build the winner\n"
+            "      --tune          search schedules, log every measurement, build the winner;\n"
+            "                      a program of several kernels: one task per kernel\n"
+            "      --tune-whole    one search space for the whole program (--tune, and the\n"
+            "                      build's records), not one task per kernel\n"
             "      --trials=N      at most N candidates (--tune)\n"
             "      --time-budget=S stop tuning after S seconds\n"
             "      --jobs=N        parallel candidate builds (default: the number of cores)\n"
@@ -244,7 +247,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
 {
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
-           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_BUCKETS,
+           OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_TUNE_WHOLE, OPT_BUCKETS,
            OPT_PROFILE };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
@@ -260,6 +263,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "time-budget", required_argument, NULL, OPT_TIME_BUDGET },
         { "jobs", required_argument, NULL, OPT_JOBS },
         { "tune-cache", required_argument, NULL, OPT_TUNE_CACHE },
+        { "tune-whole", no_argument, NULL, OPT_TUNE_WHOLE },
         { "log", required_argument, NULL, OPT_LOG },
         { "log-summary", required_argument, NULL, OPT_LOG_SUMMARY },
         { "plot", required_argument, NULL, OPT_PLOT },
@@ -352,6 +356,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             o->tuning.jobs = (int)parse_int(optarg, "--jobs");
             if (o->tuning.jobs <= 0)
                 usage_error("--jobs: expected a positive number, got %s", optarg);
+            break;
+        case OPT_TUNE_WHOLE:
+            o->tuning.whole = true;
             break;
         case OPT_TUNE_CACHE:
             if (strcmp(optarg, "warm") != 0 && strcmp(optarg, "cold") != 0)
@@ -746,8 +753,15 @@ static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats 
     const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
-    if (o->tune && tune_run(a, g, &o->tuning) != 0)
-        return 1;
+    if (o->tune) {
+        /* a program of several kernels: one task per kernel (tasks.c),
+           else the whole program */
+        int rc = tune_tasks(a, g, &o->tuning);
+        if (rc < 0)
+            rc = tune_run(a, g, &o->tuning);
+        if (rc != 0)
+            return 1;
+    }
     /* the tuning log's winner, when one matches this workload and machine */
     const char *from =
         written ? arena_printf(a, "the file's `schedule %s`, the default for the stages it leaves out",
@@ -758,8 +772,16 @@ static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats 
     PtrVec unused = { 0 };
     if (o->nbuckets && !dynamic && !sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &unused))
         return 1; /* --buckets of a dim -D made static: said, not ignored */
-    if (!dynamic) /* (a run-time program's records are per bucket: build_variants) */
+    /* the kernels' records (tasks), else the whole program's; a run-time
+       program's are per bucket: build_variants */
+    const Schedule *tasks = dynamic ? NULL : tune_best_tasks(a, g, &o->tuning, &from);
+    if (tasks) {
+        written = tasks;
+        if (!diag_quiet)
+            fprintf(stderr, "texc: using %s\n", from);
+    } else if (!dynamic) {
         written = tune_best(a, g, written, &o->tuning, &from);
+    }
     if (!written && o->verbose)
         fprintf(stderr, "texc: %s has no %s schedule: using the default one\n", o->file,
                 target_name(o->target));

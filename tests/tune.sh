@@ -198,7 +198,7 @@ check "concurrent: both tuners' records are in the log" sh -c "
 
 # --- 6. an automatic space, searched by the guided search -----------------
 log=$tmp/g.jsonl
-"$TEXC" "$autospace" --tune --trials 6 --jobs 1 --log "$log" -o "$tmp/g" >"$tmp/g.out" 2>"$tmp/g.err"
+"$TEXC" "$autospace" --tune --tune-whole --trials 6 --jobs 1 --log "$log" -o "$tmp/g" >"$tmp/g.out" 2>"$tmp/g.err"
 rc=$?
 check "auto space: texc --tune exits 0" test "$rc" -eq 0
 check "auto space: a guided search of the derived space" \

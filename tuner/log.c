@@ -232,7 +232,7 @@ void tune_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w)
     size_t n = strlen(base);
     if (n > 3 && strcmp(base + n - 3, ".te") == 0)
         n -= 3;
-    w->kernel = arena_strndup(a, base, n);
+    w->kernel = o->task ? o->task : arena_strndup(a, base, n);
     w->target = o->target;
     w->warm = o->warm;
     for (int i = 0; i < g->ntensors; i++) {

@@ -234,6 +234,8 @@ bool tune_bench_init(Bench *b, Arena *a, Graph *g, const TuneOptions *o, const c
     b->source = o->source_path;
     b->verbose = o->verbose;
     b->warm = o->warm;
+    b->relative_atol = o->relative_atol;
+    b->profile = o->profile;
     b->compile_limit = 120;
     b->min_time = 0.2;
     b->max_repeats = 1000000;
@@ -340,6 +342,20 @@ static void set_tolerances(Bench *b, Arena *a, Graph *g)
         const Tensor *t = g->outputs[i];
         double tol = base_tolerance(t->dtype);
         b->rtol[i] = b->atol[i] = tol * (dtype_is_float(t->dtype) ? scale : 1);
+        /* a task's inputs stand for intermediates (tasks.c), and a whole
+           program's outputs come out of chains of long sums: an element
+           near 0 is the difference of partial sums as large as the
+           output's largest, whose roundings it keeps, so the absolute
+           term is relative to the largest |ref| (a missed or doubled term
+           still moves an element by far more) */
+        if (b->relative_atol && dtype_is_float(t->dtype)) {
+            double big = 0;
+            int64_t n = b->nsizes ? te_elems_at(t, b->sizes[0]) : tensor_elems(t);
+            for (int64_t k = 0; k < n; k++)
+                if (isfinite(b->ref[i][k]) && fabs(b->ref[i][k]) > big)
+                    big = fabs(b->ref[i][k]);
+            b->atol[i] *= fmax(1.0, big);
+        }
         /* an integer computed from a narrow float through a cast carries
            the float's rounding: the kernels compute that float in f32,
            the reference in double, so x * 4294962875.0 truncates to
@@ -580,7 +596,9 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     const char *plant = harness_only ? NULL : tune_plant_of(b, c->trial);
     const char *c_path = arena_printf(&a, "%s.c", b->kernel);
     const char *h_path = arena_printf(&a, "%s.h", b->kernel);
-    bool own_harness = harness_only || !b->harness_obj[0];
+    /* (a profiled build's harness prints the table: it reads the
+       kernel's header, which says the kernel is profiled) */
+    bool own_harness = harness_only || !b->harness_obj[0] || b->profile;
     FILE *fc = fopen(c_path, "w"), *fh = fopen(h_path, "w");
     FILE *fm = own_harness ? fopen("harness.c", "w") : NULL;
     FILE *fp = plant ? fopen("plant.c", "w") : NULL;
@@ -589,10 +607,11 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     if (plant)
         fprintf(fc, "#define %s_packed_args texc_planted_%s_packed_args /* TEXC_TUNE_PLANT */\n",
                 b->kernel, b->kernel);
-    CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = b->target };
+    CodegenOptions co = { .name = b->kernel, .source_path = b->source, .target = b->target,
+                          .profile = b->profile };
     CgVariant v = { st, &fn, b->bucket, NULL, NULL };
     bool ok = cg_emit_c_variants(&v, 1, &co, fc, fh) &&
-              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, NULL, fm)) &&
+              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, b->profile ? h_path : NULL, fm)) &&
               (!plant || write_plant(fp, b, plant));
     ok = fclose(trace) == 0 && ok;
     ok = fclose(fc) == 0 && ok;
@@ -766,7 +785,7 @@ void tune_build(Bench *b, Candidate **cands, int n, int jobs)
     int next = 0, running = 0;
     if (jobs < 1)
         jobs = 1;
-    if (!b->harness_tried && !b->cuda)
+    if (!b->harness_tried && !b->cuda && !b->profile)
         build_harness(b);
     while (next < n || running > 0) {
         while (running < jobs && next < n && !tune_interrupted) {

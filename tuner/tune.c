@@ -63,7 +63,7 @@
 #include "codegen/codegen.h"
 #include "tuner/tuner.h"
 
-typedef struct Tuner {
+struct Tuner {
     int log_lost;            /* records the log refused: tuning stops at the
                                 first (a measurement not logged is lost) */
     Arena *a;
@@ -111,7 +111,20 @@ typedef struct Tuner {
     /* exhaustive enumeration: the next point of the odometer */
     int *odometer;
     bool odometer_done;
-} Tuner;
+    /* the loop, across the rounds of a task (tune_task_round) */
+    Arena arena;             /* the run's */
+    struct sigaction sa, old_int, old_term;
+    bool signals;            /* sa installed, old_* to restore */
+    bool need_default, seeded;
+    int new_trials;          /* candidates of the space (not the default) */
+    Candidate **batchv;
+    int **pts;
+    double *predicted;
+    bool *guided;
+    bool done, failed;       /* the search ended; the bench could not start */
+    int space_measured;      /* recorded candidates of the space */
+    const char *stop;        /* why it ended (NULL: the trials ran out) */
+};
 
 /* --tune of a program with run-time dims: one task per bucket (the
  * buckets a build compiles: sched/bucket.c, before merging), each
@@ -383,6 +396,18 @@ static bool over_budget(const Tuner *t)
     return spent(t) > t->budget || tune_interrupted || t->log_lost;
 }
 
+/* Does the budget keep the next candidate from being measured?  The first
+ * of a run is measured anyway; a task's first of its space too (the task
+ * scheduler promises every task one). */
+static bool budget_stops(const Tuner *t)
+{
+    if (!over_budget(t))
+        return false;
+    if (tune_interrupted || t->log_lost)
+        return true;
+    return t->o->task ? t->space_measured > 0 : t->measured > 0;
+}
+
 static void clock_text(char *out, size_t size, double s)
 {
     if (s < 0)
@@ -416,8 +441,8 @@ static int failures(const Tuner *t)
 
 static void progress(Tuner *t, const Candidate *c)
 {
-    if (t->o->quiet)
-        return;
+    if (t->o->quiet || (t->o->task && !t->o->verbose))
+        return; /* a task's rounds are said by tasks.c */
     double elapsed = tune_now() - t->start;
     int done = t->measured;
     double left = t->budget - spent(t);
@@ -907,6 +932,7 @@ static void finish(Tuner *t, Candidate *c, double limit)
     if (!tune_log_append(t->log, r))
         t->log_lost++;
     t->measured++;
+    t->space_measured += c->point != NULL;
     t->counts[c->status]++;
     t->trial_gflops[t->measured - 1] = c->status == TS_OK ? gflops_of(t, c->time_s) : 0;
     if (c->status == TS_OK) {
@@ -937,7 +963,7 @@ static void measure_batch(Tuner *t, Candidate **batch, int n)
         for (int i = 0; i < n; i++) {
             if (batch[i]->status != TS_OK)
                 continue;
-            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+            if (budget_stops(t))
                 batch[i]->status = TS_COUNT;
             else
                 built[nbuilt++] = batch[i];
@@ -953,7 +979,7 @@ static void measure_batch(Tuner *t, Candidate **batch, int n)
         limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
         c->device = t->bench.ndevices > 0 ? t->bench.devices[0] : 0;
         if (c->status == TS_OK) {
-            if (over_budget(t) && (t->measured > 0 || tune_interrupted))
+            if (budget_stops(t))
                 c->status = TS_COUNT;
             else
                 tune_measure(&t->bench, c, limit);
@@ -989,8 +1015,8 @@ static void print_pasteable(const Graph *g, const char *text)
 
 static void summary(Tuner *t, double model_corr)
 {
-    if (t->o->quiet)
-        return;
+    if (t->o->quiet || t->o->task)
+        return; /* a task's: tasks.c says it, in its table */
     double elapsed = tune_now() - t->start;
     char el[32];
     clock_text(el, sizeof el, elapsed);
@@ -1044,18 +1070,13 @@ static void summary(Tuner *t, double model_corr)
 
 static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o);
 
-int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
+/* Opens T's tuning of G: the space, the workload, the log (resumed),
+ * the lock, the plan, the signal handlers.  False after a message (then
+ * tuner_close still frees what was made). */
+static bool tuner_open(Tuner *t, Arena *outer, Graph *g, const TuneOptions *o)
 {
-    if (o->target == TARGET_CPU && !o->bucket && sch_has_runtime_dims(g))
-        return tune_buckets(outer, g, o);
-    if (!o->bucket && !te_require_static_dims(g, "--tune"))
-        return 1;
     bool cuda = o->target == TARGET_CUDA;
-    if (cuda && !cuda_ready(o))
-        return 1;
-    Arena arena = { 0 };
-    Tuner tt = { 0 }, *t = &tt;
-    t->a = &arena;
+    t->a = &t->arena;
     t->g = g;
     t->o = o;
     t->start = tune_now();
@@ -1068,13 +1089,12 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
     t->tty = isatty(2) && !o->quiet;
     t->seen = json_object();
-    int status = 1;
 
     const Schedule *written =
         o->bucket ? sch_bucket_schedule(g, o->target, o->bucket) : sch_file_schedule(g, o->target);
     t->sp = tune_space_new(t->a, g, written, o->target);
     if (!t->sp)
-        goto out;
+        return false;
     t->sp->bucket = o->bucket;
     if (cuda)
         t->sp->sm = tune_cuda_devices()->sm; /* points are checked by the backend too */
@@ -1084,10 +1104,10 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     tune_machine(&t->m, o->target, o->arch);
     t->log = tune_log_path(outer, o);
     if (!t->log || !tune_log_prepare(t->log))
-        goto out;
+        return false;
     t->lock_open = tune_lock_open(&t->lock);
     if (!t->lock_open)
-        goto out;
+        return false;
     if (o->verbose)
         fprintf(stderr, "texc: workload %s, %s, %.3g GFLOP per run; machine: %s; %s\n", t->w.hash,
                 t->w.kernel, t->w.flop * 1e-9, t->m.arch, t->m.compiler);
@@ -1098,109 +1118,131 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 
     /* the plan: exhaustive when what is left fits in the trials */
     int np = t->sp->nparams;
-    bool need_default = !json_object_get(t->seen, DEFAULT_KEY);
-    double left_in_space = t->sp->size - (t->resumed - (need_default ? 0 : 1));
+    t->need_default = !json_object_get(t->seen, DEFAULT_KEY);
+    double left_in_space = t->sp->size - (t->resumed - (t->need_default ? 0 : 1));
     t->exhaustive = left_in_space <= t->trials;
     t->odometer = arena_alloc(t->a, sizeof *t->odometer * (size_t)(np + 1));
     t->odometer_done = t->sp->size == 0;
     if (t->sp->size == 0 && !o->quiet)
         fprintf(stderr, "texc: the file's schedule leaves nothing to the automatic space: only "
                         "the schedule as written is measured\n");
-    t->planned = (need_default ? 1 : 0) +
+    t->planned = (t->need_default ? 1 : 0) +
                  (int)(t->exhaustive ? (left_in_space > 0 ? left_in_space : 0) : t->trials);
-    if (t->exhaustive && need_default && t->planned > t->trials + 1)
+    if (t->exhaustive && t->need_default && t->planned > t->trials + 1)
         t->planned = t->trials + 1;
     t->trial_gflops = arena_alloc(t->a, sizeof *t->trial_gflops * (size_t)(t->planned + t->trials + 2));
     t->pred = arena_alloc(t->a, sizeof *t->pred * (size_t)(t->trials + 2));
     t->meas = arena_alloc(t->a, sizeof *t->meas * (size_t)(t->trials + 2));
-    if (!o->quiet)
+    if (!o->quiet && !o->task)
         fprintf(stderr, "texc: tuning %s: %s search of %.0f point%s (%s), up to %d candidate%s, "
                         "%.0f s budget, %d parallel build%s\n",
                 t->w.kernel, t->exhaustive ? "exhaustive" : "guided", t->sp->size,
                 t->sp->size == 1 ? "" : "s", t->sp->is_auto ? "automatic space" : "the file's knobs",
                 t->planned, t->planned == 1 ? "" : "s", t->budget, t->jobs, t->jobs == 1 ? "" : "s");
 
-    struct sigaction sa = { 0 }, old_int, old_term;
-    sa.sa_handler = on_signal;
-    sigemptyset(&sa.sa_mask);
-    sigaction(SIGINT, &sa, &old_int);
-    sigaction(SIGTERM, &sa, &old_term);
-    tune_interrupted = 0;
+    t->sa.sa_handler = on_signal;
+    sigemptyset(&t->sa.sa_mask);
+    sigaction(SIGINT, &t->sa, &t->old_int);
+    sigaction(SIGTERM, &t->sa, &t->old_term);
+    t->signals = true;
+    /* (the tuners of a program's tasks are open together: the first
+       one's handlers stay, and an interrupt reaches them all) */
+    if (t->old_int.sa_handler != on_signal)
+        tune_interrupted = 0;
 
-    int new_trials = 0;      /* candidates of the space (not the default) */
-    bool seeded = false;
-    Candidate **batch = arena_alloc(t->a, sizeof *batch * (size_t)(t->batch + 1));
-    int **pts = arena_alloc(t->a, sizeof *pts * (size_t)(t->batch + 1));
-    double *predicted = arena_alloc(t->a, sizeof *predicted * (size_t)(t->batch + 1));
-    bool *guided = arena_alloc(t->a, sizeof *guided * (size_t)(t->batch + 1));
-    const char *stop = NULL;
-    for (;;) {
-        if (over_budget(t)) {
-            stop = t->log_lost      ? "the tuning log cannot be written"
-                   : tune_interrupted ? "interrupted"
-                                      : "the time budget is spent";
+    t->batchv = arena_alloc(t->a, sizeof *t->batchv * (size_t)(t->batch + 1));
+    t->pts = arena_alloc(t->a, sizeof *t->pts * (size_t)(t->batch + 1));
+    t->predicted = arena_alloc(t->a, sizeof *t->predicted * (size_t)(t->batch + 1));
+    t->guided = arena_alloc(t->a, sizeof *t->guided * (size_t)(t->batch + 1));
+    return true;
+}
+
+/* Measures batches until UPTO candidates of the space (not the default)
+ * are measured in all, or the search ends (T->done, T->stop saying why:
+ * NULL when the trials ran out). */
+static void tuner_batches(Tuner *t, int upto)
+{
+    const TuneOptions *o = t->o;
+    Candidate **batch = t->batchv;
+    if (upto > t->trials)
+        upto = t->trials;
+    while (!t->done) {
+        if (over_budget(t) && (!o->task || t->space_measured > 0 || tune_interrupted || t->log_lost)) {
+            t->stop = t->log_lost        ? "the tuning log cannot be written"
+                      : tune_interrupted ? "interrupted"
+                                         : "the time budget is spent";
+            t->done = true;
             break;
         }
         /* a turn: nothing of another tuner runs from here to the release
            below, and what it measured before is known */
-        if (!take_turn(t, &stop))
+        if (!take_turn(t, &t->stop)) {
+            t->done = true;
             break;
-        need_default = need_default && !json_object_get(t->seen, DEFAULT_KEY);
+        }
+        t->need_default = t->need_default && !json_object_get(t->seen, DEFAULT_KEY);
         int n = 0;
-        if (need_default) {
+        if (t->need_default) {
             batch[n++] = new_candidate(t, NULL);
             json_object_set_new(t->seen, batch[0]->key, json_true());
-            need_default = false;
+            t->need_default = false;
         }
-        if (o->seed_config && !seeded) {
+        if (o->seed_config && !t->seeded) {
             /* the neighbouring bucket's winner, measured first */
-            seeded = true;
+            t->seeded = true;
             int *pt = arena_alloc(t->a, sizeof *pt * (size_t)(t->sp->nparams + 1));
             if (tune_space_point_of(t->sp, o->seed_config, pt) && tune_space_legal(t->sp, pt) &&
                 !is_seen(t, o->seed_config)) {
                 Candidate *c = new_candidate(t, pt);
                 json_object_set_new(t->seen, c->key, json_true());
                 batch[n++] = c;
-                new_trials++;
+                t->new_trials++;
             }
         }
         int want = t->batch - n;
-        if (want > t->trials - new_trials)
-            want = t->trials - new_trials;
+        if (want > upto - t->new_trials)
+            want = upto - t->new_trials;
         int got = 0;
         if (want > 0) {
             if (t->exhaustive) {
-                got = propose_exhaustive(t, pts, want);
+                got = propose_exhaustive(t, t->pts, want);
                 for (int i = 0; i < got; i++)
-                    predicted[i] = NAN, guided[i] = false;
+                    t->predicted[i] = NAN, t->guided[i] = false;
             } else {
-                got = propose_guided(t, pts, want, predicted, guided);
+                got = propose_guided(t, t->pts, want, t->predicted, t->guided);
             }
         }
         for (int i = 0; i < got; i++) {
-            Candidate *c = new_candidate(t, pts[i]);
-            c->predicted = predicted[i];
-            c->guided = guided[i];
+            Candidate *c = new_candidate(t, t->pts[i]);
+            c->predicted = t->predicted[i];
+            c->guided = t->guided[i];
             batch[n++] = c;
         }
         if (n == 0) {
-            stop = new_trials >= t->trials ? NULL : "the space is exhausted";
+            tune_lock_release(&t->lock);
+            if (t->new_trials < upto || upto == t->trials) {
+                t->stop = t->new_trials >= t->trials ? NULL : "the space is exhausted";
+                t->done = true;
+            }
             break;
         }
-        new_trials += got;
+        t->new_trials += got;
         if (!t->bench_ready) {
             t->bench_ready = true; /* freed even if it fails half-way */
             /* a fixed C name: the private builds need not be named after
                the file (whose name could be anything, even a keyword) */
             /* the reference cannot stop half-way: Ctrl-C ends texc at once
                (a later tuner removes the directory left behind) */
-            sigaction(SIGINT, &old_int, NULL);
-            sigaction(SIGTERM, &old_term, NULL);
-            bool ready = tune_bench_init(&t->bench, t->a, g, o, "texc_kernel");
-            sigaction(SIGINT, &sa, NULL);
-            sigaction(SIGTERM, &sa, NULL);
-            if (!ready)
-                goto restore;
+            sigaction(SIGINT, &t->old_int, NULL);
+            sigaction(SIGTERM, &t->old_term, NULL);
+            bool ready = tune_bench_init(&t->bench, t->a, t->g, o, "texc_kernel");
+            sigaction(SIGINT, &t->sa, NULL);
+            sigaction(SIGTERM, &t->sa, NULL);
+            if (!ready) {
+                t->failed = true;
+                t->done = true;
+                break;
+            }
         }
         for (int i = 0; i < n; i++)
             batch[i]->trial = ++t->next_trial;
@@ -1211,20 +1253,35 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         t->times.builds += built - at;
         t->times.measure += tune_now() - built;
         tune_lock_release(&t->lock);
-        if (new_trials >= t->trials) {
-            stop = NULL;
+        if (t->new_trials >= t->trials) {
+            t->stop = NULL;
+            t->done = true;
             break;
         }
         int patience = t->trials / 4 > 24 ? t->trials / 4 : 24;
         if (!t->exhaustive && t->measured - t->last_improvement >= patience) {
-            stop = "the best has not improved for a while";
+            t->stop = "the best has not improved for a while";
+            t->done = true;
             break;
         }
+        if (t->new_trials >= upto)
+            break;
     }
     tune_lock_release(&t->lock);
+}
+
+/* Ends T's tuning: the summary, -v's times, the plot, the best
+ * configuration for O->best_config; frees T.  Returns the exit status
+ * (OPENED: tuner_open succeeded). */
+static int tuner_close(Tuner *t, bool opened)
+{
+    const TuneOptions *o = t->o;
+    int status = 1;
+    if (!opened || t->failed)
+        goto restore;
     progress_end(t);
-    if (stop && !o->quiet)
-        fprintf(stderr, "texc: stopped: %s\n", stop);
+    if (t->stop && !o->quiet && !o->task)
+        fprintf(stderr, "texc: stopped: %s\n", t->stop);
     double corr = tune_rank_correlation(t->pred, t->meas, t->npred);
     if (o->verbose && t->nhist >= 10)
         fprintf(stderr, "texc: cost model: 5-fold cross-validated rank correlation %.2f over "
@@ -1236,7 +1293,8 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
     t->times.total = spent(t);
     t->times.reference = t->bench_ready ? t->bench.reference_s : 0;
     if (o->times) {
-        o->times->total += t->times.total;
+        if (!o->task)
+            o->times->total += t->times.total;
         o->times->reference += t->times.reference;
         o->times->builds += t->times.builds;
         o->times->measure += t->times.measure;
@@ -1257,9 +1315,10 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
        compiler, fork, a driver) or texc itself is broken */
     bool none_right = t->measured > 0 && t->counts[TS_OK] == 0 && !tune_interrupted;
     if (none_right)
-        fprintf(stderr, "texc: tuning failed: none of the %d candidate%s measured built and ran "
+        fprintf(stderr, "texc: tuning %sfailed: none of the %d candidate%s measured built and ran "
                         "correctly, not even the default schedule (see the trials above)\n",
-                t->measured, t->measured == 1 ? "" : "s");
+                o->task ? arena_printf(t->a, "%s ", t->w.kernel) : "", t->measured,
+                t->measured == 1 ? "" : "s");
     status = tune_interrupted || t->log_lost || t->lock_failed || none_right ? 1 : 0;
     if (o->best_config && t->best)
         *o->best_config = json_deep_copy(json_object_get(t->best, "config"));
@@ -1268,13 +1327,14 @@ int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
         fprintf(stderr, "texc: %d measurement%s could not be written to %s and %s lost; "
                         "tuning stopped\n",
                 t->log_lost, t->log_lost == 1 ? "" : "s", t->log, t->log_lost == 1 ? "is" : "are");
-    if (tune_interrupted && !o->quiet)
+    if (tune_interrupted && !o->quiet && !o->task)
         fprintf(stderr, "texc: tuning interrupted; the %d measurements so far are in the log\n",
                 t->measured);
 restore:
-    sigaction(SIGINT, &old_int, NULL);
-    sigaction(SIGTERM, &old_term, NULL);
-out:
+    if (t->signals) {
+        sigaction(SIGINT, &t->old_int, NULL);
+        sigaction(SIGTERM, &t->old_term, NULL);
+    }
     if (t->lock_open)
         tune_lock_close(&t->lock);
     if (t->bench_ready)
@@ -1290,6 +1350,65 @@ out:
     free(t->hx);
     free(t->hy);
     free(t->hpoint);
-    arena_free(&arena);
+    arena_free(&t->arena);
+    return status;
+}
+
+int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
+{
+    if (o->target == TARGET_CPU && !o->bucket && sch_has_runtime_dims(g))
+        return tune_buckets(outer, g, o);
+    if (!o->bucket && !te_require_static_dims(g, "--tune"))
+        return 1;
+    if (o->target == TARGET_CUDA && !cuda_ready(o))
+        return 1;
+    Tuner t = { 0 };
+    bool opened = tuner_open(&t, outer, g, o);
+    if (opened)
+        tuner_batches(&t, t.trials);
+    return tuner_close(&t, opened);
+}
+
+/* ------------------------------------------------------------------ */
+/* A task of a program (tasks.c): a tuner kept open across rounds.     */
+
+Tuner *tune_task_open(Arena *outer, Graph *g, const TuneOptions *o)
+{
+    Tuner *t = calloc(1, sizeof *t);
+    if (!t)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    if (!tuner_open(t, outer, g, o)) {
+        tuner_close(t, false);
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int tune_task_round(Tuner *t, int trials, double deadline)
+{
+    int before = t->measured;
+    t->budget = deadline - t->start + t->lock.waited;
+    tuner_batches(t, t->new_trials + trials);
+    return t->measured - before;
+}
+
+TuneTaskState tune_task_state(const Tuner *t)
+{
+    return (TuneTaskState){ .done = t->done,
+                            .failed = t->failed,
+                            .measured = t->measured,
+                            .space = t->space_measured,
+                            .ok = t->counts[TS_OK],
+                            .best_s = t->best_time,
+                            .default_s = t->default_time,
+                            .batch = t->batch,
+                            .flop = t->w.flop };
+}
+
+int tune_task_close(Tuner *t)
+{
+    int status = tuner_close(t, true);
+    free(t);
     return status;
 }

@@ -48,6 +48,16 @@ typedef struct TuneOptions {
                                     NULL: the run's own */
     struct TuneTimes *times; /* if set, tune_run adds where its time went
                                 (the buckets' total) */
+    const char *task;        /* a task of a program (tasks.c): its name in
+                                the records ("FILE:KERNEL"), and no summary
+                                of its own; NULL for a whole program */
+    bool relative_atol;      /* tolerances grown with each output's largest
+                                |ref| (measure.c, set_tolerances): a task's
+                                inputs stand for intermediates */
+    bool whole;              /* --tune-whole: a program of several kernels
+                                is one task, as before tasks.c */
+    bool profile;            /* candidates built with --profile's timers,
+                                the harness's table kept (measure.c) */
 } TuneOptions;
 
 /* Where a tuning run's time went, for -v's last line: the reference
@@ -86,6 +96,18 @@ int tune_run(Arena *a, Graph *g, const TuneOptions *o);
  * NULL), saying once that no record matches, *FROM untouched. */
 const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const TuneOptions *o,
                           const char **from);
+
+/* --tune of a program of several kernels, static sizes, no file
+ * schedule for the target (tasks.c): one task per kernel, a task
+ * scheduler for the budget, the end-to-end time of the tuned program
+ * against the default.  Returns 0, 1 after a message, or -1 when G is not
+ * such a program (tune_run tunes it whole). */
+int tune_tasks(Arena *a, Graph *g, const TuneOptions *o);
+/* For a normal build of such a program: each kernel's fastest logged
+ * schedule (its task's records, whichever program measured them) as one
+ * schedule of G's stage names, or NULL when no kernel has a record; *FROM
+ * says how many kernels have one. */
+const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from);
 
 /* --log-summary FILE: the best record per workload.  Returns an exit
  * status. */
@@ -214,6 +236,29 @@ bool tune_reference_outputs(Reference *r, Graph *g, const int64_t *dims, double 
 /* Removes the build. */
 void tune_reference_free(Reference *r);
 
+/* tune.c — a task's tuner, kept open across the rounds the task
+ * scheduler (tasks.c) gives it. */
+typedef struct Tuner Tuner;
+typedef struct TuneTaskState {
+    bool done;        /* the search ended (space, patience, budget) */
+    bool failed;      /* its bench could not start */
+    int measured, ok; /* candidates recorded, valid ones */
+    int space;        /* recorded candidates of the space (the default
+                         schedule is not one: --trials does not count it) */
+    double best_s, default_s; /* 0: none */
+    int batch;        /* candidates a batch builds */
+    double flop;
+} TuneTaskState;
+/* NULL after a message. */
+Tuner *tune_task_open(Arena *outer, Graph *g, const TuneOptions *o);
+/* Measures about TRIALS more candidates (the default schedule first,
+ * the first time), stopping at DEADLINE (tune_now's clock) but for the
+ * task's first candidate.  Returns how many were recorded. */
+int tune_task_round(Tuner *t, int trials, double deadline);
+TuneTaskState tune_task_state(const Tuner *t);
+/* Returns tune_run's status. */
+int tune_task_close(Tuner *t);
+
 /* measure.c — building and timing candidates in child processes. */
 
 #define TUNE_STATUSES(X)                                                    \
@@ -265,6 +310,9 @@ typedef struct Bench {
     int ndevices;
     int max_repeats;      /* timed repeats of one run at most */
     bool warm;            /* --tune-cache=warm: the harness keeps one copy */
+    bool relative_atol;   /* TuneOptions' */
+    bool profile;         /* TuneOptions': built with --profile's timers;
+                             each run's table is in the candidate's run.log */
     /* a bucket of a program with run-time dims: the variant candidates
        build, and the sizes each is measured at (its representative sizes:
        smallest, largest, hint, one no tile divides), each with inputs and

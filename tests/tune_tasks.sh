@@ -1,0 +1,109 @@
+#!/bin/sh
+# tune_tasks.sh — --tune of a program of several kernels (tuner/tasks.c):
+# the transformer block at a small size, one task per kernel, q/k/v one
+# task; the task scheduler gives every task a measured candidate of its
+# space and prints its rounds and the end-to-end line (and with -v both
+# programs' profiles); the records are keyed per kernel workload, the
+# plain build takes them and computes the right numbers, and another
+# program with the same kernels (tests/tune/layernorm_part.te) uses them.
+# Timings on a busy machine are noise at these sizes: nothing here
+# depends on which candidate wins.
+. "${srcdir:-.}/tests/lib.sh"
+
+te=$srcdir/samples/transformer_block.te
+part=$srcdir/tests/tune/layernorm_part.te
+d="-D S=16 -D D=64 -D H=4 -D F=128"
+# (one thread a kernel: on a busy machine OpenMP's barriers would make
+# every run slow; the evaluator: the compiled reference is tested in
+# reference.sh, and at these sizes it costs more than it saves)
+TEXC_TUNE_MIN_TIME=0.002
+OMP_NUM_THREADS=1
+TEXC_TUNE_REFERENCE=evaluator
+TMPDIR=$tmp
+XDG_CACHE_HOME=$tmp/cache
+TEXC_LOCK_DIR=$tmp
+export TEXC_TUNE_MIN_TIME OMP_NUM_THREADS TEXC_TUNE_REFERENCE TMPDIR XDG_CACHE_HOME TEXC_LOCK_DIR
+unset TEXC_TUNE_PLANT
+
+log=$tmp/t.jsonl
+# shellcheck disable=SC2086 # $d splits on purpose
+"$TEXC" "$te" $d --tune -v --trials 13 --jobs 2 --log "$log" -o "$tmp/t" >"$tmp/t.out" 2>"$tmp/t.err"
+rc=$?
+check "texc --tune of the block exits 0" test "$rc" -eq 0
+# the kernels: what --dump=kernels lists, less the stages the default inlines
+# shellcheck disable=SC2086
+"$TEXC" "$te" $d --check --dump=kernels 2>/dev/null | sed -n 's/^kernel \([a-z_0-9]*\).*/\1/p' |
+    grep -v '_packed$' >"$tmp/kernels"
+# shellcheck disable=SC2086
+"$TEXC" "$te" $d --check --dump=schedule 2>/dev/null |
+    sed -n 's/^ *\([a-z_0-9]*\)\.compute_inline();/\1/p' >"$tmp/inlined"
+nk=$(grep -vxFf "$tmp/inlined" "$tmp/kernels" | wc -l | tr -d ' ')
+check "tasks: the $nk kernels of their own, one task per workload" \
+    grep -q "^texc: tuning $nk kernels as 12 tasks" "$tmp/t.err"
+check "tasks: the q, k and v projections are one task" \
+    grep -q "^texc:   task [0-9]*: transformer_block:kh (one workload with q, vh)" "$tmp/t.err"
+check "tasks: the two layer norms' kernels are one task each" sh -c "
+    grep -q 'transformer_block:mean1 (one workload with mean2)' '$tmp/t.err' &&
+    grep -q 'transformer_block:xn (one workload with rn)' '$tmp/t.err'"
+# every task: at least one measured candidate of its space (not the default)
+grep '"status":"ok"' "$log" | grep -v '"config":{"default":true}' |
+    sed -n 's/.*"kernel":"\([^"]*\)".*/\1/p' | sort -u >"$tmp/measured"
+check "scheduler: every one of the 12 tasks has a valid candidate of its space" \
+    test "$(wc -l <"$tmp/measured" | tr -d ' ')" -eq 12
+check "scheduler: one first round per task, then rounds by gain" sh -c "
+    test \$(grep -c '^texc: task [0-9]*/12 .*: first round' '$tmp/t.err') -eq 12 &&
+    grep -q '^texc: round [0-9]*: task [0-9]* transformer_block:[a-z0-9_]* ([0-9]*% of the program, gain' '$tmp/t.err'"
+check "scheduler: at most --trials candidates of the spaces" \
+    test "$(grep -vc '"config":{"default":true}' "$log")" -le 13
+check "scheduler: the table of the tasks" grep -q "^texc: the kernels' times added up: default" "$tmp/t.err"
+check "end to end: default against tuned, measured in the run" \
+    grep -Eq "^texc: end to end: default [0-9.e+-]+ ms, tuned [0-9.e+-]+ ms: [0-9.]+x the default schedule" "$tmp/t.err"
+check "-v: the profile of the default and of the tuned program" sh -c "
+    grep -q '^texc: profile of the default program' '$tmp/t.err' &&
+    grep -q '^texc: profile of the tuned program' '$tmp/t.err' &&
+    test \$(grep -c '^texc:   all ' '$tmp/t.err') -eq 2"
+check "records: keyed per kernel workload (FILE:KERNEL), none for q or vh" sh -c "
+    grep -q '\"kernel\":\"transformer_block:kh\"' '$log' &&
+    ! grep -q '\"kernel\":\"transformer_block:q\"' '$log' &&
+    ! grep -q '\"kernel\":\"transformer_block:vh\"' '$log' &&
+    test \$(sed -n 's/.*\"workload\":\"\([0-9a-f]*\)\".*/\1/p' '$log' | sort -u | wc -l) -eq 12"
+
+# the plain build takes each kernel's record, and computes the right numbers
+# shellcheck disable=SC2086
+"$TEXC" "$te" $d --log "$log" --harness -o "$tmp/b" >"$tmp/b.out" 2>"$tmp/b.err"
+check "build: uses the records of every kernel" \
+    grep -q "^texc: using the tuning log's records for $nk of its $nk kernels (tasks)" "$tmp/b.err"
+check "build: the generated C says so" grep -q "schedule: the tuning log's records for $nk of its" "$tmp/b.c"
+# shellcheck disable=SC2086
+"$TEXC" "$te" $d --eval --save-inputs -o "$tmp/ref" >/dev/null 2>&1
+set --
+for n in x ln1_g ln1_b wq wk wv wo bo ln2_g ln2_b w1 b1 w2 b2; do
+    set -- "$@" "$tmp/ref.in.$n.npy"
+done
+if ${CC:-cc} -std=gnu11 -O1 -fopenmp -o "$tmp/run" "$tmp/b.c" "$tmp/b_harness.c" -lm >"$tmp/cc.out" 2>&1 &&
+   "$tmp/run" "$@" "$tmp/got.npy" -r 2 >"$tmp/run.out" 2>&1 &&
+   "$builddir/tests/npycmp" "$tmp/ref.y.npy" "$tmp/got.npy" >"$tmp/cmp.out" 2>&1; then
+    ok "build: the tuned program matches the evaluator"
+else
+    cat "$tmp/cc.out" "$tmp/run.out" "$tmp/cmp.out" >"$tmp/fail.out" 2>/dev/null
+    not_ok "build: the tuned program matches the evaluator" "$tmp/fail.out"
+fi
+
+# another program with the same kernels finds the records
+"$TEXC" "$part" --log "$log" -o "$tmp/p" >"$tmp/p.out" 2>"$tmp/p.err"
+check "another program: its 3 kernels use the block's records" \
+    grep -q "^texc: using the tuning log's records for 3 of its 3 kernels (tasks)" "$tmp/p.err"
+"$TEXC" "$part" --tune --trials 3 --jobs 2 --log "$log" -o "$tmp/p2" >"$tmp/p2.out" 2>"$tmp/p2.err"
+check "another program: its tuning resumes the block's records" \
+    grep -q "^texc: resuming: [0-9]* configurations of this workload already measured" "$tmp/p2.err"
+
+# --tune-whole: one space for the whole program, as before tasks
+# shellcheck disable=SC2086
+"$TEXC" "$te" $d --tune --tune-whole --trials 1 --jobs 2 --log "$tmp/w.jsonl" -o "$tmp/w" \
+    >"$tmp/w.out" 2>"$tmp/w.err"
+check "--tune-whole: one search of the whole program's space" sh -c "
+    grep -q '^texc: tuning transformer_block: guided search of [0-9]* points (automatic space, 14 stages)\\|^texc: tuning transformer_block: guided search' '$tmp/w.err' &&
+    ! grep -q 'as 12 tasks' '$tmp/w.err' && grep -q '\"kernel\":\"transformer_block\"' '$tmp/w.jsonl'"
+check "no temporary directory left" test "$(ls -d "$tmp"/texc-tune.* 2>/dev/null | wc -l)" -eq 0
+
+done_testing

@@ -1,0 +1,640 @@
+/* tasks.c — --tune of a program of several kernels: one task per kernel,
+ * a task scheduler for the budget, and the build from the tasks' records.
+ *
+ * A task is a kernel of the program (a stage --dump=kernels lists that
+ * the default schedule gives loops of its own: not inlined into its
+ * readers, not a packing stage) cut out as a program of its own
+ * (task_graph): the kernel, the stages the default inlines into it, and
+ * as inputs what it reads, the program's inputs (weights stay const, so
+ * their layouts are the ones the program gives them) and the other
+ * kernels' outputs (plain inputs, of the shapes and dtypes they have in
+ * the program).  Its tensors are named by position (in0, in1, ...; s0,
+ * s1, ...; the kernel itself "out"), so that its workload hash (the
+ * canonical graph, log.c), its space (space.c, whose parameters carry
+ * the stage's name) and its random inputs (seeded by name) are the same
+ * wherever the same computation appears: the q, k and v projections of a
+ * transformer block are one task, tuned once, and another program with
+ * the same kernel finds its records in the log.
+ *
+ * Each task is tuned by tune.c's tuner as a program of its own (records,
+ * resumption, the cost model, the machine lock: all as for one kernel),
+ * kept open across rounds (tune_task_round).  Its candidates are checked
+ * against the compiled reference of the task's program with tolerances
+ * whose absolute term grows with the output's largest |ref|
+ * (TuneOptions.relative_atol, measure.c): the inputs are uniform in
+ * [-1, 1), not the values the program would hand the kernel.
+ *
+ * The scheduler (after Ansor's, Zheng et al., OSDI 2020, section 6):
+ *   1. a first round for every task: the default schedule and half a
+ *      batch of candidates (at least one), so that every task has at
+ *      least one measured candidate of its space, and a time;
+ *   2. then, while trials and time are left, a round (one batch) for the
+ *      task of the largest expected gain
+ *        g_i = w_i * (a * back_i + (1 - a) * fwd_i),  a = 0.2
+ *      where w_i is the task's time in the program (its best time times
+ *      the kernels it stands for), back_i the relative improvement of its
+ *      best over its last 3 rounds per candidate measured in them (the
+ *      backward gradient), and fwd_i = 1 / (candidates measured), the
+ *      optimistic forward estimate of what one more trial gives;
+ *      tasks whose search ended (space exhausted, no improvement for a
+ *      while) drop out;
+ *   3. the table of the tasks, then the end-to-end time of the whole
+ *      program under the default schedule and under the tasks' winners
+ *      (tune_best_tasks), built and measured in the same run, in turns
+ *      (default, tuned, default, tuned; the faster of each); with -v
+ *      the per-kernel profile (--profile's timers) of both.
+ *
+ * The build (tune_best_tasks) cuts the same tasks out of the program,
+ * asks tune_best for each one's winner, and renames its statements back
+ * to the kernel's stage names: one schedule for the whole program; the
+ * default schedules the kernels without a record.
+ *
+ * Not tasks: a program with a schedule for the target in the file (its
+ * statements and knobs name the program's stages: tuned whole, as
+ * before), with run-time dims (tuned per bucket, as before: tune.c's
+ * tune_buckets), for the cuda target, or with a single kernel.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tuner/tuner.h"
+
+/* The canonical name of the kernel in its task's program. */
+#define TASK_OUT "out"
+
+typedef struct Task {
+    const char *label;       /* "FILE:KERNEL" of its first kernel */
+    Tensor **kernels;        /* the program's kernels it stands for */
+    Graph **graphs;          /* ... each one's program: one workload, but
+                                each with its kernel's loop names, which
+                                a schedule of it names */
+    int nkernels;
+    Graph *g;                /* the first one's program (task_graph) */
+    char hash[33];
+    TuneOptions o;
+    Tuner *tuner;
+    /* the scheduler's */
+    double best[64];         /* its best time after each round (ring) */
+    int measured[64];        /* candidates measured after each round */
+    int rounds;
+    double gain;
+} Task;
+
+/* ------------------------------------------------------------------ */
+/* The kernels and their programs.                                     */
+
+/* The stages of G the default schedule inlines into their readers. */
+static bool *default_inlined(Arena *a, Graph *g, Target target)
+{
+    bool *inl = arena_alloc(a, sizeof *inl * (size_t)(g->ntensors + 1));
+    Arena scratch = { 0 };
+    SchedState *st = sch_state_new(&scratch, g, target);
+    Schedule *d = sch_default(st, NULL);
+    for (int k = 0; d && k < d->nstmts; k++) {
+        const SchedStmt *s = d->stmts[k];
+        if (strcmp(s->prim, "compute_inline") != 0)
+            continue;
+        for (int i = 0; i < g->ntensors; i++)
+            if (strcmp(g->tensors[i]->name, s->stage) == 0)
+                inl[i] = true;
+    }
+    arena_free(&scratch);
+    return inl;
+}
+
+/* Is T a kernel of its own: a stage, not a packing stage, not inlined? */
+static bool is_kernel(const Tensor *t, const bool *inlined)
+{
+    return t->kind == TK_STAGE && !t->packs && !inlined[t->id];
+}
+
+typedef struct Cut {
+    Arena *a;
+    const Graph *g;
+    const bool *inlined;
+    bool *member;            /* by id: in the task's program */
+    Tensor **map;            /* by id: its copy there */
+    PtrVec inputs;
+} Cut;
+
+static void mark_members(Cut *c, const Expr *e)
+{
+    if (e->kind == EX_LOAD && e->tensor->kind == TK_STAGE && c->inlined[e->tensor->id] &&
+        !e->tensor->packs && !c->member[e->tensor->id]) {
+        c->member[e->tensor->id] = true;
+        mark_members(c, e->tensor->body);
+    }
+    for (int i = 0; i < e->nargs; i++)
+        mark_members(c, e->args[i]);
+}
+
+/* E with its loads retargeted at the copies, the inputs made as met. */
+static Expr *copy_expr(Cut *c, const Expr *e)
+{
+    Expr **args = arena_alloc(c->a, sizeof *args * (size_t)(e->nargs + 1));
+    if (e->kind == EX_LOAD) {
+        Tensor *t = e->tensor;
+        if (!c->map[t->id]) {
+            /* not a member: an input, named by its position */
+            Tensor *in = arena_alloc(c->a, sizeof *in);
+            *in = *t;
+            in->name = arena_printf(c->a, "in%d", c->inputs.len);
+            in->kind = TK_INPUT;
+            in->is_const = t->kind == TK_INPUT && t->is_const;
+            in->is_output = false;
+            in->vars = NULL;
+            in->body = NULL;
+            in->aliases = NULL;
+            in->alias_pass = NULL;
+            in->naliases = 0;
+            in->anchor = NULL;
+            in->fuse_notes = (PtrVec){ 0 };
+            in->packs = NULL;
+            c->map[t->id] = in;
+            vec_push(c->a, &c->inputs, in);
+        }
+        for (int i = 0; i < e->nargs; i++)
+            args[i] = copy_expr(c, e->args[i]);
+        return ex_load(c->a, e->span, c->map[t->id], args, e->nargs);
+    }
+    if (e->kind == EX_CONST || e->kind == EX_VAR)
+        return (Expr *)e; /* leaves: shared, nothing changes them */
+    for (int i = 0; i < e->nargs; i++)
+        args[i] = copy_expr(c, e->args[i]);
+    return te_rebuild(c->a, e, args);
+}
+
+/* Kernel K of G as a program of its own (see the top of the file). */
+static Graph *task_graph(Arena *a, Graph *g, Tensor *k, const bool *inlined)
+{
+    Cut c = { a, g, inlined, NULL, NULL, { 0 } };
+    c.member = arena_alloc(a, sizeof *c.member * (size_t)(g->ntensors + 1));
+    c.map = arena_alloc(a, sizeof *c.map * (size_t)(g->ntensors + 1));
+    c.member[k->id] = true;
+    mark_members(&c, k->body);
+    /* the members first (their names by position), in G's order, which
+       is dependency order; then their bodies, meeting the inputs */
+    int nstages = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        if (!c.member[i])
+            continue;
+        Tensor *t = g->tensors[i], *s = arena_alloc(a, sizeof *s);
+        *s = *t;
+        s->name = t == k ? TASK_OUT : arena_printf(a, "s%d", nstages++);
+        s->is_output = t == k;
+        s->aliases = NULL;
+        s->alias_pass = NULL;
+        s->naliases = 0;
+        s->fuse_notes = (PtrVec){ 0 };
+        c.map[i] = s;
+    }
+    for (int i = 0; i < g->ntensors; i++)
+        if (c.member[i])
+            c.map[i]->body = copy_expr(&c, g->tensors[i]->body);
+    Graph *sub = arena_alloc(a, sizeof *sub);
+    sub->src = g->src;
+    sub->dims = g->dims;
+    sub->ndims = g->ndims;
+    sub->nvars = g->nvars;
+    sub->layouts = g->layouts;
+    sub->strict_fp = g->strict_fp;
+    sub->inputs = (Tensor **)c.inputs.items;
+    sub->ninputs = c.inputs.len;
+    sub->outputs = arena_alloc(a, sizeof *sub->outputs);
+    sub->outputs[0] = c.map[k->id];
+    sub->noutputs = 1;
+    te_graph_compact(a, sub);
+    return sub;
+}
+
+/* The tasks of G, same workloads merged, into *OUT (their number). */
+static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
+{
+    bool *inlined = default_inlined(a, g, o->target);
+    const char *base = o->source_path ? strrchr(o->source_path, '/') : NULL;
+    base = base ? base + 1 : o->source_path ? o->source_path : "program";
+    size_t blen = strlen(base);
+    if (blen > 3 && strcmp(base + blen - 3, ".te") == 0)
+        blen -= 3;
+    Task *tasks = arena_alloc(a, sizeof *tasks * (size_t)(g->ntensors + 1));
+    int n = 0;
+    for (int i = 0; i < g->ntensors; i++) {
+        Tensor *t = g->tensors[i];
+        if (!is_kernel(t, inlined))
+            continue;
+        Graph *sub = task_graph(a, g, t, inlined);
+        char hash[33];
+        te_hash(sub, hash);
+        Task *same = NULL;
+        for (int k = 0; k < n && !same; k++)
+            if (strcmp(tasks[k].hash, hash) == 0)
+                same = &tasks[k];
+        if (!same) {
+            same = &tasks[n++];
+            same->g = sub;
+            memcpy(same->hash, hash, sizeof hash);
+            same->label = arena_printf(a, "%.*s:%s", (int)blen, base, t->name);
+            same->kernels = arena_alloc(a, sizeof *same->kernels * (size_t)(g->ntensors + 1));
+            same->graphs = arena_alloc(a, sizeof *same->graphs * (size_t)(g->ntensors + 1));
+        }
+        same->graphs[same->nkernels] = sub;
+        same->kernels[same->nkernels++] = t;
+    }
+    *out = tasks;
+    return n;
+}
+
+/* Is G tuned as tasks?  (See the top of the file.) */
+static bool tasks_apply(Graph *g, const TuneOptions *o)
+{
+    if (o->whole || o->target != TARGET_CPU || o->bucket || sch_has_runtime_dims(g) ||
+        sch_file_schedule(g, o->target))
+        return false;
+    for (int i = 0; i < g->nschedules; i++)
+        if (g->schedules[i]->target == o->target)
+            return false; /* (one with 'when' clauses, say) */
+    return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* The build: the tasks' winners as one schedule of G's names.          */
+
+/* NAME of the task's program as the kernel K names it: "out" is K, and
+ * the names a point makes from it ("out_acc") are K's ("q_acc"); any
+ * other name is returned as it is. */
+static const char *rename_stage(Arena *a, const char *name, const Tensor *k)
+{
+    size_t n = strlen(TASK_OUT);
+    if (!name)
+        return NULL;
+    if (strcmp(name, TASK_OUT) == 0)
+        return k->name;
+    if (strncmp(name, TASK_OUT "_", n + 1) == 0)
+        return arena_printf(a, "%s%s", k->name, name + n);
+    return name;
+}
+
+/* The statements of S (a task's schedule) with K's names, appended to
+ * INTO.  Statements on other stages than the kernel's own (an inlined
+ * member's) are left to the program's default. */
+static void add_renamed(Arena *a, Schedule *into, const Schedule *s, const Tensor *k)
+{
+    for (int i = 0; i < s->nstmts; i++) {
+        const SchedStmt *st = s->stmts[i];
+        const char *stage = rename_stage(a, st->stage, k);
+        if (stage == st->stage)
+            continue;
+        SchedStmt *c = arena_alloc(a, sizeof *c);
+        *c = *st;
+        c->stage = stage;
+        c->result = rename_stage(a, st->result, k);
+        c->args = arena_alloc(a, sizeof *c->args * (size_t)(st->nargs + 1));
+        Prim p = prim_lookup(st->prim);
+        for (int j = 0; j < st->nargs; j++) {
+            c->args[j] = st->args[j];
+            /* the stage arguments: compute_at's first, cache_read's
+               second */
+            if (st->args[j].kind == SA_NAME &&
+                ((p == PR_COMPUTE_AT && j == 0) || (p == PR_CACHE_READ && j == 1)))
+                c->args[j].name = rename_stage(a, st->args[j].name, k);
+        }
+        sch_add_stmt(a, into, c);
+    }
+}
+
+const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from)
+{
+    if (!tasks_apply(g, o))
+        return NULL;
+    Task *tasks;
+    int n = make_tasks(a, g, o, &tasks);
+    if (n < 1)
+        return NULL;
+    Schedule *s = arena_alloc(a, sizeof *s);
+    s->target = o->target;
+    int found = 0, kernels = 0;
+    for (int i = 0; i < n; i++) {
+        Task *t = &tasks[i];
+        TuneOptions ot = *o;
+        ot.quiet = true;
+        ot.task = t->label;
+        kernels += t->nkernels;
+        for (int k = 0; k < t->nkernels; k++) {
+            /* the record's configuration as a schedule of this kernel's
+               own program (its loops' names) */
+            const char *got = NULL;
+            const Schedule *best = tune_best(a, t->graphs[k], NULL, &ot, &got);
+            if (!got || !best)
+                continue;
+            found++;
+            add_renamed(a, s, best, t->kernels[k]);
+        }
+    }
+    if (!found)
+        return NULL;
+    *from = arena_printf(a, "the tuning log's records for %d of its %d kernels (tasks), the "
+                            "default for the rest",
+                         found, kernels);
+    return s;
+}
+
+/* ------------------------------------------------------------------ */
+/* The scheduler.                                                      */
+
+enum { WINDOW = 3 };
+#define ALPHA 0.2
+
+static double task_time(const Task *t)
+{
+    TuneTaskState s = tune_task_state(t->tuner);
+    double one = s.best_s > 0 ? s.best_s : s.default_s;
+    return one * t->nkernels;
+}
+
+static void note_round(Task *t)
+{
+    TuneTaskState s = tune_task_state(t->tuner);
+    t->best[t->rounds % 64] = s.best_s;
+    t->measured[t->rounds % 64] = s.measured;
+    t->rounds++;
+}
+
+/* The expected gain of one more round of T (see the top of the file). */
+static double task_gain(const Task *t)
+{
+    TuneTaskState s = tune_task_state(t->tuner);
+    if (s.done || s.failed || s.best_s <= 0)
+        return -1;
+    double back = 0;
+    if (t->rounds > WINDOW) {
+        int now = (t->rounds - 1) % 64, then = (t->rounds - 1 - WINDOW) % 64;
+        int trials = t->measured[now] - t->measured[then];
+        if (trials > 0 && t->best[then] > 0)
+            back = (t->best[then] - t->best[now]) / t->best[then] / trials;
+    } else if (t->rounds > 1) {
+        back = 1.0 / (s.measured > 0 ? s.measured : 1); /* too young to tell */
+    }
+    double fwd = 1.0 / (s.measured > 0 ? s.measured : 1);
+    return task_time(t) * (ALPHA * back + (1 - ALPHA) * fwd);
+}
+
+static void ms_text(char *out, size_t size, double s)
+{
+    if (s <= 0)
+        snprintf(out, size, "-");
+    else
+        snprintf(out, size, "%.4g ms", s * 1e3);
+}
+
+static void print_table(FILE *out, Task *tasks, int n)
+{
+    double total_default = 0, total_best = 0;
+    for (int i = 0; i < n; i++) {
+        TuneTaskState s = tune_task_state(tasks[i].tuner);
+        total_default += s.default_s * tasks[i].nkernels;
+        total_best += (s.best_s > 0 ? s.best_s : s.default_s) * tasks[i].nkernels;
+    }
+    fprintf(out, "texc: %-28s %7s %6s %12s %12s %7s %6s\n", "task", "kernels", "trials", "default",
+            "best", "speedup", "share");
+    for (int i = 0; i < n; i++) {
+        TuneTaskState s = tune_task_state(tasks[i].tuner);
+        char d[32], b[32];
+        ms_text(d, sizeof d, s.default_s);
+        ms_text(b, sizeof b, s.best_s);
+        double share = total_best > 0 ? task_time(&tasks[i]) / total_best * 100 : 0;
+        fprintf(out, "texc: %-28s %7d %6d %12s %12s %6.2fx %5.1f%%\n", tasks[i].label,
+                tasks[i].nkernels, s.measured, d, b,
+                s.default_s > 0 && s.best_s > 0 ? s.default_s / s.best_s : 1.0, share);
+    }
+    char d[32], b[32];
+    ms_text(d, sizeof d, total_default);
+    ms_text(b, sizeof b, total_best);
+    fprintf(out, "texc: the kernels' times added up: default %s, tuned %s\n", d, b);
+}
+
+/* ------------------------------------------------------------------ */
+/* The end-to-end measurement.                                         */
+
+/* Prints the profile table a profiled candidate's last run left. */
+static void print_profile(const Candidate *c, const char *what)
+{
+    char path[4300];
+    snprintf(path, sizeof path, "%s/run.log", c->dir);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "texc: no profile of %s\n", what);
+        return;
+    }
+    fprintf(stderr, "texc: profile of %s (each kernel step, the timed calls):\n", what);
+    char line[512];
+    while (fgets(line, sizeof line, f))
+        fprintf(stderr, "texc:   %s", line);
+    fclose(f);
+}
+
+/* Builds and measures G under the default schedule and under TUNED,
+ * each twice in turns; prints the end-to-end line (and with PROFILE the
+ * per-kernel tables).  Returns false after a message. */
+static bool end_to_end(Arena *a, Graph *g, const TuneOptions *o, const Schedule *tuned,
+                       bool profile)
+{
+    TuneOptions oe = *o;
+    oe.task = NULL;
+    oe.relative_atol = true;
+    oe.profile = profile;
+    oe.quiet = true;
+    Bench b;
+    memset(&b, 0, sizeof b);
+    bool ok = tune_bench_init(&b, a, g, &oe, "texc_kernel");
+    if (!ok) {
+        tune_bench_free(&b);
+        return false;
+    }
+    Schedule *none = arena_alloc(a, sizeof *none);
+    none->target = o->target;
+    Candidate cands[2], *pc[2];
+    for (int i = 0; i < 2; i++) {
+        memset(&cands[i], 0, sizeof cands[i]);
+        cands[i].sched = i == 0 ? none : (Schedule *)tuned;
+        cands[i].predicted = NAN;
+        cands[i].trial = i + 1;
+        pc[i] = &cands[i];
+    }
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    tune_build(&b, pc, 2, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
+    /* in turns, twice each (once for the profiles), the faster kept */
+    double best[2] = { 0, 0 };
+    const char *why[2] = { NULL, NULL };
+    for (int r = 0; r < (profile ? 2 : 4); r++) {
+        Candidate *c = pc[r % 2];
+        if (c->status == TS_OK)
+            tune_measure(&b, c, 600);
+        if (c->status != TS_OK) {
+            if (!why[r % 2])
+                why[r % 2] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
+        } else if (best[r % 2] == 0 || c->time_s < best[r % 2]) {
+            best[r % 2] = c->time_s;
+        }
+        if (profile && c->status == TS_OK)
+            print_profile(c, r % 2 ? "the tuned program" : "the default program");
+    }
+    for (int i = 0; i < 2; i++)
+        tune_discard(&b, pc[i]);
+    if (!profile && !o->quiet) {
+        char d[64], t[64];
+        ms_text(d, sizeof d, best[0]);
+        ms_text(t, sizeof t, best[1]);
+        fprintf(stderr, "texc: end to end: default %s, tuned %s", d, t);
+        if (best[0] > 0 && best[1] > 0)
+            fprintf(stderr, ": %.2fx the default schedule\n", best[0] / best[1]);
+        else
+            fprintf(stderr, " (%s)\n", why[0] ? why[0] : why[1] ? why[1] : "not measured");
+    }
+    tune_bench_free(&b);
+    return true;
+}
+
+int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
+{
+    if (!tasks_apply(g, o))
+        return -1;
+    Task *tasks;
+    int n = make_tasks(a, g, o, &tasks);
+    if (n < 2)
+        return -1;
+    double start = tune_now();
+    double budget = o->time_budget > 0 ? o->time_budget : TUNE_DEFAULT_BUDGET_S;
+    int trials = o->trials > 0 ? o->trials : TUNE_DEFAULT_TRIALS;
+    double deadline = start + budget;
+    int nkernels = 0;
+    for (int i = 0; i < n; i++)
+        nkernels += tasks[i].nkernels;
+    if (!o->quiet) {
+        fprintf(stderr, "texc: tuning %d kernels as %d tasks, %.0f s and %d candidates in all:\n",
+                nkernels, n, budget, trials);
+        for (int i = 0; i < n; i++) {
+            fprintf(stderr, "texc:   task %d: %s", i + 1, tasks[i].label);
+            if (tasks[i].nkernels > 1) {
+                fputs(" (one workload with", stderr);
+                for (int k = 1; k < tasks[i].nkernels; k++)
+                    fprintf(stderr, "%s %s", k > 1 ? "," : "", tasks[i].kernels[k]->name);
+                fputc(')', stderr);
+            }
+            fprintf(stderr, ", workload %.12s\n", tasks[i].hash);
+        }
+    }
+    if (o->plot && !o->quiet)
+        fprintf(stderr, "texc: --plot draws one search: not drawn for a program tuned as tasks "
+                        "(--tune-whole tunes it as one)\n");
+    TuneTimes times = { 0 };
+    int status = 0, opened = 0;
+    for (int i = 0; i < n; i++) {
+        Task *t = &tasks[i];
+        t->o = *o;
+        t->o.task = t->label;
+        t->o.relative_atol = true;
+        t->o.trials = trials; /* what one task may take at most */
+        t->o.time_budget = budget;
+        t->o.times = &times;
+        t->o.plot = NULL;
+        t->o.best_config = NULL;
+        t->tuner = tune_task_open(a, t->g, &t->o);
+        if (!t->tuner) {
+            status = 1;
+            break;
+        }
+        opened++;
+    }
+    int used = 0;
+    if (status == 0) {
+        /* 1. a round for every task: the default, one batch */
+        int batch = tune_task_state(tasks[0].tuner).batch;
+        /* (half a batch: the rest of the budget goes by gain) */
+        int first = trials / (2 * n) < batch / 2 ? trials / (2 * n) : batch / 2;
+        if (first < 1)
+            first = 1;
+        for (int i = 0; i < n && !tune_interrupted; i++) {
+            Task *t = &tasks[i];
+            tune_task_round(t->tuner, first, deadline);
+            used += tune_task_state(t->tuner).space;
+            note_round(t);
+            TuneTaskState s = tune_task_state(t->tuner);
+            if (!o->quiet) {
+                char d[32], b[32];
+                ms_text(d, sizeof d, s.default_s);
+                ms_text(b, sizeof b, s.best_s);
+                fprintf(stderr, "texc: task %d/%d %s: first round, %d measured (%d ok), default %s, "
+                                "best %s\n",
+                        i + 1, n, t->label, s.measured, s.ok, d, b);
+            }
+        }
+        /* 2. rounds by expected gain */
+        while (used < trials && tune_now() < deadline && !tune_interrupted) {
+            int pick = -1;
+            double total = 0;
+            for (int i = 0; i < n; i++) {
+                tasks[i].gain = task_gain(&tasks[i]);
+                total += task_time(&tasks[i]);
+                if (tasks[i].gain > 0 && (pick < 0 || tasks[i].gain > tasks[pick].gain))
+                    pick = i;
+            }
+            if (pick < 0)
+                break; /* every search ended */
+            Task *t = &tasks[pick];
+            int want = batch < trials - used ? batch : trials - used;
+            double share = total > 0 ? task_time(t) / total * 100 : 0;
+            TuneTaskState was = tune_task_state(t->tuner);
+            double before = was.best_s;
+            int got = tune_task_round(t->tuner, want, deadline);
+            used += tune_task_state(t->tuner).space - was.space;
+            TuneTaskState s = tune_task_state(t->tuner);
+            if (got == 0 && !s.done)
+                break; /* nothing could be measured: the budget */
+            note_round(t);
+            if (!o->quiet) {
+                char b[32];
+                ms_text(b, sizeof b, s.best_s);
+                fprintf(stderr, "texc: round %d: task %d %s (%.0f%% of the program, gain %.3g): "
+                                "%d more, %d in all, best %s%s; %d of %d candidates used, %.0f s left\n",
+                        t->rounds, pick + 1, t->label, share, t->gain, got, s.measured, b,
+                        s.best_s < before * 0.995 ? " (improved)" : "", used, trials,
+                        fmax(0, deadline - tune_now()));
+            }
+        }
+        if (!o->quiet)
+            print_table(stderr, tasks, n);
+    }
+    /* closed in the reverse order: the first one's signal handlers are
+       the ones before tuning */
+    for (int i = opened - 1; i >= 0; i--)
+        status |= tune_task_close(tasks[i].tuner);
+    if (status == 0 && !tune_interrupted) {
+        /* 3. the whole program, default against tuned, in this run */
+        TuneOptions ob = *o;
+        ob.quiet = true;
+        const char *from = NULL;
+        const Schedule *tuned = tune_best_tasks(a, g, &ob, &from);
+        if (!tuned) {
+            if (!o->quiet)
+                fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
+        } else {
+            double at = tune_now();
+            if (!end_to_end(a, g, o, tuned, false))
+                status = 1;
+            else if (o->verbose && !o->quiet && !end_to_end(a, g, o, tuned, true))
+                status = 1;
+            times.measure += tune_now() - at;
+        }
+    }
+    if (!o->quiet) {
+        fprintf(stderr, "texc: tuned %d tasks in %.1f s; log: %s\n", n, tune_now() - start,
+                tune_log_path(a, o));
+        if (o->verbose) {
+            times.total = tune_now() - start;
+            tune_times_print(stderr, &times);
+        }
+    }
+    return status;
+}
