@@ -1538,6 +1538,61 @@ static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     return true;
 }
 
+static bool cv_pad(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
+{
+    if (!need_inputs(im, n, in, 2, 4))
+        return false;
+    OxValue *x = in[0], *cv = n->ninputs > 2 ? in[2] : NULL;
+    int64_t pads[2 * OX_MAX_RANK], axes[OX_MAX_RANK], dims[OX_MAX_RANK];
+    int np, na = x->rank;
+    if (!const_ints(im, in[1], "pads", pads, &np, 2 * OX_MAX_RANK))
+        return false;
+    if (n->ninputs > 3 && in[3]) {
+        if (!const_ints(im, in[3], "axes", axes, &na, OX_MAX_RANK))
+            return false;
+    } else {
+        for (int d = 0; d < x->rank; d++)
+            axes[d] = d;
+    }
+    if (np != 2 * na)
+        return ox_error(im, "pads has %d entries for %d axes", np, na);
+    const char *mode = ox_attr_string(n, "mode", "constant");
+    if (strcmp(mode, "constant") != 0)
+        return ox_error(im, "mode '%s' is not converted (only constant)", mode);
+    if (cv && (ox_elems(cv) != 1 || !ox_need_const(im, cv, "constant_value")))
+        return cv && ox_elems(cv) != 1 ? ox_error(im, "constant_value must be a scalar") : false;
+    int64_t lo[OX_MAX_RANK] = { 0 }, hi[OX_MAX_RANK] = { 0 };
+    for (int k = 0; k < na; k++) {
+        if (!norm_axis(im, &axes[k], x->rank, "axis"))
+            return false;
+        lo[axes[k]] = pads[k];
+        hi[axes[k]] = pads[k + na];
+    }
+    const char *const *idx = ox_index_vars(im, x->rank, "i");
+    const char *src[OX_MAX_RANK], *cond = "";
+    for (int d = 0; d < x->rank; d++) {
+        if (lo[d] < -x->dims[d] || hi[d] < -x->dims[d] || lo[d] > OX_MAX_ELEMS || hi[d] > OX_MAX_ELEMS)
+            return ox_error(im, "pads of dim %d are out of range", d);
+        dims[d] = x->dims[d] + lo[d] + hi[d];
+        /* negative pads crop: read further in */
+        src[d] = lo[d] > 0 ? arena_printf(ARENA, "%s - %lld", idx[d], (long long)lo[d])
+                 : lo[d] < 0 ? arena_printf(ARENA, "%s + %lld", idx[d], (long long)-lo[d]) : idx[d];
+        if (lo[d] > 0)
+            cond = arena_printf(ARENA, "%s%s%s >= %lld", cond, *cond ? " && " : "", idx[d], (long long)lo[d]);
+        if (hi[d] > 0)
+            cond = arena_printf(ARENA, "%s%s%s < %lld", cond, *cond ? " && " : "", idx[d],
+                                (long long)(x->dims[d] + lo[d]));
+    }
+    if (!ox_set_shape(im, out[0], x->odtype, x->rank, dims))
+        return false;
+    const char *r = ox_read(im, x, src);
+    double value = cv ? ox_const_values(im, cv)[0] : 0;
+    ox_stage(im, out[0], *cond ? arena_printf(ARENA, "select(%s, %s, %s)", cond, r,
+                                              ox_literal(im, x->dtype, value))
+                               : r);
+    return true;
+}
+
 static bool cv_dropout(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 1, 3))
@@ -1584,7 +1639,7 @@ static const struct {
     { "MaxPool", 8, cv_pool },          { "Min", 8, cv_elementwise },
     { "Mul", 7, cv_elementwise },       { "Neg", 6, cv_elementwise },
     { "Not", 1, cv_elementwise },       { "Or", 7, cv_elementwise },
-    { "Pow", 7, cv_elementwise },       { "Range", 11, cv_range },
+    { "Pad", 11, cv_pad },              { "Pow", 7, cv_elementwise },       { "Range", 11, cv_range },
     { "Reciprocal", 6, cv_elementwise },
     { "ReduceL1", 1, cv_reduce },       { "ReduceMax", 1, cv_reduce },
     { "ReduceMean", 1, cv_reduce },     { "ReduceMin", 1, cv_reduce },
