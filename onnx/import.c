@@ -321,11 +321,13 @@ static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t
         return ox_error(im, "'%s' would have %d dims; texc takes at most %d", v->onnx, rank,
                         OX_MAX_RANK);
     for (int d = 0; d < rank; d++) {
-        if (dims[d] <= 0 || dims[d] > OX_MAX_ELEMS || n > OX_MAX_ELEMS / dims[d])
+        if (dims[d] <= 0)
             return ox_error(im, "'%s' would have dim %d of size %lld%s", v->onnx, d,
                             (long long)dims[d],
-                            dims[d] == 0 ? " (texc takes no empty tensors)"
-                                         : dims[d] < 0 ? "" : " (too big)");
+                            dims[d] == 0 ? " (texc takes no empty tensors)" : "");
+        if (dims[d] > OX_MAX_ELEMS || n > OX_MAX_ELEMS / dims[d])
+            return ox_error(im, "'%s' would have more than 2^40 elements (dim %d is %lld)",
+                            v->onnx, d, (long long)dims[d]);
         n *= dims[d];
     }
     return true;

@@ -304,8 +304,6 @@ static void external_data(Reader *r, OxTensor *t, const char *location, int64_t 
 
 static void read_tensor(Reader *r, Wire w, OxTensor *t)
 {
-    const char *saved = r->what;
-    r->what = "a tensor";
     Field f;
     Ints dims = { 0 }, ints = { 0 };
     Bytes data = { 0 };
@@ -442,7 +440,6 @@ static void read_tensor(Reader *r, Wire w, OxTensor *t)
     } else if (t->nelems > 0) {
         fail(r, "tensor '%s' has no data", t->name);
     }
-    r->what = saved;
 }
 
 static void read_attr(Reader *r, Wire w, OxAttr *at)

@@ -139,4 +139,66 @@ class Unsupported(nn.Module):
         return torch.cumsum(x, 1), torch.argmax(x, 1), torch.topk(x, 2)[0]
 
 
-export("unsupported", Unsupported(), [torch.randn(2, 6)], ["x"], ["s", "a", "t"])
+torch.onnx.export(Unsupported(), (torch.randn(2, 6),), "unsupported.onnx", opset_version=14,
+                  input_names=["x"], output_names=["s", "a", "t"])
+
+
+# ---------------------------------------------------------------------------
+# Hand-made models (onnx.helper) of what PyTorch never writes: the hostile
+# inputs of tests/onnx.sh, each with the message it must give, and one with
+# external data.
+import onnx
+from onnx import TensorProto, helper
+
+
+def save(name, nodes, inputs, outputs, inits=(), opset=14, check=True):
+    graph = helper.make_graph(nodes, name, inputs, outputs, list(inits))
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 7
+    if check:
+        onnx.checker.check_model(model)
+    onnx.save(model, name + ".onnx")
+
+
+def vi(name, shape, dtype=TensorProto.FLOAT):
+    return helper.make_tensor_value_info(name, dtype, shape)
+
+
+w = helper.make_tensor("w", TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
+# a node reading an initializer that is not there
+save("bad_missing", [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+     [vi("x", [4])], [vi("y", [4])], check=False)
+# two nodes that read each other's output
+save("bad_cycle", [helper.make_node("Relu", ["b"], ["a"], name="first"),
+                   helper.make_node("Add", ["a", "x"], ["b"], name="second")],
+     [vi("x", [4])], [vi("b", [4])], check=False)
+# a negative dim in an initializer
+neg = helper.make_tensor("w", TensorProto.FLOAT, [4], [1.0, 2.0, 3.0, 4.0])
+neg.dims[0] = -4
+save("bad_negdim", [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+     [vi("x", [4])], [vi("y", [4])], [neg], check=False)
+# an input of 2^50 elements
+save("bad_hugedim", [helper.make_node("Relu", ["x"], ["y"], name="relu")],
+     [vi("x", [1 << 25, 1 << 25])], [vi("y", [1 << 25, 1 << 25])])
+# a shape computed from run-time data
+save("bad_runtime_shape", [helper.make_node("Reshape", ["x", "s"], ["y"], name="reshape")],
+     [vi("x", [4]), vi("s", [1], TensorProto.INT64)], [vi("y", [4])])
+
+
+def external(name, location):
+    t = helper.make_tensor("w", TensorProto.FLOAT, [4], [0.0] * 4)
+    t.ClearField("float_data")
+    t.data_location = TensorProto.EXTERNAL
+    for k, v in (("location", location), ("offset", "0"), ("length", "16")):
+        e = t.external_data.add()
+        e.key, e.value = k, v
+    save(name, [helper.make_node("Add", ["x", "w"], ["y"], name="add")],
+         [vi("x", [4])], [vi("y", [4])], [t], check=False)
+
+
+external("bad_extdotdot", "../secret.bin")
+external("bad_extabs", "/etc/passwd")
+external("extdata", "extdata.bin")
+np.array([0.5, -1.0, 2.0, 8.0], dtype="<f4").tofile("extdata.bin")
+np.save("extdata.in.x.npy", np.array([1.0, 2.0, 3.0, 4.0], dtype="<f4"))
+np.save("extdata.out.y.npy", np.array([1.5, 1.0, 5.0, 12.0], dtype="<f4"))
