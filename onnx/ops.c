@@ -111,12 +111,26 @@ static bool bcast_shape(OxImporter *im, OxValue **in, int n, int *rank, int64_t 
     return true;
 }
 
+/* The elements of a shape not yet checked: -1 if a dim is not positive,
+ * OX_MAX_ELEMS + 1 if there are more than OX_MAX_ELEMS. */
 static int64_t elems_of(int rank, const int64_t *dims)
 {
     int64_t n = 1;
-    for (int d = 0; d < rank; d++)
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] <= 0)
+            return -1;
+        if (dims[d] > OX_MAX_ELEMS || n > OX_MAX_ELEMS / dims[d])
+            return OX_MAX_ELEMS + 1;
         n *= dims[d];
+    }
     return n;
+}
+
+/* Is a constant of this shape small enough to fold? */
+static bool small(int rank, const int64_t *dims)
+{
+    int64_t n = elems_of(rank, dims);
+    return n >= 1 && n <= OX_MAX_FOLD;
 }
 
 /* The flat index into a tensor of shape (RANK, DIMS) broadcast to OUT's
@@ -145,7 +159,10 @@ static double *fold_buffer(OxImporter *im, int64_t n)
 /* Is folding OUT's elements worth it (and cheap)? */
 static bool foldable(OxValue **in, int n, int rank, const int64_t *dims)
 {
-    return all_const(in, n) && elems_of(rank, dims) <= OX_MAX_FOLD;
+    for (int k = 0; k < n; k++)
+        if (in[k] && in[k]->kind == OXV_CONST && ox_elems(in[k]) > OX_MAX_FOLD)
+            return false; /* a weight: read by a stage, not copied as doubles */
+    return all_const(in, n) && small(rank, dims);
 }
 
 /* ------------------------------------------------------------------ */
@@ -488,7 +505,9 @@ static bool reshape_to(OxImporter *im, OxValue *x, OxValue *out, int rank, const
         return ox_error(im, "cannot reshape %lld elements to %lld", (long long)ox_elems(x),
                         (long long)elems_of(rank, dims));
     if (x->kind == OXV_CONST) {
-        ox_set_const(im, out, x->odtype, rank, dims, ox_const_values(im, x));
+        /* the same values (an initializer's stay where they lie) */
+        ox_set_const(im, out, x->odtype, rank, dims, x->konst);
+        out->init = x->init;
         return true;
     }
     if (!ox_set_shape(im, out, x->odtype, rank, dims))
@@ -697,7 +716,7 @@ static bool slice_of(OxImporter *im, OxValue *x, OxValue *out, const int64_t *st
                      const int64_t *step, const int64_t *dims)
 {
     int rank = x->rank;
-    if (x->kind == OXV_CONST && elems_of(rank, dims) <= OX_MAX_FOLD) {
+    if (x->kind == OXV_CONST && small(rank, dims) && ox_elems(x) <= OX_MAX_FOLD) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total), *src = ox_const_values(im, x);
         for (int64_t i = 0; i < total; i++) {
@@ -907,7 +926,7 @@ static bool cv_expand(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     if (!bcast_shape(im, both, 2, &rank, dims))
         return false;
     OxValue *x = in[0];
-    if (x->kind == OXV_CONST && elems_of(rank, dims) <= OX_MAX_FOLD) {
+    if (x->kind == OXV_CONST && small(rank, dims) && ox_elems(x) <= OX_MAX_FOLD) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total), *src = ox_const_values(im, x);
         for (int64_t i = 0; i < total; i++)
@@ -1368,6 +1387,8 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
             w->k[i] > OX_MAX_ELEMS || w->s[i] > OX_MAX_ELEMS || w->d[i] > OX_MAX_ELEMS ||
             w->pb[i] > OX_MAX_ELEMS || w->pe[i] > OX_MAX_ELEMS)
             return ox_error(im, "its kernel, strides, dilations or pads are out of range");
+        if (w->k[i] - 1 > OX_MAX_ELEMS / w->d[i])
+            return ox_error(im, "its dilated kernel is too large");
         int64_t in = x->dims[2 + i], span = w->d[i] * (w->k[i] - 1) + 1;
         if (strcmp(pad, "SAME_UPPER") == 0 || strcmp(pad, "SAME_LOWER") == 0) {
             int64_t o = (in + w->s[i] - 1) / w->s[i];
@@ -1601,7 +1622,8 @@ static bool cv_dropout(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
         return ox_error(im, "its mask output is not converted (inference: no mask)");
     OxValue *x = in[0];
     if (x->kind == OXV_CONST) {
-        ox_set_const(im, out[0], x->odtype, x->rank, x->dims, ox_const_values(im, x));
+        ox_set_const(im, out[0], x->odtype, x->rank, x->dims, x->konst);
+        out[0]->init = x->init;
         return true;
     }
     if (!ox_set_shape(im, out[0], x->odtype, x->rank, x->dims))
