@@ -48,92 +48,32 @@ bool ox_error(OxImporter *im, const char *fmt, ...)
     return false;
 }
 
-static uint64_t hash_str(const char *s)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (; *s; s++)
-        h = (h ^ (uint8_t)*s) * 1099511628211ull;
-    return h;
-}
-
 /* ------------------------------------------------------------------ */
-/* Values by ONNX name. */
+/* Values by ONNX name, and the names the program uses (lang/'s maps). */
 
 static OxValue *find_value(OxImporter *im, const char *name)
 {
-    if (!im->cap)
-        return NULL;
-    for (uint64_t h = hash_str(name);; h++) {
-        OxValue *v = im->values[h & (uint64_t)(im->cap - 1)];
-        if (!v || strcmp(v->onnx, name) == 0)
-            return v;
-    }
+    int i = strmap_get(&im->value_index, name);
+    return i < 0 ? NULL : im->values.items[i];
 }
 
 static OxValue *add_value(OxImporter *im, const char *name)
 {
-    if (2 * (im->nvalues + 1) > im->cap) {
-        int cap = im->cap ? 2 * im->cap : 64;
-        OxValue **tab = arena_alloc(im->a, sizeof *tab * (size_t)cap);
-        for (int i = 0; i < im->cap; i++) {
-            OxValue *v = im->values[i];
-            if (!v)
-                continue;
-            uint64_t h = hash_str(v->onnx);
-            while (tab[h & (uint64_t)(cap - 1)])
-                h++;
-            tab[h & (uint64_t)(cap - 1)] = v;
-        }
-        im->values = tab;
-        im->cap = cap;
-    }
     OxValue *v = arena_alloc(im->a, sizeof *v);
     v->onnx = name;
-    uint64_t h = hash_str(name);
-    while (im->values[h & (uint64_t)(im->cap - 1)])
-        h++;
-    im->values[h & (uint64_t)(im->cap - 1)] = v;
-    im->nvalues++;
+    strmap_set(im->a, &im->value_index, name, im->values.len);
+    vec_push(im->a, &im->values, v);
     return v;
 }
 
-/* ------------------------------------------------------------------ */
-/* Names in the program. */
-
-static bool name_used(const OxNameSet *s, const char *name)
+static bool name_used(const PtrMap *s, const char *name)
 {
-    if (!s->cap)
-        return false;
-    for (uint64_t h = hash_str(name);; h++) {
-        const char *n = s->names[h & (uint64_t)(s->cap - 1)];
-        if (!n)
-            return false;
-        if (strcmp(n, name) == 0)
-            return true;
-    }
+    return strmap_get(s, name) >= 0;
 }
 
-static void name_add(Arena *a, OxNameSet *s, const char *name)
+static void name_add(Arena *a, PtrMap *s, const char *name)
 {
-    if (2 * (s->n + 1) > s->cap) {
-        int cap = s->cap ? 2 * s->cap : 64;
-        const char **tab = arena_alloc(a, sizeof *tab * (size_t)cap);
-        for (int i = 0; i < s->cap; i++) {
-            if (!s->names[i])
-                continue;
-            uint64_t h = hash_str(s->names[i]);
-            while (tab[h & (uint64_t)(cap - 1)])
-                h++;
-            tab[h & (uint64_t)(cap - 1)] = s->names[i];
-        }
-        s->names = tab;
-        s->cap = cap;
-    }
-    uint64_t h = hash_str(name);
-    while (s->names[h & (uint64_t)(s->cap - 1)])
-        h++;
-    s->names[h & (uint64_t)(s->cap - 1)] = name;
-    s->n++;
+    strmap_set(a, s, name, 0);
 }
 
 /* NAME made C-safe: "/fc1/Gemm_output_0" -> "fc1_Gemm". */
@@ -503,9 +443,6 @@ static bool sort_nodes(OxImporter *im, int *order)
     const OxModel *m = im->m;
     int n = m->nnodes;
     /* producer of each value: values are named once (SSA) */
-    int *producer = arena_alloc(im->a, sizeof *producer * (size_t)(im->cap + 1));
-    OxValue **slot_of = arena_alloc(im->a, sizeof *slot_of * (size_t)(im->cap + 1));
-    (void)slot_of;
     for (int i = 0; i < n; i++) {
         const OxNode *nd = &m->nodes[i];
         im->node = nd;
@@ -523,7 +460,6 @@ static bool sort_nodes(OxImporter *im, int *order)
             v->rank = -1; /* not computed yet */
         }
     }
-    (void)producer;
     int *missing = arena_alloc(im->a, sizeof *missing * (size_t)(n + 1));
     int **readers = arena_alloc(im->a, sizeof *readers * (size_t)(n + 1));
     int *nreaders = arena_alloc(im->a, sizeof *nreaders * (size_t)(n + 1));

@@ -159,19 +159,14 @@ typedef struct OxValue {
     int uses;               /* inputs of nodes (and graph outputs) that read it */
 } OxValue;
 
-typedef struct OxNameSet {
-    const char **names;
-    int n, cap; /* open addressing; cap a power of two */
-} OxNameSet;
-
 typedef struct OxImporter {
     Arena *a;
     const OxModel *m;
     const char *path;
     int64_t opset;
-    OxValue **values; /* hash of values by ONNX name */
-    int nvalues, cap;
-    OxNameSet names;  /* names used in the program */
+    PtrVec values;        /* OxValue * */
+    PtrMap value_index;   /* ONNX name -> index in VALUES */
+    PtrMap names;         /* the names used in the program */
     FILE *decl, *body;       /* the program's declarations and stages */
     char *decl_text, *body_text;
     size_t decl_len, body_len;
