@@ -31,7 +31,7 @@ same_outputs() {
 }
 
 # 1. --eval: the reference evaluator on PyTorch's models
-for m in mlp tiny encoder14 encoder17 cnn ops; do
+for m in mlp tiny encoder14 encoder17 cnn ops ops11; do
     # shellcheck disable=SC2046 # inputs splits on purpose
     if "$TEXC" "$d/$m.onnx" --eval $(inputs $m) -o "$tmp/ev_$m" >"$tmp/out" 2>&1 &&
         same_outputs $m "$tmp/ev_$m" >>"$tmp/out" 2>&1; then
@@ -198,7 +198,7 @@ done
 if [ -n "$py" ]; then
     check "onnx.checker accepts PyTorch's models" env -C "$tmp" "$py" -c "
 import onnx, sys
-for m in ['mlp', 'mlp_dyn', 'tiny', 'encoder14', 'encoder17', 'cnn', 'ops', 'unsupported']:
+for m in ['mlp', 'mlp_dyn', 'tiny', 'encoder14', 'encoder17', 'cnn', 'ops', 'ops11', 'unsupported']:
     onnx.checker.check_model(onnx.load('$d/' + m + '.onnx'))"
 else
     skip "onnx.checker accepts PyTorch's models" "no Python with the onnx module (python3-onnx)"

@@ -130,6 +130,9 @@ class Ops(nn.Module):
 
 
 export("ops", Ops(), [torch.randn(2, 8), torch.randn(2, 6)], ["x", "y"], ["h", "m"])
+# the same at opset 11: Split, Squeeze, Unsqueeze and ReduceSum take their
+# axes and sizes as attributes there, not inputs
+export("ops11", Ops(), [torch.randn(2, 8), torch.randn(2, 6)], ["x", "y"], ["h", "m"], opset=11)
 
 
 class Unsupported(nn.Module):
