@@ -417,7 +417,7 @@ static void read_tensor(Reader *r, Wire w, OxTensor *t)
         t->field = 9;
     } else if (field == 9 || field == 4 || field == 10) {
         int fsize = field == 9 ? size : field == 4 ? 4 : 8;
-        if ((field == 4 && t->dtype != OX_FLOAT && t->dtype != OX_UINT32 /* rare */) ||
+        if ((field == 4 && t->dtype != OX_FLOAT) ||
             (field == 10 && t->dtype != OX_DOUBLE))
             fail(r, "tensor '%s' of type %s keeps its data in the %s field", t->name,
                  ox_dtype_name(t->dtype), field == 4 ? "float_data" : "double_data");
