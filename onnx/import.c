@@ -320,6 +320,18 @@ const char *ox_literal(OxImporter *im, DType t, double v)
     return arena_printf(im->a, v < 0 ? "(%s)" : "%s", buf);
 }
 
+/* TEXT for a comment of the program: the model's names are any bytes,
+ * and a line break (or another control character) would end the
+ * comment; each becomes '?'. */
+static const char *comment_text(Arena *a, const char *text)
+{
+    char *out = arena_strdup(a, text);
+    for (char *c = out; *c; c++)
+        if ((unsigned char)*c < 0x20 || *c == 0x7f)
+            *c = '?';
+    return out;
+}
+
 /* The constant V as a weight of the program: a const input. */
 static const char *weight_name(OxImporter *im, OxValue *v)
 {
@@ -349,7 +361,7 @@ static const char *weight_name(OxImporter *im, OxValue *v)
     fprintf(im->decl, "input %s : const %s", v->te, dtype_name(v->dtype));
     for (int d = 0; d < v->rank; d++)
         fprintf(im->decl, "%s%lld", d ? ", " : "[", (long long)v->dims[d]);
-    fprintf(im->decl, "%s;  # %s\n", v->rank ? "]" : "", v->onnx);
+    fprintf(im->decl, "%s;  # %s\n", v->rank ? "]" : "", comment_text(im->a, v->onnx));
     return v->te;
 }
 
@@ -388,8 +400,9 @@ static void comment_node(OxImporter *im)
     if (im->commented || !im->node)
         return;
     im->commented = true;
-    fprintf(im->body, "\n# %s (%s)\n", *im->node->name ? im->node->name : "(unnamed)",
-            im->node->op);
+    fprintf(im->body, "\n# %s (%s)\n",
+            *im->node->name ? comment_text(im->a, im->node->name) : "(unnamed)",
+            comment_text(im->a, im->node->op));
 }
 
 void ox_aux_stage(OxImporter *im, const char *name, int rank, const int64_t *dims,
@@ -706,7 +719,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         for (int d = 0; d < v->rank; d++)
             fprintf(im.decl, "%s%lld", d ? ", " : "[", (long long)v->dims[d]);
         fprintf(im.decl, "%s;%s%s\n", v->rank ? "]" : "", strcmp(v->te, v->onnx) ? "  # " : "",
-                strcmp(v->te, v->onnx) ? v->onnx : "");
+                strcmp(v->te, v->onnx) ? comment_text(a, v->onnx) : "");
     }
     bool ok = true;
     for (int s = 0; ok && s < m->nnodes; s++) {
@@ -775,7 +788,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
             const char *name = c_safe(a, v->onnx);
             if (v->kind == OXV_CONST && ox_elems(v) == 1)
                 src = arena_printf(a, "%s(%s)", dtype_name(v->dtype), src);
-            fprintf(im.body, "\n# graph output %s\n", v->onnx);
+            fprintf(im.body, "\n# graph output %s\n", comment_text(a, v->onnx));
             ox_aux_stage(&im, name, v->rank, v->dims, src);
             outputs = arena_printf(a, "%s%s%s", outputs, *outputs ? ", " : "", name);
             continue;
@@ -793,9 +806,9 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
                                  "# %s — imported from %s by texc %s\n"
                                  "# (ONNX IR %lld, opset %lld%s%s); weights are const inputs\n\n"
                                  "%s%s\noutput %s;\n",
-                                 title, m->path, TE_VERSION, (long long)m->ir_version,
-                                 (long long)m->opset, *m->producer ? ", from " : "",
-                                 m->producer, im.decl_text ? im.decl_text : "",
+                                 comment_text(a, title), comment_text(a, m->path), TE_VERSION,
+                                 (long long)m->ir_version, (long long)m->opset,
+                                 *m->producer ? ", from " : "", comment_text(a, m->producer), im.decl_text ? im.decl_text : "",
                                  im.body_text ? im.body_text : "", outputs);
         out->len = strlen(out->text);
         out->nweights = im.weights.len;
