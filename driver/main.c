@@ -21,6 +21,7 @@
 
 #include "codegen/codegen.h"
 #include "frontend/frontend.h"
+#include "onnx/onnx.h"
 #include "tuner/tuner.h"
 
 enum {
@@ -85,18 +86,22 @@ typedef struct Options {
     CudaOptions cuda;   /* --embed, --keep, --dump=cuda */
     BucketSpec *buckets; /* --buckets DIM=LIST, one per dim */
     int nbuckets;
+    bool emit_te;        /* --emit-te: write PREFIX.te (an ONNX model's program) */
+    const OxImport *onnx; /* FILE is an ONNX model: its program's weights */
 } Options;
 
 static void usage(FILE *out)
 {
     fprintf(out,
             "usage: texc [options] FILE.te\n"
+            "       texc [options] MODEL.onnx\n"
             "\n"
-            "Compiles a tensor-expression program.\n"
+            "Compiles a tensor-expression program, or an ONNX model imported as one\n"
+            "(its weights: PREFIX.WEIGHT.npy beside the outputs).\n"
             "\n"
             "options:\n"
             "  -o PREFIX           name outputs PREFIX.* (default: FILE's base name)\n"
-            "  -D NAME=VALUE       override the dim NAME\n"
+            "  -D NAME=VALUE       override the dim NAME (ONNX: bind the symbolic input dim NAME)\n"
             "  -K NAME=VALUE       set the schedule knob ?NAME\n"
             "      --target=T      cpu (default) or cuda\n"
             "      --arch=sm_XX    CUDA architecture\n"
@@ -137,6 +142,8 @@ static void usage(FILE *out)
             "                      run the reference evaluator on the program as written (or\n"
             "                      after the optimizer); write PREFIX.OUTPUT.npy\n"
             "      --save-inputs   with --eval, also write PREFIX.in.INPUT.npy\n"
+            "      --emit-te       MODEL.onnx: write the imported program as PREFIX.te, and its\n"
+            "                      weights as PREFIX.WEIGHT.npy\n"
             "      --buckets DIM=LIST\n"
             "                      the buckets of a run-time dim, each compiled as a variant:\n"
             "                      sizes and inclusive ranges, e.g. M=1,2..16,17..4096\n"
@@ -248,7 +255,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
            OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_TUNE_WHOLE, OPT_BUCKETS,
-           OPT_PROFILE };
+           OPT_PROFILE, OPT_EMIT_TE };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -257,6 +264,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "check", no_argument, NULL, OPT_CHECK },
         { "harness", no_argument, NULL, OPT_HARNESS },
         { "profile", no_argument, NULL, OPT_PROFILE },
+        { "emit-te", no_argument, NULL, OPT_EMIT_TE },
         { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
         { "tune", no_argument, NULL, OPT_TUNE },
         { "trials", required_argument, NULL, OPT_TRIALS },
@@ -335,6 +343,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_PROFILE:
             o->profile = true;
+            break;
+        case OPT_EMIT_TE:
+            o->emit_te = true;
             break;
         case OPT_SAVE_INPUTS:
             o->save_inputs = true;
@@ -428,7 +439,14 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     o->file = argv[optind];
 }
 
-/* The default output prefix: FILE without its directory and ".te". */
+static bool is_onnx(const char *file)
+{
+    size_t n = strlen(file);
+    return n > 5 && strcmp(file + n - 5, ".onnx") == 0;
+}
+
+/* The default output prefix: FILE without its directory and ".te" (or
+ * ".onnx"). */
 static const char *default_prefix(Arena *a, const char *file)
 {
     const char *base = strrchr(file, '/');
@@ -436,6 +454,8 @@ static const char *default_prefix(Arena *a, const char *file)
     size_t n = strlen(base);
     if (n > 3 && strcmp(base + n - 3, ".te") == 0)
         n -= 3;
+    else if (n > 5 && is_onnx(base))
+        n -= 5;
     return arena_strndup(a, base, n);
 }
 
@@ -489,6 +509,41 @@ static bool npy_member(OutputSet *set, const char *path, const Tensor *t, const 
     return false;
 }
 
+/* An ONNX model's weights as PREFIX.WEIGHT.npy, members of SET. */
+static bool write_weights(Arena *a, OutputSet *set, const OxImport *im, const char *prefix)
+{
+    for (int i = 0; im && i < im->nweights; i++) {
+        const Tensor *t = im->weights[i].tensor;
+        double *v = malloc(sizeof *v * (size_t)tensor_elems(t));
+        if (!v) {
+            fprintf(stderr, "texc: out of memory for weight '%s'\n", t->name);
+            return false;
+        }
+        ox_weight_values(&im->weights[i], v);
+        bool ok = npy_member(set, arena_printf(a, "%s.%s.npy", prefix, t->name), t, v);
+        free(v);
+        if (!ok)
+            return false;
+    }
+    return true;
+}
+
+/* --emit-te: the imported program as PREFIX.te, its weights beside it. */
+static int emit_te(Arena *a, const Options *o, const Source *src)
+{
+    const char *prefix = output_prefix(a, o);
+    OutputSet set = { .arena = a };
+    const char *path = arena_printf(a, "%s.te", prefix);
+    FILE *f = cg_output_open(&set, path, false);
+    bool ok = f && fwrite(src->text, 1, src->len, f) == src->len &&
+              write_weights(a, &set, o->onnx, prefix);
+    if (!cg_output_commit(&set, ok))
+        return 1;
+    if (o->verbose)
+        fprintf(stderr, "texc: wrote %s and %d weights\n", path, o->onnx->nweights);
+    return 0;
+}
+
 static int run_eval(Arena *a, const Options *o, const Graph *g)
 {
     double **in = arena_alloc(a, sizeof *in * (size_t)(g->ninputs + 1));
@@ -515,7 +570,13 @@ static int run_eval(Arena *a, const Options *o, const Graph *g)
         for (int k = 0; k < o->ninputs; k++)
             if (strcmp(o->inputs[k].name, t->name) == 0)
                 path = o->inputs[k].path;
-        if (path) {
+        const OxWeight *w = NULL;
+        for (int k = 0; !path && o->onnx && k < o->onnx->nweights; k++)
+            if (strcmp(o->onnx->weights[k].tensor->name, t->name) == 0)
+                w = &o->onnx->weights[k];
+        if (w) {
+            ox_weight_values(w, in[i]); /* the model's */
+        } else if (path) {
             if (npy_read(path, t, in[i]) != 0)
                 goto done;
         } else {
@@ -881,7 +942,8 @@ static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats 
     FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
     FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
     bool ok = !out.failed && cg_emit_c_variants(variants, nvariants, &co, c, h) &&
-              (!o->harness || cg_emit_harness(a, g, co.name, co.header, m));
+              (!o->harness || cg_emit_harness(a, g, co.name, co.header, m)) &&
+              write_weights(a, &out, o->onnx, prefix);
     if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose)
@@ -966,7 +1028,34 @@ int main(int argc, char **argv)
     o.tuning.nbuckets = o.nbuckets;
 
     Source src;
-    if (!src_load(&arena, &src, o.file)) {
+    if (is_onnx(o.file)) {
+        /* the model as a .te program (onnx/): compiled, evaluated and
+           dumped as one written by hand; -D binds its symbolic dims */
+        OxModel model;
+        OxImport *im = arena_alloc(&arena, sizeof *im);
+        OxDefine *defs = arena_alloc(&arena, sizeof *defs * (size_t)(o.ndefines + 1));
+        for (int k = 0; k < o.ndefines; k++)
+            defs[k] = (OxDefine){ o.defines[k].name, o.defines[k].value };
+        const char *prefix = output_prefix(&arena, &o);
+        const char *base = strrchr(prefix, '/');
+        if (!ox_read_model(&arena, o.file, NULL, 0, &model) ||
+            !ox_import(&arena, &model, defs, o.ndefines,
+                       arena_printf(&arena, "%s.te", base ? base + 1 : prefix), im)) {
+            arena_free(&arena);
+            return 1;
+        }
+        o.ndefines = 0; /* bound: the program has the sizes */
+        o.onnx = im;
+        src_from_string(&src, arena_printf(&arena, "%s (imported)", o.file), im->text, im->len);
+        /* --input takes the graph's names as well as the program's */
+        for (int k = 0; k < o.ninputs; k++)
+            for (int j = 0; j < im->nnames; j++)
+                if (strcmp(o.inputs[k].name, im->onnx_names[j]) == 0)
+                    o.inputs[k].name = im->te_names[j];
+    } else if (o.emit_te) {
+        usage_error("--emit-te writes the program an ONNX model imports; %s is not a .onnx file",
+                    o.file);
+    } else if (!src_load(&arena, &src, o.file)) {
         arena_free(&arena);
         return 1;
     }
@@ -982,6 +1071,10 @@ int main(int argc, char **argv)
     Graph *g = fe_sema(&arena, &src, &prog, o.defines, o.ndefines);
     if (!g)
         goto out;
+    if (o.emit_te) { /* the program checked: it compiles */
+        status = emit_te(&arena, &o, &src);
+        goto out;
+    }
     if (!set_knobs(&arena, &o, g)) {
         status = 2;
         goto out;

@@ -10,6 +10,7 @@
 #   npy       tests/fuzz/corpus-npy
 #   log       tests/fuzz/corpus-log
 #   cli       tests/fuzz/corpus-cli
+#   onnx      tests/fuzz/corpus-onnx (small models of tests/onnx)
 # The plans add up: each replay prints its own, so they are renumbered
 # into one.
 s=${srcdir:-.}/tests/fuzz
@@ -36,6 +37,7 @@ run replay_diff "$s/corpus-diff"
 run replay_npy "$s/corpus-npy"
 run replay_log "$s/corpus-log"
 run replay_cli "$s/corpus-cli"
+run replay_onnx "$s/corpus-onnx"
 awk '/^(not )?ok/ { n++; sub(/^ok [0-9]+/, "ok " n); sub(/^not ok [0-9]*/, "not ok " n) } { print }
      END { print "1.." n }' "$out/all"
 exit $status

@@ -18,7 +18,7 @@ jobs=${FUZZ_JOBS:-2}
 merge=${FUZZ_MERGE:-0}
 work=${FUZZ_WORK:-${TMPDIR:-/tmp}/texc-fuzz}
 mkdir -p "$work" || exit 1
-[ $# -gt 0 ] || set -- frontend compile diff npy log cli
+[ $# -gt 0 ] || set -- frontend compile diff npy log cli onnx
 
 # corpus TARGET: its corpus in the tree
 corpus() {
@@ -36,6 +36,7 @@ flags() {
     npy) echo "-max_len=4096 -timeout=10" ;;
     log) echo "-max_len=65536 -timeout=20" ;;
     cli) echo "-max_len=1024 -timeout=60" ;;
+    onnx) echo "-max_len=32768 -timeout=20" ;;
     esac
 }
 
