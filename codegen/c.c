@@ -55,6 +55,9 @@ typedef struct Emitter {
     const char *base;  /* the entry point's name */
     const Params *fn_params;
     const LoweredFunc *fn_temps; /* its temps are in te_workspace, or NULL */
+    PtrMap hoisted;    /* a vectorized loop's invariant scalars computed
+                          before it (hoist_invariants): Expr * -> i */
+    PtrVec hoisted_names; /* char *: their variables */
     PtrMap param_at;   /* fn_params->t[i] -> i */
     PtrMap temp_at;    /* fn_temps->temps.items[i] -> i */
     PtrVec outer;      /* IterVar *: the loop variables declared around */
@@ -391,8 +394,12 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
         return;
     }
     if (invariant(x, v)) {
+        int h = map_get(&e->hoisted, x);
         fputs("te_splat(", out);
-        cg_emit_expr(&e->p, x, 0);
+        if (h >= 0)
+            fputs(e->hoisted_names.items[h], out);
+        else
+            cg_emit_expr(&e->p, x, 0);
         fputc(')', out);
         return;
     }
@@ -498,6 +505,7 @@ static void emit_vstmt(Emitter *e, const Stmt *s, const IterVar *v, Expr *vmin, 
 
 /* The vector form of a vectorized loop; false if it does not apply. */
 static bool emit_vector_loop(Emitter *e, const Stmt *s);
+static bool emit_vector_loop_body(Emitter *e, const Stmt *s, int64_t bound, bool constant);
 static bool emit_vector_reduction(Emitter *e, const Stmt *s);
 
 static void emit_scalar_loop(Emitter *e, const Stmt *s);
@@ -632,13 +640,105 @@ static void store_groups(Emitter *e, const Stmt *s, int64_t step, const void *ct
     emit_vgroups(e, s->body, s->loop->var, step);
 }
 
+/* Does X cost more than a few cycles (a division, a square root, a call)
+ * where a vector statement would compute it again for every vector? */
+static bool costly(const Expr *x)
+{
+    if (x->kind != EX_OP)
+        return false;
+    switch (x->op) {
+    case OP_EXP: case OP_LOG: case OP_SQRT: case OP_RSQRT: case OP_TANH: case OP_ERF:
+    case OP_GELU: case OP_SIGMOID: case OP_DIV: case OP_MOD: case OP_POW:
+        return true;
+    default:
+        break;
+    }
+    for (int i = 0; i < x->nargs; i++)
+        if (costly(x->args[i]))
+            return true;
+    return false;
+}
+
+/* Whether X loads a tensor that a store of S writes. */
+static bool loads_stored(const Expr *x, const Stmt *s)
+{
+    if (s->kind == S_SEQ) {
+        for (int i = 0; i < s->n; i++)
+            if (loads_stored(x, s->stmts[i]))
+                return true;
+        return false;
+    }
+    if (s->kind != S_STORE)
+        return true; /* (not a vector body: nothing hoisted) */
+    if (x->kind == EX_LOAD && x->tensor == s->buf)
+        return true;
+    for (int i = 0; i < x->nargs; i++)
+        if (loads_stored(x->args[i], s))
+            return true;
+    return false;
+}
+
+/* The costly f32 subexpressions of BODY's values that do not depend on V
+ * (a layer norm's rsqrt(var[i] + eps), a softmax's 1 / s[i]), each
+ * computed once into a variable before the loop, where the vector
+ * statements broadcast it (emit_vexpr): a C compiler keeps recomputing
+ * them, since sqrtf may set errno.  Opens a block for them; the number
+ * hoisted. */
+static void hoist_in(Emitter *e, const Expr *x, const IterVar *v, const Stmt *body)
+{
+    if (x->dtype == DT_F32 && costly(x) && invariant(x, v) && !loads_stored(x, body)) {
+        if (map_get(&e->hoisted, x) >= 0)
+            return;
+        const char *name = cg_claim(&e->p, "inv");
+        if (!e->hoisted_names.len)
+            cg_line(&e->p, "{\n");
+        if (!e->hoisted_names.len)
+            e->p.indent++;
+        map_put(e->p.a, &e->hoisted, x, e->hoisted_names.len);
+        vec_push(e->p.a, &e->hoisted_names, (void *)name);
+        cg_line(&e->p, "const float %s = ", name);
+        cg_emit_expr(&e->p, x, 0);
+        fputs("; /* the same for every lane */\n", e->p.out);
+        return;
+    }
+    if (x->kind == EX_OP && x->op != OP_SELECT)
+        for (int i = 0; i < x->nargs; i++)
+            hoist_in(e, x->args[i], v, body);
+}
+
+static void hoist_invariants(Emitter *e, const Stmt *s, const IterVar *v, const Stmt *body)
+{
+    if (s->kind == S_SEQ)
+        for (int i = 0; i < s->n; i++)
+            hoist_invariants(e, s->stmts[i], v, body);
+    else if (s->kind == S_STORE && s->buf->dtype == DT_F32)
+        hoist_in(e, s->value, v, body);
+}
+
 static bool emit_vector_loop(Emitter *e, const Stmt *s)
 {
+    e->hoisted = (PtrMap){0};
+    e->hoisted_names = (PtrVec){0};
     const Loop *l = s->loop;
     bool constant;
     int64_t bound = trip_count(s, &constant);
     if (bound < VLANES || !vector_body(e, s->body, l->var))
         return false; /* (shorter than a vector: the scalar loop) */
+    bool ok = emit_vector_loop_body(e, s, bound, constant);
+    if (e->hoisted_names.len) {
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
+    }
+    e->hoisted = (PtrMap){0};
+    e->hoisted_names = (PtrVec){0};
+    return ok;
+}
+
+static bool emit_vector_loop_body(Emitter *e, const Stmt *s, int64_t bound, bool constant)
+{
+    const Loop *l = s->loop;
+    if (!e->pair_at)
+        hoist_invariants(e, s->body, l->var, s->body);
     cg_var_name(&e->p, l->var); /* the scalar loop's name, claimed first */
     if (bound % VLANES != 0 || bound > 8 * VLANES) {
         /* a long loop (or one that vectors do not divide): a loop over
