@@ -263,6 +263,16 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     for (int d = 0; d < g->ndims; d++)
         if (g->dims[d].runtime && g->dims[d].declared)
             rt[d] = arena_printf(a, "te_d[%d]", nrt++);
+    /* -p's call of the plain entry point, NAME, out of main: main's
+       locals (b, buf, times, ...) could shadow a kernel of that name */
+    fprintf(out, "\n/* NAME on the buffers, for -p */\nstatic %s te_call_plain(%svoid **te_args)\n{\n"
+                 "    %s%s(", nrt ? "int" : "void", nrt ? "const int64_t *te_dims, " : "",
+            nrt ? "return " : "", name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(out, "te_dims[%d], ", k);
+    for (int i = 0; i < nbuf; i++)
+        fprintf(out, "%ste_args[%d]", i ? ", " : "", i);
+    fputs(");\n}\n", out);
     fputs("\nint main(int argc, char **argv)\n{\n", out);
     if (nrt) {
         fprintf(out, "    /* the run-time sizes: %d arguments NAME=VALUE, in this order */\n"
@@ -393,12 +403,8 @@ bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *hea
     fprintf(out, "        void **b = buf + (size_t)(r %% copies) * %d;\n", nbuf);
     fputs("        double start = now();\n", out);
     /* -p: the plain entry point, on the weights as given */
-    fprintf(out, "        if (plain)\n            %s%s(", nrt ? "te_status = " : "", name);
-    for (int k = 0; k < nrt; k++)
-        fprintf(out, "te_d[%d], ", k);
-    for (int i = 0; i < nbuf; i++)
-        fprintf(out, "%sb[%d]", i ? ", " : "", i);
-    fputs(");\n        else\n    ", out);
+    fprintf(out, "        if (plain)\n            %ste_call_plain(%sb);\n        else\n    ",
+            nrt ? "te_status = " : "", nrt ? "te_d, " : "");
     if (nrt)
         fprintf(out, "        te_status = %s_packed_args(te_d, b, packed[r %% copies]);\n", name);
     else
