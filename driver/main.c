@@ -809,7 +809,16 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
 
 /* Schedules, lowers and writes NAME.h and NAME.c (and NAME.o with -c).
  * With -v, prints STATS (the optimizer's summary) with the workspace. */
-static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats *stats)
+/* What plain_graph makes the plain entry point's graph from, made only
+ * when a build finds that it pays (plain_pays). */
+typedef struct PlainSource {
+    const Source *src;
+    const Program *prog;
+} PlainSource;
+
+static Graph *plain_graph(Arena *a, const Options *o, const Source *src, const Program *prog);
+
+static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_src, OptStats *stats)
 {
     const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
@@ -868,7 +877,10 @@ static int build(Arena *a, const Options *o, Graph *g, Graph *plain_g, OptStats 
     LoweredFunc plain_fn = {0};
     CgVariant plain = { NULL, &plain_fn, NULL, NULL,
                         "the default, on the weights as given" };
-    if (plain_g && !dynamic && plain_pays(g)) {
+    Graph *plain_g = NULL;
+    if (plain_src && !dynamic && plain_pays(g))
+        plain_g = plain_graph(a, o, plain_src->src, plain_src->prog);
+    if (plain_g) {
         OptStats unused_stats = {0};
         SchedBuild pb = build_of(a, o, plain_g, NULL, &unused_stats);
         pb.dump_layout = pb.dump_kernels = pb.dump_loops = NULL;
@@ -1115,7 +1127,7 @@ int main(int argc, char **argv)
         goto out;
     }
     status = o.eval ? run_eval(&arena, &o, g)
-                    : build(&arena, &o, g, plain_graph(&arena, &o, &src, &prog), &stats);
+                    : build(&arena, &o, g, &(PlainSource){ &src, &prog }, &stats);
 out:
     arena_free(&arena);
     return status;

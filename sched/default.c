@@ -249,21 +249,13 @@ static bool recomputed_by_reader(const SchedState *st, const SStage *s, double c
 /* ------------------------------------------------------------------ */
 /* Rows in one pass.                                                   */
 
-/* S's place in st->stages, -1 if none. */
-static int stage_number(const SchedState *st, const SStage *s)
-{
-    for (int i = 0; s && i < st->stages.len; i++)
-        if (st->stages.items[i] == s)
-            return i;
-    return -1;
-}
-
-/* E with the stages INL marks (by place in st->stages) substituted. */
-static Expr *expand_inlined(const SchedState *st, Expr *e, const bool *inl)
+/* E with the stages INL marks (by place in st->stages; AT: a stage's
+ * place) substituted. */
+static Expr *expand_inlined(const SchedState *st, Expr *e, const bool *inl, const PtrMap *at)
 {
     Expr **args = NULL;
     for (int i = 0; i < e->nargs; i++) {
-        Expr *x = expand_inlined(st, e->args[i], inl);
+        Expr *x = expand_inlined(st, e->args[i], inl, at);
         if (x != e->args[i] && !args) {
             args = arena_alloc(st->arena, sizeof *args * (size_t)e->nargs);
             memcpy(args, e->args, sizeof *args * (size_t)e->nargs);
@@ -274,10 +266,10 @@ static Expr *expand_inlined(const SchedState *st, Expr *e, const bool *inl)
     Expr *const *a = args ? args : e->args;
     if (e->kind == EX_LOAD) {
         SStage *p = sch_stage_of(st, e->tensor);
-        int k = stage_number(st, p);
+        int k = p ? map_get(at, p) : -1;
         if (k >= 0 && inl[k])
             return expand_inlined(st, sch_subst(st->arena, p->value, (Subst){ p->svars, a, p->nsvars }),
-                                  inl);
+                                  inl, at);
     }
     return args ? te_rebuild(st->arena, e, args) : e;
 }
@@ -314,16 +306,27 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
                       const bool *kept, int *at)
 {
     int n = st->stages.len;
+    bool any = false; /* (most programs have no row: nothing to expand) */
+    for (int i = 0; i < n; i++) {
+        SStage *r = st->stages.items[i];
+        at[i] = -1;
+        any = any || (!inl[i] && r->nsvars > 0 && (r->is_reduce || (kept[i] && r->nsvars >= 2)));
+    }
+    if (!any)
+        return;
     Expr **value = arena_alloc(st->arena, sizeof *value * (size_t)(n + 1));
     int *root = arena_alloc(st->arena, sizeof *root * (size_t)(n + 1)); /* C of a member */
+    PtrMap place = {0};
+    for (int i = 0; i < n; i++)
+        map_put(st->arena, &place, st->stages.items[i], i);
     for (int i = 0; i < n; i++) {
         SStage *s = st->stages.items[i];
-        at[i] = root[i] = -1;
+        root[i] = -1;
         if (!inl[i]) {
-            value[i] = expand_inlined(st, s->value, inl);
+            value[i] = expand_inlined(st, s->value, inl, &place);
             if (s->epilogue)
                 value[i] = ex_op(st->arena, s->value->span, OP_ADD, s->tensor->dtype,
-                                 (Expr *[]){ value[i], expand_inlined(st, s->epilogue, inl) }, 2);
+                                 (Expr *[]){ value[i], expand_inlined(st, s->epilogue, inl, &place) }, 2);
         }
     }
     for (int i = n - 1; i >= 0; i--) {

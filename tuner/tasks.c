@@ -55,6 +55,7 @@
  * tune_buckets), for the cuda target, or with a single kernel.
  */
 #define _GNU_SOURCE
+#include <sys/stat.h>
 #include <math.h>
 #include <string.h>
 #include <unistd.h>
@@ -307,6 +308,12 @@ static void add_renamed(Arena *a, Schedule *into, const Schedule *s, const Tenso
 const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from)
 {
     if (!tasks_apply(g, o))
+        return NULL;
+    /* no log, no records: the kernels are not cut out (a program of
+       thousands of kernels would cut out each one for nothing) */
+    const char *path = tune_log_path(a, o);
+    struct stat log;
+    if (!path || stat(path, &log) != 0 || log.st_size == 0)
         return NULL;
     Task *tasks;
     int n = make_tasks(a, g, o, &tasks);
