@@ -667,12 +667,6 @@ static void layout_step(Arena *a, const Options *o, Graph *g, const Schedule *sc
         stats->packed = count_prepacked(g);
 }
 
-/* Is E a load of the tensor CTX?  For te_expr_any. */
-static bool loads_tensor(const Expr *e, const void *ctx)
-{
-    return e->kind == EX_LOAD && e->tensor == ctx;
-}
-
 /* The most rows (the product of all dims but the last) of a kernel that
  * reads a prepacked weight for which NAME and NAME_ws read the weights
  * where they are instead of packing them at every call.  Measured on
@@ -699,7 +693,7 @@ static bool plain_pays(const Graph *g)
         int readers = 0;
         for (int k = 0; k < g->ntensors; k++) {
             const Tensor *r = g->tensors[k];
-            if (r->kind != TK_STAGE || !r->body || !te_expr_any(r->body, loads_tensor, w))
+            if (r->kind != TK_STAGE || !r->body || !te_expr_any(r->body, te_is_load_of, w))
                 continue;
             int64_t rows = 1;
             for (int d = 0; d + 1 < r->rank; d++)

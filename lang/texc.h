@@ -542,6 +542,11 @@ Expr *te_rebuild(Arena *a, const Expr *e, Expr **args);
 Expr *te_subst_vars(Arena *a, Expr *e, IterVar **vars, Expr **values, int n);
 /* Does PRED(x, CTX) hold for E or any expression inside it? */
 bool te_expr_any(const Expr *e, bool (*pred)(const Expr *x, const void *ctx), const void *ctx);
+/* For te_expr_any: is X a load of the tensor T? */
+static inline bool te_is_load_of(const Expr *x, const void *t)
+{
+    return x->kind == EX_LOAD && x->tensor == t;
+}
 
 /* graph.c: does every dim of G have a compile-time size?  If one is a
  * run-time dim, prints the one diagnostic that says WHAT ("--tune", "the

@@ -292,20 +292,11 @@ static void region_read(Lower *L, Expr *value, Expr *epilogue, const Tensor *t, 
     }
 }
 
-/* Whether E loads T (inlined stages are expanded already). */
-static bool loads(const Expr *e, const Tensor *t)
-{
-    if (e->kind == EX_LOAD && e->tensor == t)
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (loads(e->args[i], t))
-            return true;
-    return false;
-}
-
 static bool stage_loads(const SStage *s, const Tensor *t)
 {
-    return loads(s->value, t) || (s->epilogue && loads(s->epilogue, t));
+    /* (inlined stages are expanded already) */
+    return te_expr_any(s->value, te_is_load_of, t) ||
+           (s->epilogue && te_expr_any(s->epilogue, te_is_load_of, t));
 }
 
 /* S's value in its loops' variables. */
