@@ -117,6 +117,10 @@ int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions
  * Without NVRTC (configure disabled the cuda target) says so, false. */
 bool cg_nvrtc_compile(const char *file, const char *source, const char *arch, bool verbose,
                       char **cubin, size_t *cubin_size);
+/* nvrtc.c: the SM number a build with --arch ARCH_OPT (NULL: none given)
+ * is for, as cg_cuda_build will pick it (90 for sm_90a), quietly: 0 when
+ * it cannot tell (no device, a malformed --arch: cg_cuda_build says so). */
+int cg_cuda_sm(const char *arch_opt);
 /* nvrtc.c: NVRTC's version, 0.0 without it. */
 void cg_nvrtc_version(int *major, int *minor);
 
@@ -135,6 +139,8 @@ typedef struct CudaKernel {
     int variant;             /* its variant's index (CudaProgram.variants) */
     const SizeExpr *grid_size[3]; /* with run-time dims: a grid extent over
                                 them (grid[] is its bound), else NULL */
+    const char *how;         /* for -v: "tensor cores (...)", or why a
+                                matmul-like stage is not on them; or NULL */
 } CudaKernel;
 
 /* The kernels of one variant (a bucket of the run-time sizes) and its

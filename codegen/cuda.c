@@ -1560,6 +1560,311 @@ static const char *grid_text(Arena *a, const CudaKernel *k)
     return t;
 }
 
+/* ------------------------------------------------------------------ */
+/* Tensor cores (tensorize, sched/mma.c).                              */
+
+/* A tile of one operand in shared memory, as the kernel stages it: ROWS
+ * rows of LEN elements, each a row's piece of the operand's global rows
+ * (which are STRIDE long); its row r is global row ROW0 + r (of ROWS_IN),
+ * its element c global column COL0 + c (of COLS_IN). */
+typedef struct MmaTile {
+    const Tensor *t;
+    const char *name;           /* the shared array */
+    int64_t rows, len, stride;
+    const char *row0, *col0;    /* C text */
+    int64_t rows_in, cols_in;
+} MmaTile;
+
+/* The piece (16 bytes, 8 elements) a tile's row R keeps logical piece C
+ * in: rows are XOR-swizzled so that the 8 rows an ldmatrix phase reads
+ * at one logical piece fall in 8 different 16-byte bank groups. */
+static const char *mma_swizzle(Arena *a, const char *r, const char *c, int64_t pieces)
+{
+    if (pieces % 8 == 0)
+        return arena_printf(a, "((%s) ^ ((%s) & 7))", c, r);
+    if (pieces % 4 == 0)
+        return arena_printf(a, "((%s) ^ (((%s) >> 1) & 3))", c, r);
+    if (pieces % 2 == 0)
+        return arena_printf(a, "((%s) ^ (((%s) >> 2) & 1))", c, r);
+    return c;
+}
+
+/* The fetch of tile T for k step KT (C text) into pipeline slot SLOT:
+ * each thread's 16-byte pieces with cp.async, zeros beyond the edges. */
+static void emit_mma_fetch(Emitter *e, const MmaTile *t, int64_t threads, const char *slot)
+{
+    Arena *a = e->p.a;
+    int64_t per_row = t->len / 8, pieces = t->rows * per_row;
+    int64_t rounds = (pieces + threads - 1) / threads;
+    const char *it = e->p.int_type;
+    cg_line(&e->p, "/* %s: %lld x %lld elements of '%s', 8 at a time */\n", t->name,
+            (long long)t->rows, (long long)t->len, t->t->name);
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_q = 0; te_q < %lld; te_q++) {\n", (long long)rounds);
+    e->p.indent++;
+    cg_line(&e->p, "const int te_p = te_tid + te_q * %lld;\n", (long long)threads);
+    if (pieces % threads != 0)
+        cg_line(&e->p, "if (te_p < %lld) {\n", (long long)pieces), e->p.indent++;
+    cg_line(&e->p, "const int te_r = te_p / %lld, te_c = te_p %% %lld;\n", (long long)per_row,
+            (long long)per_row);
+    cg_line(&e->p, "const %s te_gr = %s + te_r, te_gc = %s + te_c * 8;\n", it, t->row0, t->col0);
+    cg_line(&e->p, "const bool te_in = te_gr < %lld && te_gc < %lld;\n", (long long)t->rows_in,
+            (long long)t->cols_in);
+    cg_line(&e->p, "te_cp_zfill16(&%s[%s][te_r * %lld + %s * 8], te_in ? &%s[te_gr * %lld + te_gc] : %s, te_in);\n",
+            t->name, slot, (long long)t->len, mma_swizzle(a, "te_r", "te_c", per_row),
+            cg_tensor_name(&e->p, t->t), (long long)t->stride, cg_tensor_name(&e->p, t->t));
+    if (pieces % threads != 0)
+        e->p.indent--, cg_line(&e->p, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+}
+
+/* The address ldmatrix reads for this lane: row R, logical column C (a
+ * multiple of 8) of tile T in slot te_s. */
+static const char *mma_row(Emitter *e, const MmaTile *t, const char *r, const char *c)
+{
+    Arena *a = e->p.a;
+    return arena_printf(a, "&%s[te_s][(%s) * %lld + %s * 8]", t->name, r, (long long)t->len,
+                        mma_swizzle(a, r, arena_printf(a, "(%s) / 8", c), t->len / 8));
+}
+
+/* The kernel of a tensorized stage S: a block computes BM x BN of C, each
+ * warp WM x WN of it as (WM / 16) x (WN / 8) mma.m16n8k16 tiles whose sums
+ * stay in registers; the k steps' tiles of A and B are fetched STAGES - 1
+ * steps ahead with cp.async into swizzled shared memory and read with
+ * ldmatrix; then each sum goes through the stage's epilogue to C.  The
+ * lowered nest BODY gives the kernel's parameters only. */
+static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
+{
+    Arena *a = e->p.a;
+    SchMma m = *s->mma;
+    const char *why;
+    /* the default's compute_inline came after tensorize: match again */
+    if (!sch_mma_match(e->st, s, &m, &why)) {
+        kernel_error(e, s->mma->span, "cannot tensorize '%s': %s", s->name, why);
+        return;
+    }
+    if (e->sm < SCH_MMA_MIN_SM) {
+        kernel_error(e, s->mma->span,
+                     "tensorize needs sm_%d or later (mma.sync.m16n8k16, ldmatrix, cp.async); this "
+                     "build is for sm_%d: pass --arch sm_%d or later, or remove it",
+                     SCH_MMA_MIN_SM, e->sm, SCH_MMA_MIN_SM);
+        return;
+    }
+    int64_t warps_n = m.bn / m.wn, threads = 32 * (m.bm / m.wm) * warps_n;
+    int64_t mi = m.wm / 16, ni = m.wn / 8, gx = (m.n + m.bn - 1) / m.bn, gy = (m.m + m.bm - 1) / m.bm;
+    int64_t nk = (m.kext + m.bk - 1) / m.bk;
+    if (gy > axis_limits[GPU_BLOCK_Y]) {
+        kernel_error(e, s->mma->span,
+                     "'%s' would need %lld rows of blocks; CUDA allows %lld: take larger block rows",
+                     s->name, (long long)gy, (long long)axis_limits[GPU_BLOCK_Y]);
+        return;
+    }
+    /* A's tile: [BM][BK] when k is its last index, else [BK][BM]; B's
+       [BN][BK] or [BK][BN] */
+    MmaTile ta = { m.a.t, "te_a", 0, 0, m.a.len, NULL, NULL, 0, 0 };
+    MmaTile tb = { m.b.t, "te_b", 0, 0, m.b.len, NULL, NULL, 0, 0 };
+    const char *kt0 = arena_printf(a, "te_kt * %lld", (long long)m.bk);
+    ta.rows = m.a.k_last ? m.bm : m.bk, ta.len = m.a.k_last ? m.bk : m.bm;
+    ta.row0 = m.a.k_last ? "te_m0" : kt0, ta.col0 = m.a.k_last ? kt0 : "te_m0";
+    ta.rows_in = m.a.k_last ? m.m : m.kext, ta.cols_in = m.a.k_last ? m.kext : m.m;
+    tb.rows = m.b.k_last ? m.bn : m.bk, tb.len = m.b.k_last ? m.bk : m.bn;
+    tb.row0 = m.b.k_last ? "te_n0" : kt0, tb.col0 = m.b.k_last ? kt0 : "te_n0";
+    tb.rows_in = m.b.k_last ? m.n : m.kext, tb.cols_in = m.b.k_last ? m.kext : m.n;
+    int64_t a_elems = ta.rows * ta.len, b_elems = tb.rows * tb.len;
+    int64_t smem = m.stages * (a_elems + b_elems) * 2;
+    if (smem > smem_limit(e->sm)) {
+        kernel_error(e, s->mma->span,
+                     "tensorize's tiles need %lld bytes of shared memory (%lld stages of %lld x "
+                     "%lld and %lld x %lld); sm_%d allows a block %lld: take smaller tiles or fewer "
+                     "stages",
+                     (long long)smem, (long long)m.stages, (long long)ta.rows, (long long)ta.len,
+                     (long long)tb.rows, (long long)tb.len, e->sm, (long long)smem_limit(e->sm));
+        return;
+    }
+    e->threads = threads;
+    k->grid[0] = (unsigned)gx, k->grid[1] = (unsigned)gy, k->grid[2] = 1;
+    k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
+    e->dynamic_smem = smem > 48 * 1024;
+    if (e->dynamic_smem)
+        k->dyn_smem = (unsigned)smem;
+    else
+        k->static_smem = (unsigned)smem;
+    collect_params(e, body);
+    k->nparams = e->params.len;
+    k->params = arena_alloc(a, sizeof *k->params * (size_t)(e->params.len + 1));
+    for (int i = 0; i < e->params.len; i++)
+        k->params[i] = e->params.items[i];
+
+    FILE *out = e->p.out;
+    const char *ty = m.bf16 ? "bf16" : "f16";
+    k->how = arena_printf(a, "tensor cores (mma.sync m16n8k16 %s, f32 sums): blocks of %lld x %lld, "
+                             "warps of %lld x %lld, k steps of %lld in %lld stages",
+                          ty, (long long)m.bm, (long long)m.bn, (long long)m.wm, (long long)m.wn,
+                          (long long)m.bk, (long long)m.stages);
+    fprintf(out, "/* %s: stage '%s' on the tensor cores (mma.sync m16n8k16 %s, f32 sums): "
+                 "blocks of %lld x %lld, warps of %lld x %lld, k steps of %lld in %lld stages; "
+                 "grid (%lld, %lld, 1), block (%lld, 1, 1) */\n",
+            k->name, s->name, ty, (long long)m.bm, (long long)m.bn, (long long)m.wm, (long long)m.wn,
+            (long long)m.bk, (long long)m.stages, (long long)gx, (long long)gy, (long long)threads);
+    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)threads,
+            k->name);
+    emit_param_list(e);
+    fputs(")\n{\n", out);
+    e->p.indent = 1;
+    if (e->dynamic_smem) {
+        cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
+                (long long)smem);
+        cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])te_smem;\n", ta.name,
+                (long long)a_elems, (long long)a_elems);
+        cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])(te_smem + %lld);\n",
+                tb.name, (long long)b_elems, (long long)b_elems, (long long)(m.stages * a_elems * 2));
+    } else {
+        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", ta.name,
+                (long long)m.stages, (long long)a_elems);
+        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", tb.name,
+                (long long)m.stages, (long long)b_elems);
+    }
+    cg_line(&e->p, "const int te_tid = (int)threadIdx.x, te_lane = te_tid %% 32, te_warp = te_tid / 32;\n");
+    cg_line(&e->p, "/* the warp's tile of the block's, and the block's of C */\n");
+    cg_line(&e->p, "const int te_wm = te_warp / %lld * %lld, te_wn = te_warp %% %lld * %lld;\n",
+            (long long)warps_n, (long long)m.wm, (long long)warps_n, (long long)m.wn);
+    cg_line(&e->p, "const int te_m0 = (int)blockIdx.y * %lld, te_n0 = (int)blockIdx.x * %lld;\n",
+            (long long)m.bm, (long long)m.bn);
+    cg_line(&e->p, "float te_acc[%lld][%lld][4]; /* the sums: mma tile (mi, ni), the lane's 4 */\n",
+            (long long)mi, (long long)ni);
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "    #pragma unroll\n");
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
+    cg_line(&e->p, "        #pragma unroll\n");
+    cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++)\n");
+    cg_line(&e->p, "            te_acc[te_i][te_j][te_e] = 0.0f;\n");
+
+    /* the pipeline: k steps 0 .. STAGES - 2 first */
+    cg_line(&e->p, "/* k steps of %lld, %lld in all: the tiles of step te_kt + %lld are fetched "
+                   "while step te_kt computes */\n",
+            (long long)m.bk, (long long)nk, (long long)(m.stages - 1));
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_kt = 0; te_kt < %lld; te_kt++) {\n", (long long)(m.stages - 1));
+    e->p.indent++;
+    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)nk);
+    e->p.indent++;
+    emit_mma_fetch(e, &ta, threads, "te_kt");
+    emit_mma_fetch(e, &tb, threads, "te_kt");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "te_cp_async_commit();\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "for (int te_k = 0; te_k < %lld; te_k++) {\n", (long long)nk);
+    e->p.indent++;
+    cg_line(&e->p, "te_cp_async_wait<%lld>(); /* step te_k's tiles have landed ... */\n",
+            (long long)(m.stages - 2));
+    cg_line(&e->p, "__syncthreads(); /* ... and every warp is done with step te_k - 1's slot */\n");
+    cg_line(&e->p, "{\n");
+    e->p.indent++;
+    cg_line(&e->p, "const int te_kt = te_k + %lld;\n", (long long)(m.stages - 1));
+    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)nk);
+    e->p.indent++;
+    emit_mma_fetch(e, &ta, threads, arena_printf(a, "te_kt %% %lld", (long long)m.stages));
+    emit_mma_fetch(e, &tb, threads, arena_printf(a, "te_kt %% %lld", (long long)m.stages));
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "te_cp_async_commit();\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "const int te_s = te_k %% %lld;\n", (long long)m.stages);
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_kk = 0; te_kk < %lld; te_kk += 16) {\n", (long long)m.bk);
+    e->p.indent++;
+    cg_line(&e->p, "unsigned te_fa[%lld][4], te_fb[%lld][2];\n", (long long)mi, (long long)ni);
+    /* A: matrix q = lane / 8 of a0..a3 is (rows + 8 (q & 1), k + 8 (q >> 1));
+       stored k-major, the same matrices transposed */
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    if (m.a.k_last)
+        cg_line(&e->p, "    te_ldsm_x4(te_fa[te_i], %s);\n",
+                mma_row(e, &ta, "te_wm + te_i * 16 + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
+                        "te_kk + (te_lane >> 4) * 8"));
+    else
+        cg_line(&e->p, "    te_ldsm_t4(te_fa[te_i], %s);\n",
+                mma_row(e, &ta, "te_kk + (te_lane & 7) + (te_lane >> 4) * 8",
+                        "te_wm + te_i * 16 + (te_lane >> 3 & 1) * 8"));
+    /* B, two n tiles at a time: matrix q is (k + 8 (q & 1), n + 8 (q >> 1)):
+       b0, b1 of tile 2j, then of 2j + 1 */
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_j = 0; te_j < %lld; te_j += 2) {\n", (long long)ni);
+    e->p.indent++;
+    cg_line(&e->p, "unsigned te_r[4];\n");
+    if (m.b.k_last)
+        cg_line(&e->p, "te_ldsm_x4(te_r, %s);\n",
+                mma_row(e, &tb, "te_wn + te_j * 8 + (te_lane & 7) + (te_lane >> 4) * 8",
+                        "te_kk + (te_lane >> 3 & 1) * 8"));
+    else
+        cg_line(&e->p, "te_ldsm_t4(te_r, %s);\n",
+                mma_row(e, &tb, "te_kk + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
+                        "te_wn + te_j * 8 + (te_lane >> 4) * 8"));
+    cg_line(&e->p, "te_fb[te_j][0] = te_r[0], te_fb[te_j][1] = te_r[1];\n");
+    cg_line(&e->p, "te_fb[te_j + 1][0] = te_r[2], te_fb[te_j + 1][1] = te_r[3];\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "    #pragma unroll\n");
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
+    cg_line(&e->p, "        te_mma_%s(te_acc[te_i][te_j], te_fa[te_i], te_fb[te_j]);\n", ty);
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "te_cp_async_wait<0>();\n");
+
+    /* the epilogue: the lane's sums c0, c1 are at (row g, columns 2t, 2t + 1)
+       of its mma tile, c2, c3 at row g + 8 (g = lane / 4, t = lane % 4) */
+    const char *vi = cg_var_name(&e->p, m.i), *vj = cg_var_name(&e->p, m.j);
+    Acc acc = { .buf = s->tensor, .name = "te_v", .dtype = DT_F32 };
+    Expr *idx[2];
+    for (int d = 0; d < 2; d++) {
+        idx[d] = arena_alloc(a, sizeof *idx[d]);
+        *idx[d] = (Expr){ .kind = EX_VAR, .dtype = DT_I32, .var = d ? m.j : m.i };
+    }
+    acc.idx = idx;
+    Expr *value = sch_mma_epilogue(a, s, idx);
+    Stmt store = { .kind = S_STORE, .buf = s->tensor };
+    Expr *at[2];
+    for (int d = 0; d < 2; d++) {
+        at[d] = arena_alloc(a, sizeof *at[d]);
+        *at[d] = *idx[d];
+    }
+    store.index = at;
+    store.value = value;
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "    #pragma unroll\n");
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
+    cg_line(&e->p, "        #pragma unroll\n");
+    cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++) {\n");
+    e->p.indent += 3;
+    cg_line(&e->p, "const int %s = te_m0 + te_wm + te_i * 16 + (te_lane >> 2) + (te_e >> 1) * 8;\n", vi);
+    cg_line(&e->p, "const int %s = te_n0 + te_wn + te_j * 8 + (te_lane & 3) * 2 + (te_e & 1);\n", vj);
+    cg_line(&e->p, "if (%s < %lld && %s < %lld) {\n", vi, (long long)m.m, vj, (long long)m.n);
+    e->p.indent++;
+    cg_line(&e->p, "const float %s = te_acc[te_i][te_j][te_e];\n", acc.name);
+    e->acc = &acc;
+    e->acc_mode = ACC_EPILOGUE;
+    emit_store(e, &store);
+    e->acc = NULL;
+    e->acc_mode = ACC_OFF;
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    e->p.indent -= 3;
+    cg_line(&e->p, "        }\n");
+    fputs("}\n\n", out);
+    e->p.names.len = e->names_mark;
+    e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
+}
+
 /* The kernel of root stage S, whose nest is BODY. */
 static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
 {
@@ -1581,6 +1886,12 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->counter = 0;
     e->names_mark = e->p.names.len;
     e->tensors_mark = e->p.tensors.len;
+    if (s->mma) {
+        emit_mma_kernel(e, k, s, body);
+        return;
+    }
+    if (s->mma_why)
+        k->how = arena_printf(e->p.a, "SIMT, not the tensor cores: %s", s->mma_why);
 
     const Loop *enclosing[GPU_AXIS_COUNT] = { NULL };
     find_dims(e, body, enclosing);
@@ -1684,6 +1995,66 @@ static const CgHelper cuda_after[] = {
     { "te_cp_async4", "TE_DEVICE void te_cp_async4(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 4); }\n" },
     { "te_cp_async8", "TE_DEVICE void te_cp_async8(void *shared, const void *global) { TE_CP_ASYNC(\"ca\", 8); }\n" },
     { "te_cp_async16", "TE_DEVICE void te_cp_async16(void *shared, const void *global) { TE_CP_ASYNC(\"cg\", 16); }\n" },
+    { "te_cp_zfill16",
+      "TE_DEVICE void te_cp_zfill16(void *shared, const void *global, bool valid)\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"cp.async.cg.shared.global [%0], [%1], 16, %2;\\n\"\n"
+      "                 :: \"r\"((unsigned)__cvta_generic_to_shared(shared)), \"l\"(global),\n"
+      "                    \"r\"(valid ? 16 : 0) : \"memory\");\n"
+      "#else\n"
+      "    if (valid)\n"
+      "        memcpy(shared, global, 16);\n"
+      "    else\n"
+      "        memset(shared, 0, 16);\n"
+      "#endif\n"
+      "}\n" },
+    { "te_ldsm_x4",
+      "TE_DEVICE void te_ldsm_x4(unsigned *r, const void *row)\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+      "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])\n"
+      "                 : \"r\"((unsigned)__cvta_generic_to_shared(row)));\n"
+      "#else\n"
+      "    te_emu_ldmatrix(r, 4, false, row);\n"
+      "#endif\n"
+      "}\n" },
+    { "te_ldsm_t4",
+      "TE_DEVICE void te_ldsm_t4(unsigned *r, const void *row)\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
+      "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])\n"
+      "                 : \"r\"((unsigned)__cvta_generic_to_shared(row)));\n"
+      "#else\n"
+      "    te_emu_ldmatrix(r, 4, true, row);\n"
+      "#endif\n"
+      "}\n" },
+    { "te_mma_bf16",
+      "TE_DEVICE void te_mma_bf16(float *d, const unsigned *a, const unsigned *b)\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n"
+      "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+      "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+      "#else\n"
+      "    te_emu_mma_m16n8k16(d, a, b, true);\n"
+      "#endif\n"
+      "}\n" },
+    { "te_mma_f16",
+      "TE_DEVICE void te_mma_f16(float *d, const unsigned *a, const unsigned *b)\n"
+      "{\n"
+      "#if defined(__CUDA_ARCH__)\n"
+      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"
+      "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
+      "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
+      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
+      "#else\n"
+      "    te_emu_mma_m16n8k16(d, a, b, false);\n"
+      "#endif\n"
+      "}\n" },
     { "te_cp_async_commit",
       "TE_DEVICE void te_cp_async_commit()\n"
       "{\n"

@@ -730,6 +730,17 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     return !ferror(h);
 }
 
+int cg_cuda_sm(const char *arch_opt)
+{
+    Arch arch;
+    if (arch_opt)
+        return parse_arch(arch_opt, &arch) ? arch.sm : 0;
+    int count = 0, sm = 0;
+    if (texrt_device_count(&count) != TEXRT_OK || count == 0 || texrt_device_arch(0, &sm) != TEXRT_OK)
+        return 0;
+    return sm;
+}
+
 int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions *co,
                   const CudaOptions *o)
 {
@@ -752,6 +763,8 @@ int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions
                 k->name, k->stage, k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1],
                 k->block[2],
                 threads == 1 ? ": one thread per block (bind loops to thread.x/y/z to use more)" : "");
+        if (k->how)
+            fprintf(stderr, "texc: kernel %s: %s\n", k->name, k->how);
     }
     char *cubin = NULL;
     size_t cubin_size = 0;
@@ -811,6 +824,12 @@ bool cg_nvrtc_compile(const char *file, const char *source, const char *arch, bo
 void cg_nvrtc_version(int *major, int *minor)
 {
     *major = *minor = 0;
+}
+
+int cg_cuda_sm(const char *arch_opt)
+{
+    (void)arch_opt;
+    return 0;
 }
 
 int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions *co,

@@ -643,7 +643,8 @@ static SchedBuild build_of(Arena *a, const Options *o, Graph *g, const Schedule 
                          .layout_notes = &stats->layout_notes,
                          .dump_layout = o->dump_after_layout ? stdout : NULL,
                          .dump_kernels = (o->dump & DUMP_KERNELS) ? stdout : NULL,
-                         .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL };
+                         .dump_loops = (o->dump & DUMP_LOOPS) ? stdout : NULL,
+                         .sm = o->target == TARGET_CUDA ? cg_cuda_sm(o->arch) : 0 };
 }
 
 /* The weights the layout step prepacked (its notes also name the

@@ -785,6 +785,11 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
                        t ? stmt->args[1].name : stmt->stage);
             return false;
         }
+        if (c->mma) {
+            diag_error(src, stmt->args[1].span,
+                       "stage '%s' is tensorized: its kernel stages its operands itself", c->name);
+            return false;
+        }
         ok = do_cache_read(st, stmt, t, c);
         if (ok)
             vec_push(st->arena, &st->trace, resolved(st, stmt));
@@ -799,8 +804,18 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
                    named(st, s, stmt->stage));
         return false;
     }
+    if (s->mma) {
+        diag_error(src, stmt->stage_span,
+                   "stage '%s' is tensorized: the tensor-core kernel takes its loops as they are "
+                   "(its tiles are tensorize's arguments)",
+                   s->name);
+        return false;
+    }
     Loop *l = NULL, *l2 = NULL;
     switch (prim) {
+    case PR_TENSORIZE:
+        ok = sch_tensorize(st, s, stmt);
+        break;
     case PR_SPLIT:
         if ((l = need_loop(st, s, stmt->stage, &stmt->args[0])))
             ok = do_split(st, s, stmt, l, sch_arg_int(&stmt->args[1]), stmt->outs[0], stmt->outs[1]);
@@ -845,7 +860,11 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
             diag_error(src, stmt->args[0].span, "unknown stage '%s'", stmt->args[0].name);
             break;
         }
-        if ((l = need_loop(st, c, stmt->args[0].name, &stmt->args[1])))
+        if (c->mma)
+            diag_error(src, stmt->args[0].span,
+                       "stage '%s' is tensorized: nothing is computed inside its kernel",
+                       c->name);
+        else if ((l = need_loop(st, c, stmt->args[0].name, &stmt->args[1])))
             ok = do_compute_at(st, s, stmt, c, l);
         break;
     }

@@ -55,6 +55,7 @@ SchedState *sch_build(const SchedBuild *b, LoweredFunc *fn)
     if (!b->keep_layout)
         sch_build_layout(b);
     SchedState *st = sch_state_new_bucket(b->arena, b->g, b->target, b->bucket);
+    st->sm = b->sm;
     FILE *loops = b->dump_loops;
     if (loops) {
         fputs("# before scheduling\n", loops);

@@ -268,6 +268,7 @@ static const char *signature(Prim prim)
     case PR_CACHE_WRITE: return "(scope)";
     case PR_PIPELINE: return "(loop, stages)";
     case PR_PREFETCH: return "(loop, distance)";
+    case PR_TENSORIZE: return "(block rows, block columns, warp rows, warp columns[, k step[, stages]])";
     default: return "(loop)";
     }
 }
@@ -386,6 +387,10 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
                                  prim_name((Prim)k));
         diag_error(src, st->prim_span,
                    "unknown schedule primitive '%s': expected %s", st->prim, known);
+        return false;
+    }
+    if (prim == PR_TENSORIZE && c->sched->target != TARGET_CUDA) {
+        diag_error(src, st->prim_span, "tensorize is a cuda primitive: a cpu has no tensor cores");
         return false;
     }
     if (prim == PR_BIND && c->sched->target != TARGET_CUDA) {

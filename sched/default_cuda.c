@@ -33,6 +33,10 @@
  *   for a reduction, whose threads each run a whole serial reduction),
  *   the outer part bound to block.x and the inner to thread.x.
  *
+ *   a reduction the tensor cores can compute (sched/mma.c) when building
+ *   for sm_80 or later: tensorize, with sch_mma_default's tiles; -v says
+ *   why another matmul-like reduction is not (its SStage.mma_why).
+ *
  * Both are sched/template.c's forms (sch_template_cuda_tile, _flat), the
  * ones the tuner's automatic CUDA space varies: this file picks their
  * numbers and its own loop names (BASE, BASE2, ...), nothing else.
@@ -185,6 +189,28 @@ static void schedule_tiled(Builder *b)
     sch_template_cuda_tile(&b->e, l, &m);
 }
 
+/* A matmul-like reduction the tensor cores can compute (sch_mma_match) on
+ * the architecture built for: tensorize with sch_mma_default's tiles.
+ * Else false, and the reason kept for -v. */
+static bool tensor_cores(Builder *b)
+{
+    SchMma m = { 0 };
+    const char *why;
+    if (!sch_mma_match(b->st, b->s, &m, &why)) {
+        b->s->mma_why = why;
+        return false;
+    }
+    if (b->st->sm < SCH_MMA_MIN_SM) {
+        b->s->mma_why = b->st->sm ? arena_printf(b->st->arena, "sm_%d has no mma.sync.m16n8k16 "
+                                                 "(sm_%d and later)", b->st->sm, SCH_MMA_MIN_SM)
+                                  : "the architecture is not known when the schedule is made";
+        return false;
+    }
+    sch_mma_default(&m, b->st->sm);
+    sch_template_cuda_mma(&b->e, &m);
+    return true;
+}
+
 void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written)
 {
     int nstages = st->stages.len; /* cache stages added below need nothing */
@@ -197,6 +223,8 @@ void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written)
         sch_stage_loops(st->arena, s, &b.loops);
         for (int k = 0; k < s->loops.len; k++)
             vec_push(st->arena, &b.names, (void *)((Loop *)s->loops.items[k])->name);
+        if (sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE && tensor_cores(&b))
+            continue;
         if (sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE)
             schedule_tiled(&b);
         else

@@ -101,7 +101,8 @@ typedef struct Schedule {
     X(PR_CACHE_READ, "cache_read", "CSY?", -1, 1, 1)                  \
     X(PR_CACHE_WRITE, "cache_write", "C", -1, 1, 1)                   \
     X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)                         \
-    X(PR_PREFETCH, "prefetch", "LN", -1, 0, 0)
+    X(PR_PREFETCH, "prefetch", "LN", -1, 0, 0)                         \
+    X(PR_TENSORIZE, "tensorize", "NNNNN?N?", -1, 0, 0)
 
 typedef enum Prim { SCHED_PRIMS(TE_ENUM_ITEM) PR_COUNT } Prim;
 
@@ -204,6 +205,34 @@ typedef enum BufScope {
     SCOPE_SHARED, /* a region in GPU shared memory */
 } BufScope;
 
+/* tensorize: a matmul-like reduction computed by the tensor cores
+ * (mma.sync.m16n8k16, sm_80 and later; sched/mma.c, codegen/cuda.c).
+ *
+ *     C[i, j] = sum(k) f32(A[..]) * f32(B[..]),  epilogue(C)
+ *
+ * A and B are f16 or bf16 (the same type), each indexed by plain variables:
+ * A by i and k, B by k and j, in either order; its unit-stride (last)
+ * index says how it is staged and read (A_ROW: k last, the mma's own
+ * "row" layout; otherwise i last, read with ldmatrix.trans; B_COL: k
+ * last; otherwise j last, read with .trans). */
+typedef struct SchMmaOperand {
+    const Tensor *t;  /* a global tensor: an input or a root stage */
+    bool k_last;      /* its last index is the reduction's */
+    int64_t rows, len; /* as staged: the tile rows per k step are k (not
+                          k_last) or i/j (k_last); LEN its row length */
+} SchMmaOperand;
+typedef struct SchMma {
+    int64_t bm, bn;   /* a block's tile of C */
+    int64_t wm, wn;   /* a warp's: (bm / wm) x (bn / wn) warps */
+    int64_t bk;       /* the k step staged in shared memory */
+    int64_t stages;   /* the cp.async pipeline's depth */
+    Span span;        /* the statement */
+    bool bf16;        /* the operands' type: bf16, else f16 */
+    SchMmaOperand a, b;
+    IterVar *i, *j, *k; /* C's row, column and reduction variables */
+    int64_t m, n, kext;  /* their extents */
+} SchMma;
+
 /* A stage being scheduled: its computation and its loop nest. */
 typedef struct SStage SStage;
 struct SStage {
@@ -242,6 +271,11 @@ struct SStage {
     Tensor *storage;     /* where its values are stored: tensor, or a
                             region-sized local buffer */
     Expr *region_lo[TE_MAX_RANK]; /* storage index d = index d - region_lo[d] */
+    const char *mma_why; /* the default schedule's reason for not
+                            tensorizing a matmul-like reduction, for -v */
+    SchMma *mma;         /* tensorize: computed by the tensor cores; its
+                            loops are then not scheduled (nor lowered for
+                            the kernel: codegen/cuda.c writes it) */
 };
 
 /* A bucket: a sub-range of every declared run-time dim, compiled as one
@@ -299,6 +333,9 @@ typedef struct SchedState {
                            constant in this variant); g->dims if none */
     const Bucket *bucket; /* the variant being built, or NULL: the whole
                              ranges */
+    int sm;             /* cuda: the architecture built for (90: sm_90), 0
+                           when not known yet: the default schedule then
+                           uses no tensor cores */
 } SchedState;
 
 #define SCH_STMT_KINDS(X)                                                 \
@@ -507,6 +544,26 @@ void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwis
 void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);
 void sch_template_cuda_tile(SchEmit *e, const SchLoops *l, const SchCudaTile *m);
 void sch_template_cuda_flat(SchEmit *e, const SchLoops *l, const SchCudaFlat *m);
+/* tensorize(bm, bn, wm, wn, bk, stages) of E's stage */
+void sch_template_cuda_mma(SchEmit *e, const SchMma *m);
+
+/* mma.c: can stage S be tensorized (SchMma's form, sizes the tiles can
+ * stage: the unit-stride extents multiples of 8, static sizes)?  Fills
+ * M's operands and variables; else *WHY says why not (for -v and the
+ * error of a tensorize the file wrote). */
+bool sch_mma_match(SchedState *st, const SStage *s, SchMma *m, const char **why);
+/* mma.c: the default tiles for a match M on sm_SM (sm >= 80): 128 x 128
+ * blocks of four 64 x 64 warps, k steps of 32 in 3 stages, smaller where
+ * such blocks would leave the GPU idle */
+void sch_mma_default(SchMma *m, int sm);
+/* mma.c: what a tensorized stage S stores at C[i, j]: its epilogue (or the
+ * sum) with the sum read as a load of its tensor at IDX (both of rank 2),
+ * the one load the kernel replaces by the sum in registers */
+Expr *sch_mma_epilogue(Arena *a, const SStage *s, Expr **idx);
+/* mma.c: tensorize's checks and effect (apply.c's PR_TENSORIZE) */
+bool sch_tensorize(SchedState *st, SStage *s, const SchedStmt *stmt);
+/* mma.c: the tensor-core instructions' first architecture */
+#define SCH_MMA_MIN_SM 80
 /* The form a root stage takes (the default's rule; the tuner's plans
  * follow it), LANES the vector's on cpu. */
 typedef enum SchForm {
@@ -650,6 +707,7 @@ typedef struct SchedBuild {
                               (the variants of one artifact share it) */
     bool naive;            /* step 3 applies sch_naive, not the default
                               (the tuner's compiled reference); SCHED unused */
+    int sm;                /* cuda: SchedState.sm */
 } SchedBuild;
 /* Builds B->g for B->target under B->sched into *FN: see build.c.
  * Returns the SchedState, or NULL after a diagnostic (among them: a graph

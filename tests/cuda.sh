@@ -181,9 +181,10 @@ emu_cases=$tmp/emu
 : >"$emu_cases"
 n=0
 
-# program NAME FILE SIZES1 SIZES2: the cases of one program.
+# program NAME FILE SIZES1 SIZES2 [ARCH2]: the cases of one program; the
+# emulated ones are sm_80 code at SIZES1, ARCH2 (default sm_75) at SIZES2.
 program() {
-    name=$1 file=$2
+    name=$1 file=$2 arch2=${5:-sm_75}
     if [ -n "${CUDA_ONLY:-}" ] && [ "$CUDA_ONLY" != "$name" ]; then
         return
     fi
@@ -234,7 +235,7 @@ program() {
             cp "$te" "$dir/te"
             echo "$prep" >"$dir/prep"
             # sm_80 code (cp.async) at the first sizes, sm_75 (plain loads) at the others
-            arch=sm_75
+            arch=$arch2
             [ -n "$first" ] && arch=sm_80
             echo "$arch" >"$dir/arch"
             if [ -n "${CUDA_DEVICE:-}" ]; then
@@ -267,6 +268,11 @@ program half          "$scheds/half.te"           "M=64 N=64 K=32"          "M=3
 program ints          "$scheds/ints.te"           "M=16 N=64"               "M=9 N=37"
 program i32_wrap      "$srcdir/tests/e2e/i32_wrap.te" "M=64"                "M=37"
 program lowp          "$srcdir/tests/e2e/lowp.te" "M=16 N=64 K=32"          "M=13 N=37 K=67"
+# the tensor cores (sm_80 code at both sizes; the default schedule's SIMT
+# fallback for them is sm_75's, in program half and below)
+program mma           "$scheds/mma.te"            "M=128 N=128 K=64"        "M=100 N=72 K=40" sm_80
+program mma_nt        "$scheds/mma_nt.te"         "M=64 N=128 K=32"         "M=72 N=40 K=56" sm_80
+program mma_simt      "$scheds/mma.te"            "M=32 N=32 K=32"          "M=9 N=16 K=24"
 
 [ ! -s "$nvrtc_cases" ] || xargs -P "$jobs" -n 1 sh "$0" --nvrtc <"$nvrtc_cases"
 [ ! -s "$preps" ] || xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"

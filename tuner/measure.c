@@ -580,7 +580,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
     LoweredFunc fn = { 0 };
     SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .g = b->g, .target = b->target,
                                               .sched = c->sched, .bucket = b->bucket,
-                                              .keep_layout = b->layout_fixed },
+                                              .keep_layout = b->layout_fixed, .sm = b->sm },
                                &fn);
     if (!st)
         _exit(TUNE_EXIT_SCHEDULE);

@@ -910,7 +910,7 @@ static bool point_applies(Graph *g, const Space *sp, const int *point)
     LoweredFunc fn = { 0 };
     SchedState *st = sch_build(&(SchedBuild){ .arena = &a, .graph_arena = &layouts, .g = g,
                                               .target = sp->target, .sched = s,
-                                              .bucket = sp->bucket },
+                                              .bucket = sp->bucket, .sm = sp->sm },
                                &fn);
     bool ok = st != NULL;
     if (ok && sp->sm > 0)
