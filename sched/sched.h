@@ -575,6 +575,9 @@ typedef enum SchForm {
     SCH_FORM_REDUCE,    /* cpu: any other reduction */
     SCH_FORM_CUDA_TILE, /* cuda: a reduction over >= 2 spatial axes */
     SCH_FORM_CUDA_FLAT, /* cuda: any other root stage */
+    SCH_FORM_CUDA_MMA,  /* cuda: a stage the tensor cores compute
+                           (sch_mma_match, sm_80 and later): tensorize;
+                           the tuner's, sch_form_of never says it */
 } SchForm;
 SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
 /* L's names for the tuner's points of FORM on S (a stage no statement has

@@ -538,6 +538,45 @@ for arch in sm_80 sm_90; do
     done
 done
 
+### The tensor cores ###################################################
+
+# the kernel text has the instructions, ptxas keeps every sum in registers
+for arch in sm_80 sm_90; do
+    for t in mma mma_nt; do
+        strip_schedules "$scheds/$t.te" >"$work/${t}_tc.te"
+        expect "$t: the default schedule tensorizes ($arch)" 0 \
+            "$TEXC" "$work/${t}_tc.te" -D M=256 -D N=256 -D K=128 --target cuda --arch $arch \
+            -v --keep -o "$mg/tc_$t"
+        contains "$t: -v says the kernel is on the tensor cores ($arch)" "$mg/err" \
+            "tensor cores (mma.sync m16n8k16"
+        contains "$t: ptxas spills nothing ($arch)" "$mg/err" "spills: 0 bytes stored, 0 loaded"
+        regs=$(sed -n 's/^texc: kernel [a-z_]*: \([0-9]*\) registers.*/\1/p' "$mg/err")
+        if [ -n "$regs" ] && [ "$regs" -le 255 ]; then
+            ok "$t: at most 255 registers a thread ($arch: $regs)"
+        else
+            not_ok "$t: at most 255 registers a thread ($arch: ${regs:-none said})" "$mg/err"
+        fi
+        for insn in mma.sync.aligned.m16n8k16.row.col.f32 ldmatrix.sync.aligned.m8n8.x4 cp.async.cg.shared.global; do
+            contains "$t: the kernel uses $insn ($arch)" "$mg/tc_$t.cu" "$insn"
+        done
+    done
+done
+contains "mma_nt: A stored k-major is read with ldmatrix .trans" "$mg/tc_mma_nt.cu" "te_ldsm_t4(te_fa"
+contains "mma: B stored k-major is read with ldmatrix .trans" "$mg/tc_mma.cu" "te_ldsm_t4(te_r"
+# where they cannot: SIMT, and -v says why
+expect "the default schedule on sm_75: SIMT" 0 "$TEXC" "$work/mma_tc.te" --target cuda \
+    --arch sm_75 -v --check
+contains "  ... -v says sm_75 has no mma.sync.m16n8k16" "$mg/err" \
+    "SIMT, not the tensor cores: sm_75 has no mma.sync.m16n8k16"
+expect "a reduction over 36 values of rows of 36: SIMT" 0 "$TEXC" "$work/mma_tc.te" -D K=36 \
+    --target cuda --arch sm_90 -v --check
+contains "  ... -v says why (16-byte cp.async)" "$mg/err" "not a multiple of 8 (cp.async"
+expect "f16 times bf16: SIMT" 0 "$TEXC" "$scheds/half.te" --target cuda --arch sm_90 -v --check
+contains "  ... -v says an mma multiplies one type" "$mg/err" "its operands are f16 and bf16"
+strip_schedules "$samples/matmul_gelu.te" >"$work/mg_tc.te"
+expect "f32 operands: SIMT" 0 "$TEXC" "$work/mg_tc.te" --target cuda --arch sm_90 -v --check
+contains "  ... -v says tf32 is not used" "$mg/err" "its operands are f32: the tensor cores take f16 or bf16"
+
 # tests/gpu/run.sh: it parses, and the benchmark it runs builds (nvcc,
 # cuBLAS) where a CUDA toolkit is
 check "tests/gpu/run.sh parses (sh -n)" sh -n "$srcdir/tests/gpu/run.sh"

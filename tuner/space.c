@@ -140,6 +140,7 @@ enum { E_VS, E_PAR, E_COUNT };
 enum { R_TK, R_PAR, R_VEC, R_COUNT };
 enum { C_BM, C_BN, C_TM, C_TN, C_BK, C_STAGE, C_PIPE, C_UNROLL, C_COUNT };
 enum { F_THREADS, F_TK, F_COUNT };
+enum { T_BM, T_BN, T_WM, T_WN, T_BK, T_STAGES, T_COUNT };
 /* The most parameters a plan has: enumerate_plan's arrays. */
 enum { PLAN_PARAMS_MAX = M_COUNT };
 _Static_assert((int)C_COUNT <= (int)PLAN_PARAMS_MAX, "a cuda plan has too many parameters");
@@ -487,6 +488,34 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
     vec_push(a, &b->plans, p);
 }
 
+/* A stage the tensor cores can compute (sched/mma.c), on sm_80 and later:
+ * tensorize's tiles,
+ *   bm x bn   the block's tile of outputs
+ *   wm x wn   each warp's: (bm/wm) x (bn/wn) warps
+ *   bk        the k step staged in shared memory
+ *   stages    the cp.async pipeline's depth */
+static void plan_cuda_mma(SpaceBuilder *b, SStage *s, int plan, int64_t smem_limit)
+{
+    StagePlan *p = new_plan(b, s, SCH_FORM_CUDA_MMA);
+    Arena *a = b->a;
+    p->iext = s->svars[0]->extent;
+    p->jext = s->svars[1]->extent;
+    p->smem_limit = smem_limit;
+    static const int64_t blocks[] = { 32, 64, 128, 256 }, warps[] = { 16, 32, 64 };
+    static const int64_t bk[] = { 16, 32, 64 }, stages[] = { 2, 3, 4 };
+    int64_t v[8];
+    int nv = pow2_sizes(v, blocks, 4, p->iext);
+    add_param(b, arena_printf(a, "%s.bm", s->name), v, nv, false, plan);
+    nv = pow2_sizes(v, blocks, 4, p->jext);
+    add_param(b, arena_printf(a, "%s.bn", s->name), v, nv, false, plan);
+    add_param(b, arena_printf(a, "%s.wm", s->name), warps, 3, false, plan);
+    add_param(b, arena_printf(a, "%s.wn", s->name), warps, 3, false, plan);
+    add_param(b, arena_printf(a, "%s.bk", s->name), bk, 3, false, plan);
+    add_param(b, arena_printf(a, "%s.stages", s->name), stages, 3, false, plan);
+    p->nparams = T_COUNT;
+    vec_push(a, &b->plans, p);
+}
+
 /* Any other root stage, as sched/default_cuda.c schedules it: its spatial
  * loops fused and split by THREADS into block.x and thread.x; a reduction
  * may split its longest axis by TK and unroll the inner part. */
@@ -634,6 +663,8 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
         /* the stages as the file's schedule leaves them */
         Arena scratch = { 0 };
         SchedState *st = sch_state_new(&scratch, g, target);
+        if (target == TARGET_CUDA && tune_cuda_devices()->count > 0)
+            st->sm = tune_cuda_devices()->sm; /* tensor cores where it has them */
         if (written && !sch_apply_schedule(st, written, NULL)) {
             arena_free(&scratch);
             return NULL;
@@ -670,7 +701,10 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
                         continue;
                     }
                     int plan = b.plans.len;
-                    if (is_tiled)
+                    SchMma m = { 0 };
+                    if (is_tiled && st->sm >= SCH_MMA_MIN_SM && sch_mma_match(st, s, &m, NULL))
+                        plan_cuda_mma(&b, s, plan, sp->smem_limit);
+                    else if (is_tiled)
                         plan_cuda_tiled(&b, s, plan, sp->smem_limit);
                     else
                         plan_cuda_flat(&b, s, plan);
@@ -794,6 +828,20 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
     }
     case SCH_FORM_CUDA_FLAT:
         return true;
+    case SCH_FORM_CUDA_MMA: {
+        int64_t bm = v[T_BM], bn = v[T_BN], wm = v[T_WM], wn = v[T_WN];
+        if (wm > bm || wn > bn)
+            return false;
+        int64_t threads = 32 * (bm / wm) * (bn / wn);
+        if (threads > 512)
+            return false; /* CUDA allows 1024; more than 16 warps a block
+                             leaves the registers of fewer sums each */
+        if (wm * wn / 32 > 128)
+            return false; /* a thread's sums: at most 128 registers */
+        if (v[T_STAGES] * (bm + bn) * v[T_BK] * 2 > p->smem_limit)
+            return false; /* the pipeline's tiles, 2 bytes an element */
+        return true;
+    }
     }
     return false;
 }
@@ -871,6 +919,10 @@ static void emit_plan(SchEmit *e, const StagePlan *p, const int64_t *v)
         break;
     case SCH_FORM_CUDA_FLAT:
         sch_template_cuda_flat(e, l, &(SchCudaFlat){ .threads = v[F_THREADS], .tk = v[F_TK] });
+        break;
+    case SCH_FORM_CUDA_MMA:
+        sch_template_cuda_mma(e, &(SchMma){ .bm = v[T_BM], .bn = v[T_BN], .wm = v[T_WM],
+                                            .wn = v[T_WN], .bk = v[T_BK], .stages = v[T_STAGES] });
         break;
     }
 }
@@ -1042,7 +1094,7 @@ void tune_space_print(FILE *out, const Space *sp)
     }
     /* what each stage's points are */
     static const char *const kinds[] = { "matmul-like", "elementwise", "a reduction",
-                                         "tiled", "flat" };
+                                         "tiled", "flat", "tensor cores" };
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
         fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
@@ -1059,6 +1111,11 @@ void tune_space_print(FILE *out, const Space *sp)
                 fprintf(out, " staged in shared memory at %s, fetched pipe - 1 steps ahead",
                         p->loops.ko);
             fputs("; unroll 1: ki and the thread's tile unrolled\n", out);
+            continue;
+        }
+        if (p->kind == SCH_FORM_CUDA_MMA) {
+            fputs(": tensorize(bm, bn, wm, wn, bk, stages): blocks of bm x bn outputs, warps "
+                  "of wm x wn, k steps of bk fetched stages - 1 ahead\n", out);
             continue;
         }
         if (p->kind == SCH_FORM_CUDA_FLAT) {
