@@ -33,7 +33,7 @@
 # Everything is skipped, visibly, when configure disabled the cuda target;
 # the emu cases when there is no C++ compiler ($CXX, default c++).  Cases
 # run in parallel (CUDA_JOBS, default: the number of CPUs), their lines
-# printed in a fixed order.  CUDA_ONLY=NAME limits them to one program;
+# printed in a fixed order.  CUDA_ONLY='NAME ...' limits them to those programs;
 # CUDA_KEEP keeps the case directories.
 
 . "${srcdir:-.}/tests/cudaemu/unit.sh" # cudaemu_unit, cuda_disabled
@@ -185,8 +185,11 @@ n=0
 # emulated ones are sm_80 code at SIZES1, ARCH2 (default sm_75) at SIZES2.
 program() {
     name=$1 file=$2 arch2=${5:-sm_75}
-    if [ -n "${CUDA_ONLY:-}" ] && [ "$CUDA_ONLY" != "$name" ]; then
-        return
+    if [ -n "${CUDA_ONLY:-}" ]; then
+        case " $CUDA_ONLY " in
+        *" $name "*) ;;
+        *) return ;;
+        esac
     fi
     base=$work/$name
     mkdir -p "$base"
