@@ -11,6 +11,17 @@
  * cp.async is a plain copy (the generated helpers fall back to memcpy
  * without __CUDA_ARCH__), so the emulation checks where the barriers are,
  * not the asynchronous copies' timing.
+ *
+ * The warp-collective tensor-core instructions (ldmatrix, mma.sync) are
+ * functions the generated code calls without __CUDA_ARCH__: te_emu_ldmatrix
+ * and te_emu_mma_m16n8k16 below.  The lanes of a warp (linear thread id
+ * threadIdx.x + blockDim.x (threadIdx.y + blockDim.y threadIdx.z), lane =
+ * id % 32, warp = id / 32) post their operands, meet at a barrier of their
+ * warp, and each computes its own results from the others' posts, placing
+ * elements by tests/cudaemu/mma_layout.h, the PTX ISA's fragment layouts
+ * (not the code generator's).  A block whose thread count is not a
+ * multiple of 32, lanes of one warp at different instructions, or a lane
+ * that returns while the others wait abort the run with a message.
  */
 #ifndef TEXC_CUDAEMU_H
 #define TEXC_CUDAEMU_H
@@ -28,8 +39,26 @@ struct uint4 {
 };
 
 extern thread_local uint3 threadIdx, blockIdx;
+extern thread_local dim3 blockDim;
 extern thread_local unsigned char *te_emu_smem;
 void te_emu_syncthreads(void);
+
+/* ldmatrix.sync.aligned.m8n8.xN[.trans].shared.b16: NMAT (1, 2 or 4)
+ * matrices; the calling lane supplies ROW, the address of one 8-element
+ * (16-byte, 16-byte aligned) row as the ISA says (lanes 8m..8m+7 the rows
+ * 0-7 of matrix m; the other lanes' ROW is not read); r[0..NMAT-1]
+ * receive the lane's fragment of each matrix (two b16 values: the
+ * lower-numbered column in the low half; with TRANS the matrix is read
+ * column-major). */
+void te_emu_ldmatrix(unsigned *r, int nmat, bool trans, const void *row);
+/* mma.sync.aligned.m16n8k16.row.col.f32.T.T.f32 with D = C = d
+ * (accumulating in place): T is bf16 when BF16, else f16; a[4], b[2] the
+ * lane's .b32 fragment registers.  Each d element is c + a_0 b_0 + ... +
+ * a_15 b_15 summed in k order in float, each product exact (an f16 or
+ * bf16 product fits a float's significand) and each addition rounded to
+ * nearest even; the hardware's order and rounding differ, so results are
+ * compared against the evaluator with a tolerance. */
+void te_emu_mma_m16n8k16(float d[4], const unsigned a[4], const unsigned b[2], bool bf16);
 
 #define __global__
 #define __device__
