@@ -155,13 +155,14 @@ static void warp_exchange(const Post &mine, Post posts[32])
     unsigned parity = my_parity;
     my_parity ^= 1;
     w->post[parity][my_lane] = mine;
-    /* read before arriving: the barrier cannot pass without this lane */
+    /* read before arriving: the barrier cannot pass without this lane, so
+       no lane can have finished this call and returned from the kernel
+       since (after arriving, one could: a lane slow to look would see it) */
     unsigned generation = w->generation.load(std::memory_order_acquire);
-    bool last = w->arrived.fetch_add(1) == 31;
-    /* (seq_cst, as run_thread's exit: one of the two sees the other) */
     if (w->exited.load() != 0)
         warp_fail("%s while %u lanes of the warp have returned from the kernel",
                   op_name(mine.op, name, sizeof name), w->exited.load());
+    bool last = w->arrived.fetch_add(1) == 31;
     if (last) {
         w->arrived.store(0, std::memory_order_relaxed);
         w->generation.store(generation + 1, std::memory_order_release);
