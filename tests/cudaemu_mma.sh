@@ -9,8 +9,11 @@
 #   plant WHAT     a planted layout error makes the comparison fail (so it
 #                  cannot pass vacuously);
 #   abort WHAT     a misuse (a block not of whole warps, lanes at different
-#                  instructions, a lane returning early, a misaligned row)
-#                  aborts the run with the emulator's message.
+#                  instructions, a lane returning early, a misaligned row,
+#                  half a warp at __syncthreads and half at an mma, which
+#                  the emulator gives up waiting for after
+#                  $CUDAEMU_WARP_PATIENCE_S, 1 s here) aborts the run with
+#                  the emulator's message.
 # Built with the flags tests/cuda.sh gives cudaemu.cc (plus the sanitizer
 # build's ASan/UBSan), and again under ThreadSanitizer where it runs, as
 # tests/cuda.sh runs the emulator: there a race fails, on fewer cases
@@ -49,6 +52,7 @@ expected_message() {
         mixed) echo 'while lane 3 of the warp is at ldmatrix.m8n8.x2.b16' ;;
         exit) echo 'returned from the kernel\|lanes of the warp have returned from the kernel' ;;
         align) echo 'ldmatrix.x1 row address 0x[0-9a-f]* is not 16-byte aligned' ;;
+        sync) echo 'mma.m16n8k16.f32.bf16: 16 of 32 lanes arrived in 1 s (do all lanes reach it?)' ;;
     esac
 }
 
@@ -67,7 +71,7 @@ run_cases() {
             plant)
                 check "a planted layout error ($what) makes D differ ($name)" "$prog" $small plant "$what" ;;
             abort)
-                "$prog" $small abort "$what" >"$tmp/out" 2>&1
+                CUDAEMU_WARP_PATIENCE_S=1 "$prog" $small abort "$what" >"$tmp/out" 2>&1
                 rc=$?
                 pattern="cudaemu: block ([0-9,]*), warp [0-9]*, lane [0-9]*: .*$(expected_message "$what")"
                 if [ "$rc" -ge 128 ] && grep -q "$pattern" "$tmp/out"; then

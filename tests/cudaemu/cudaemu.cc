@@ -84,8 +84,14 @@ static thread_local Warp *my_warp;
 static thread_local unsigned my_lane, my_warp_id, my_parity;
 
 /* How long a lane waits for the rest of its warp before calling it a
- * hang (lanes that wait elsewhere, at __syncthreads or another branch). */
-enum { WARP_PATIENCE_S = 120 };
+ * hang (lanes that wait elsewhere, at __syncthreads or another branch):
+ * 120 s, or $CUDAEMU_WARP_PATIENCE_S (for testing). */
+static int warp_patience_s(void)
+{
+    const char *s = getenv("CUDAEMU_WARP_PATIENCE_S");
+    return s && atoi(s) > 0 ? atoi(s) : 120;
+}
+static const int warp_patience = warp_patience_s();
 
 enum { OP_LDMATRIX = 1, OP_MMA = 2 };
 
@@ -171,11 +177,11 @@ static void warp_exchange(const Post &mine, Post posts[32])
     } else {
         struct timespec deadline;
         clock_gettime(CLOCK_MONOTONIC, &deadline);
-        deadline.tv_sec += WARP_PATIENCE_S;
+        deadline.tv_sec += warp_patience;
         while (w->generation.load(std::memory_order_acquire) == generation)
             if (!sleep_while(&w->generation, generation, deadline))
                 warp_fail("%s: %u of 32 lanes arrived in %d s (do all lanes reach it?)",
-                          op_name(mine.op, name, sizeof name), w->arrived.load(), (int)WARP_PATIENCE_S);
+                          op_name(mine.op, name, sizeof name), w->arrived.load(), warp_patience);
     }
     memcpy(posts, w->post[parity], sizeof w->post[parity]);
     for (unsigned l = 0; l < 32; l++)

@@ -26,8 +26,10 @@
  *   abort WHAT          a misuse the emulator must stop with a message
  *                       (a 48-thread block, lanes at different
  *                       instructions, a lane returning early, a misaligned
- *                       row): the run must abort, the script checks the
- *                       message;
+ *                       row, half a warp at __syncthreads while the other
+ *                       half waits at an mma, found after
+ *                       $CUDAEMU_WARP_PATIENCE_S): the run must abort, the
+ *                       script checks the message;
  *   bench N             N mma per warp in a 256-thread block, timed (for
  *                       measuring, not a test).
  */
@@ -41,7 +43,7 @@
 enum AMode { A_X4, A_X4T, A_X2, A_X1, A_NMODES };
 enum BMode { B_X2T, B_X2, B_X4T, B_X4, B_NMODES };
 enum Plant { PLANT_NONE, PLANT_ROWS, PLANT_HALVES, PLANT_LANES, PLANT_C, PLANT_N };
-enum Misuse { MISUSE_NONE, MISUSE_MIXED, MISUSE_EXIT, MISUSE_ALIGN };
+enum Misuse { MISUSE_NONE, MISUSE_MIXED, MISUSE_EXIT, MISUSE_ALIGN, MISUSE_SYNC };
 
 static const char *const a_names[] = { "x4", "x4.trans", "x2", "x1" };
 static const char *const b_names[] = { "x2.trans", "x2", "x4.trans", "x4" };
@@ -160,6 +162,8 @@ __global__ void tiles(const Job *job)
                 b[0][1] = swapped[warp % MAXWARPS][lane ^ 1];
             __syncthreads();
         }
+        if (job->misuse == MISUSE_SYNC && lane >= 16)
+            __syncthreads(); /* never passes: lanes 0-15 wait at the mma */
         if (job->misuse == MISUSE_MIXED && lane == 3)
             te_emu_ldmatrix(r, 2, false, &wb[0]);
         else if (job->misuse == MISUSE_ALIGN)
@@ -279,7 +283,7 @@ int main(int argc, char **argv)
                     printf("%s %s %s\n", bf16 ? "bf16" : "f16", a_names[am], b_names[bm]);
         for (int p = 1; p < PLANT_N; p++)
             printf("plant %s\n", plant_names[p]);
-        printf("abort block\nabort mixed\nabort exit\nabort align\n");
+        printf("abort block\nabort mixed\nabort exit\nabort align\nabort sync\n");
         return 0;
     }
     if (argc == 4 && (strcmp(argv[1], "bf16") == 0 || strcmp(argv[1], "f16") == 0)) {
@@ -309,6 +313,8 @@ int main(int argc, char **argv)
             job.misuse = MISUSE_EXIT;
         else if (strcmp(argv[2], "align") == 0)
             job.misuse = MISUSE_ALIGN;
+        else if (strcmp(argv[2], "sync") == 0)
+            job.misuse = MISUSE_SYNC;
         else if (strcmp(argv[2], "block") != 0)
             lookup(argv[2], NULL, 0);
         run(job, 1, job.misuse == MISUSE_NONE ? block48 : block);
