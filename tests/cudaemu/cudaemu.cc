@@ -161,14 +161,19 @@ static void warp_exchange(const Post &mine, Post posts[32])
     unsigned parity = my_parity;
     my_parity ^= 1;
     w->post[parity][my_lane] = mine;
-    /* read before arriving: the barrier cannot pass without this lane, so
-       no lane can have finished this call and returned from the kernel
-       since (after arriving, one could: a lane slow to look would see it) */
+    /* read before arriving: the barrier cannot pass without this lane */
     unsigned generation = w->generation.load(std::memory_order_acquire);
-    if (w->exited.load() != 0)
+    bool last = w->arrived.fetch_add(1) == 31;
+    /* A lane that returned without arriving is seen here or by its own
+     * exit check in run_thread (both seq_cst, so one of the two sees the
+     * other; looking before arriving would lose that, and such a lane
+     * would show only as a timeout).  Lanes that return after this barrier
+     * passed are no error, and a lane can be slow to look: so only while
+     * the barrier still waits (an exit after it passed is ordered after
+     * the generation's bump, which the load then sees). */
+    if (w->exited.load() != 0 && w->generation.load() == generation)
         warp_fail("%s while %u lanes of the warp have returned from the kernel",
                   op_name(mine.op, name, sizeof name), w->exited.load());
-    bool last = w->arrived.fetch_add(1) == 31;
     if (last) {
         w->arrived.store(0, std::memory_order_relaxed);
         w->generation.store(generation + 1, std::memory_order_release);
