@@ -70,6 +70,10 @@ bench_build() {
     awk '/^[ \t]*schedule[ \t]/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
         "$top/samples/matmul_gelu.te" >"$dir/plain.te"
     cat "$dir/plain.te" "$top/tests/cuda/matmul_gelu.1.sched" >"$dir/tuned.te"
+    # a tuning log that is not there: the default schedules, whatever the
+    # user's default log holds
+    nolog=$dir/no-tuning-log.jsonl
+    rm -f "$nolog"
     for shape in 4096x4096x4096 512x768x3072; do
         m=${shape%%x*} rest=${shape#*x}
         k=${rest%%x*} n=${rest#*x}
@@ -77,7 +81,7 @@ bench_build() {
             te=$dir/plain.te
             [ "$v" = tuned ] && te=$dir/tuned.te
             "$texc" "$te" -D M="$m" -D N="$n" -D K="$k" --target cuda --arch "$arch" \
-                -o "$dir/${v}_$m" || return 1
+                --log "$nolog" -o "$dir/${v}_$m" || return 1
         done
         bench_nvcc "$arch" "$top/bench/cuda_bench.cu" "$dir/cuda_bench_$shape" -I"$dir" \
             -DVARIANT_A="\"default_$m.h\"" -DNAME_A="default_$m" -DMACRO_A="DEFAULT_$m" \
@@ -86,8 +90,9 @@ bench_build() {
     for shape in $bf16_shapes; do
         m=${shape%%x*} rest=${shape#*x}
         k=${rest%%x*} n=${rest#*x}
+        # -v: how texc runs it (tensor cores or not, the tiles), for the log
         "$texc" "$top/bench/matmul_bf16.te" -D M="$m" -D N="$n" -D K="$k" --target cuda --arch "$arch" \
-            -o "$dir/bf16_$m" || return 1
+            --log "$nolog" -v -o "$dir/bf16_$m" 2>"$dir/bf16_$m.v" || { cat "$dir/bf16_$m.v"; return 1; }
         bench_nvcc "$arch" "$top/bench/cuda_bench_bf16.cu" "$dir/cuda_bench_bf16_$shape" -I"$dir" \
             -DVARIANT_A="\"bf16_$m.h\"" -DNAME_A="bf16_$m" -DMACRO_A="BF16_$m" || return 1
     done
@@ -261,6 +266,7 @@ for shape in 4096x4096x4096 512x768x3072; do
     bench_run "$results/bench/cuda_bench_$shape"
 done
 for shape in $bf16_shapes; do
+    grep '^texc: kernel' "$results/bench/bf16_${shape%%x*}.v" | tee -a "$log"
     bench_run "$results/bench/cuda_bench_bf16_$shape"
 done
 exit $status
