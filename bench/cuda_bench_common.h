@@ -1,7 +1,7 @@
 // cuda_bench_common.h — what the CUDA benchmarks (bench/cuda_bench.cu,
 // FP32 matmul_gelu; bench/cuda_bench_bf16.cu, the bf16 matmul) share: the
 // error checks, the start (the -r flag, skipping without a device), the
-// timing, cuBLASLt's best algorithm, a texc contender and the table.
+// timing, a texc contender, cuBLASLt at its best and the table.
 //
 // Every contender is a Row: its name, its median time and its output
 // fetched to the host, the output compared with a reference row's at the
@@ -137,17 +137,23 @@ static Row run_texc(const char *name, LOAD load, LAUNCH launch, uint64_t ws_byte
     return row;
 }
 
-// cuBLASLt's best configuration for a matmul: the heuristic's first (up to)
-// 8 algorithms for the descriptors, with a 64 MiB workspace, each timed
-// (MATMUL(algo, ws, ws_size) launches one; an algorithm whose launch
-// fails is passed over); the fastest's time in *MS, its rank in the
-// heuristic's list in *RANK and how many were timed in *TRIED.  Leaves
-// the fastest's output in the matmul's D.  False when none runs.
-template <typename MATMUL>
-static bool lt_fastest(cublasLtHandle_t lt, cublasLtMatmulDesc_t op, cublasLtMatrixLayout_t la,
-                       cublasLtMatrixLayout_t lb, cublasLtMatrixLayout_t lc, cublasLtMatrixLayout_t ld,
-                       MATMUL matmul, int reps, float *ms, int *rank, int *tried)
+// cuBLASLt's row, at its best configuration: row-major z[M, N] = x[M, K] @
+// w[K, N] (to cuBLASLt, column-major z^T = w^T x^T: w is A, x is B), the
+// operands of type AB, z of type F32, under the descriptor OP (compute type,
+// epilogue) with ALPHA and BETA (floats), by the fastest of the (up to) 8
+// algorithms the heuristic proposes with a 64 MiB workspace, each timed
+// over REPS runs (an algorithm whose launch fails is passed over).  The row
+// is named LABEL plus "(algo R/T)": rank R in the heuristic's list, of T
+// that ran.  False, and no row, when none runs.
+static bool lt_row(std::vector<Row> &rows, const char *label, cublasLtMatmulDesc_t op, cudaDataType ab,
+                   int m, int n, int k, const void *x, const void *w, float *z, float alpha, float beta, int reps)
 {
+    cublasLtHandle_t lt;
+    BLAS_CHECK(cublasLtCreate(&lt));
+    cublasLtMatrixLayout_t la, lb, lc;
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&la, ab, n, k, n));
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, ab, k, m, k));
+    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, n, m, n));
     size_t ws_size = (size_t)64 << 20;
     void *ws;
     CUDA_CHECK(cudaMalloc(&ws, ws_size));
@@ -157,28 +163,39 @@ static bool lt_fastest(cublasLtHandle_t lt, cublasLtMatmulDesc_t op, cublasLtMat
                                                     &ws_size, sizeof ws_size));
     cublasLtMatmulHeuristicResult_t heur[8];
     int found = 0;
-    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, ld, pref, 8, heur, &found);
+    cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 8, heur, &found);
     cublasLtMatmulPreferenceDestroy(pref);
-    *rank = -1;
-    *tried = 0;
+    auto matmul = [&](const cublasLtMatmulAlgo_t *algo) {
+        return cublasLtMatmul(lt, op, &alpha, w, la, x, lb, &beta, z, lc, z, lc, algo, ws, ws_size, 0);
+    };
+    size_t nz = (size_t)m * n;
+    CUDA_CHECK(cudaMemset(z, 0xff, nz * sizeof *z));
+    int rank = -1, tried = 0;
+    float ms = 0;
     for (int i = 0; st == CUBLAS_STATUS_SUCCESS && i < found; i++) {
         const cublasLtMatmulAlgo_t *algo = &heur[i].algo;
-        if (heur[i].state != CUBLAS_STATUS_SUCCESS || matmul(algo, ws, ws_size) != CUBLAS_STATUS_SUCCESS ||
+        if (heur[i].state != CUBLAS_STATUS_SUCCESS || matmul(algo) != CUBLAS_STATUS_SUCCESS ||
             cudaDeviceSynchronize() != cudaSuccess)
             continue;
-        ++*tried;
-        float t = time_ms([&] { BLAS_CHECK(matmul(algo, ws, ws_size)); }, reps);
-        if (*rank < 0 || t < *ms) {
-            *ms = t;
-            *rank = i;
+        tried++;
+        float t = time_ms([&] { BLAS_CHECK(matmul(algo)); }, reps);
+        if (rank < 0 || t < ms) {
+            ms = t;
+            rank = i;
         }
     }
-    if (*rank >= 0) {
-        BLAS_CHECK(matmul(&heur[*rank].algo, ws, ws_size));
-        CUDA_CHECK(cudaDeviceSynchronize());
+    if (rank >= 0) {
+        BLAS_CHECK(matmul(&heur[rank].algo)); // its output, for the table
+        char name[128];
+        snprintf(name, sizeof name, "%s (algo %d/%d)", label, rank, tried);
+        rows.push_back({ name, ms, fetch(z, nz) });
     }
     cudaFree(ws);
-    return *rank >= 0;
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtDestroy(lt);
+    return rank >= 0;
 }
 
 // The table: per row its milliseconds, TFLOP/s (FLOPS / time), the ratio of
