@@ -14,58 +14,23 @@
 //        -Lruntime/.libs -ltexrt -lcublasLt -lcublas -o cuda_bench
 //   ./cuda_bench [-r REPS]
 //
-// libtexrt launches texc's kernels in the primary context on the legacy
-// default stream, the same context and stream the CUDA runtime's calls
-// here use, so one pair of events times either.  Prints one table row per
-// contender: milliseconds (median of REPS), TFLOP/s (2 M N K / time) and
-// the ratio to the first texc variant, then each result's largest
-// difference from cuBLAS + GELU.
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
-#include <vector>
-
-#include <cublasLt.h>
+// Each contender at its best: cuBLASLt is the fastest of the (up to 8)
+// algorithms its heuristic proposes for the shape, with a 64 MiB
+// workspace; its row says which ("algo R/T": rank R in the heuristic's
+// list, of T that ran).  Prints one table row per contender: milliseconds
+// (median of REPS after 3 warm-up runs), TFLOP/s (2 M N K / time) and the
+// ratio to the first texc variant, then each result's largest difference
+// from cuBLAS + GELU.  The shared parts are in bench/cuda_bench_common.h.
 #include <cublas_v2.h>
-#include <cuda_runtime.h>
-
-#include "texrt.h"
 
 #include VARIANT_A
 #ifdef VARIANT_B
 #include VARIANT_B
 #endif
 
-#define CAT2(a, b) a##b
-#define CAT(a, b) CAT2(a, b)
+#include "cuda_bench_common.h"
 
 static const int M = CAT(MACRO_A, _M), N = CAT(MACRO_A, _N), K = CAT(MACRO_A, _K);
-
-#define CUDA_CHECK(call)                                                                  \
-    do {                                                                                  \
-        cudaError_t err_ = (call);                                                        \
-        if (err_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "cuda_bench: %s: %s\n", #call, cudaGetErrorString(err_));     \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
-#define BLAS_CHECK(call)                                                                  \
-    do {                                                                                  \
-        int st_ = (int)(call);                                                            \
-        if (st_ != 0) {                                                                   \
-            fprintf(stderr, "cuda_bench: %s: status %d\n", #call, st_);                   \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
-#define TEXRT_CHECK(call)                                                                 \
-    do {                                                                                  \
-        if ((call) != TEXRT_OK) {                                                         \
-            fprintf(stderr, "cuda_bench: %s: %s\n", #call, texrt_last_error());           \
-            exit(1);                                                                      \
-        }                                                                                 \
-    } while (0)
 
 // z = gelu(z + b[j]) with erf, row-major M x N.
 __global__ void bias_gelu(float *z, const float *b, int m, int n)
@@ -77,74 +42,20 @@ __global__ void bias_gelu(float *z, const float *b, int m, int n)
     }
 }
 
-struct Row {
-    const char *name;
-    float ms;
-    std::vector<float> z;
-};
-
-// The median time of REPS runs of F after 3 warm-up runs, in milliseconds.
-template <typename F>
-static float time_ms(F f, int reps)
-{
-    cudaEvent_t start, stop;
-    CUDA_CHECK(cudaEventCreate(&start));
-    CUDA_CHECK(cudaEventCreate(&stop));
-    for (int i = 0; i < 3; i++)
-        f();
-    CUDA_CHECK(cudaDeviceSynchronize());
-    std::vector<float> times;
-    for (int r = 0; r < reps; r++) {
-        CUDA_CHECK(cudaEventRecord(start, 0));
-        f();
-        CUDA_CHECK(cudaEventRecord(stop, 0));
-        CUDA_CHECK(cudaEventSynchronize(stop));
-        float ms;
-        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-        times.push_back(ms);
-    }
-    std::sort(times.begin(), times.end());
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
-    return times[times.size() / 2];
-}
-
-static std::vector<float> fetch(const float *dz)
-{
-    std::vector<float> z((size_t)M * N);
-    CUDA_CHECK(cudaMemcpy(z.data(), dz, z.size() * sizeof(float), cudaMemcpyDeviceToHost));
-    return z;
-}
-
-template <typename LOAD, typename RUN>
-static Row run_texc(const char *name, LOAD load, RUN run, uint64_t ws_bytes, float *x, float *w,
-                    float *b, float *z, int reps)
-{
-    texrt_module *module;
-    TEXRT_CHECK(load(&module));
-    uint64_t ws = 0;
-    if (ws_bytes)
-        TEXRT_CHECK(texrt_dev_alloc(&ws, ws_bytes));
-    CUDA_CHECK(cudaMemset(z, 0xff, (size_t)M * N * sizeof(float)));
-    auto f = [&] {
-        TEXRT_CHECK(run(module, ws, (uint64_t)(uintptr_t)x, (uint64_t)(uintptr_t)w,
-                        (uint64_t)(uintptr_t)b, (uint64_t)(uintptr_t)z));
-    };
-    float ms = time_ms(f, reps);
-    Row row = { name, ms, fetch(z) };
-    if (ws)
-        texrt_dev_free(ws);
-    texrt_module_unload(module);
-    return row;
-}
+// A texc variant's contender: NAME's loader and launcher on x, w, b, z.
+#define TEXC_ROW(NAME, MACRO, VARIANT)                                                                   \
+    run_texc(                                                                                            \
+        "texc (" CAT(MACRO, _ARCH) ", " VARIANT ")",                                                     \
+        [](texrt_module **m) { return CAT(NAME, _load)(m, NULL, 0); },                                   \
+        [&](texrt_module *m, uint64_t ws) {                                                              \
+            return CAT(NAME, _run_ws)(m, ws, (uint64_t)(uintptr_t)x, (uint64_t)(uintptr_t)w,             \
+                                      (uint64_t)(uintptr_t)b, (uint64_t)(uintptr_t)z);                   \
+        },                                                                                               \
+        CAT(MACRO, _WORKSPACE_BYTES), z, (size_t)M * N, reps)
 
 int main(int argc, char **argv)
 {
-    int reps = argc > 2 && !strcmp(argv[1], "-r") ? atoi(argv[2]) : 20;
-    if (texrt_cuda_init(0) != TEXRT_OK) {
-        printf("skip: no CUDA device: %s\n", texrt_last_error());
-        return TEXRT_EXIT_SKIP;
-    }
+    int reps = bench_start(argc, argv);
     cudaDeviceProp prop;
     CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
     printf("matmul_gelu M=%d N=%d K=%d on %s (sm_%d%d), FP32, median of %d runs\n", M, N, K,
@@ -164,15 +75,9 @@ int main(int argc, char **argv)
     CUDA_CHECK(cudaMemcpy(b, hb.data(), hb.size() * sizeof(float), cudaMemcpyHostToDevice));
 
     std::vector<Row> rows;
-    rows.push_back(run_texc(
-        "texc (" CAT(MACRO_A, _ARCH) ", " VARIANT_A ")",
-        [](texrt_module **m) { return CAT(NAME_A, _load)(m, NULL, 0); }, CAT(NAME_A, _run_ws),
-        CAT(MACRO_A, _WORKSPACE_BYTES), x, w, b, z, reps));
+    rows.push_back(TEXC_ROW(NAME_A, MACRO_A, VARIANT_A));
 #ifdef VARIANT_B
-    rows.push_back(run_texc(
-        "texc (" CAT(MACRO_B, _ARCH) ", " VARIANT_B ")",
-        [](texrt_module **m) { return CAT(NAME_B, _load)(m, NULL, 0); }, CAT(NAME_B, _run_ws),
-        CAT(MACRO_B, _WORKSPACE_BYTES), x, w, b, z, reps));
+    rows.push_back(TEXC_ROW(NAME_B, MACRO_B, VARIANT_B));
 #endif
 
     // cuBLAS: row-major z = x @ w is column-major z^T = w^T x^T
@@ -187,60 +92,24 @@ int main(int argc, char **argv)
     };
     CUDA_CHECK(cudaMemset(z, 0xff, (size_t)M * N * sizeof(float)));
     float ms = time_ms(sgemm_gelu, reps);
-    rows.push_back({ "cuBLAS sgemm + bias/GELU kernel", ms, fetch(z) });
+    rows.push_back({ "cuBLAS sgemm + bias/GELU kernel", ms, fetch(z, (size_t)M * N) });
     std::vector<float> reference = rows.back().z;
 
     // cuBLASLt: one matmul with the GELU_BIAS epilogue (bias along N)
-    cublasLtHandle_t lt;
-    BLAS_CHECK(cublasLtCreate(&lt));
     cublasLtMatmulDesc_t op;
     BLAS_CHECK(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
     cublasLtEpilogue_t epi = CUBLASLT_EPILOGUE_GELU_BIAS;
     BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi));
     BLAS_CHECK(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &b, sizeof b));
-    cublasLtMatrixLayout_t la, lb, lc;
-    BLAS_CHECK(cublasLtMatrixLayoutCreate(&la, CUDA_R_32F, N, K, N));
-    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lb, CUDA_R_32F, K, M, K));
-    BLAS_CHECK(cublasLtMatrixLayoutCreate(&lc, CUDA_R_32F, N, M, N));
-    size_t ws_size = 64 << 20;
-    void *ws;
-    CUDA_CHECK(cudaMalloc(&ws, ws_size));
-    cublasLtMatmulPreference_t pref;
-    BLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
-    BLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                                    &ws_size, sizeof ws_size));
-    cublasLtMatmulHeuristicResult_t heur;
-    int found = 0;
-    BLAS_CHECK(cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found));
-    if (found > 0) {
-        auto lt_gelu = [&] {
-            BLAS_CHECK(cublasLtMatmul(lt, op, &alpha, w, la, x, lb, &beta, z, lc, z, lc, &heur.algo, ws,
-                                      ws_size, 0));
-        };
-        CUDA_CHECK(cudaMemset(z, 0xff, (size_t)M * N * sizeof(float)));
-        ms = time_ms(lt_gelu, reps);
-        rows.push_back({ "cuBLASLt matmul, GELU_BIAS epilogue", ms, fetch(z) });
-    } else {
+    if (!lt_row(rows, "cuBLASLt matmul, GELU_BIAS epilogue", op, CUDA_R_32F, M, N, K, x, w, z, alpha, beta, reps))
         printf("cuBLASLt has no algorithm for the GELU_BIAS epilogue here\n");
-    }
+    cublasLtMatmulDescDestroy(op);
 
-    double flops = 2.0 * M * N * K;
-    printf("%-48s %10s %10s %10s %12s\n", "", "ms", "TFLOP/s", "x texc", "max |diff|");
-    for (const Row &r : rows) {
-        double worst = 0;
-        for (size_t i = 0; i < r.z.size(); i++) {
-            double d = std::fabs((double)r.z[i] - reference[i]);
-            worst = d > worst || d != d ? d : worst;
-        }
-        printf("%-48s %10.3f %10.2f %9.2fx %12.3g\n", r.name, r.ms, flops / (r.ms * 1e-3) / 1e12,
-               rows[0].ms / r.ms, worst);
-    }
-    cudaFree(ws);
+    print_table(rows, 2.0 * M * N * K, reference, false);
     cudaFree(x);
     cudaFree(w);
     cudaFree(b);
     cudaFree(z);
     cublasDestroy(blas);
-    cublasLtDestroy(lt);
     return 0;
 }

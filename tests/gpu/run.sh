@@ -30,6 +30,11 @@
 #    tests/cuda/matmul_gelu.1.sched, against cuBLAS sgemm + a bias/GELU
 #    kernel and cuBLASLt's GELU_BIAS epilogue, all FP32, at M = N = K = 4096
 #    and at (M, K, N) = (512, 768, 3072): milliseconds, TFLOP/s, ratios.
+#    Then bench/cuda_bench_bf16.cu: bench/matmul_bf16.te (bf16 x and w, f32
+#    sums) under texc's default CUDA schedule against cublasGemmEx in bf16
+#    and cuBLASLt's fastest bf16 algorithm, at 4096^3, 8192^3 and
+#    (512, 768, 3072).  BENCH_REPS runs each (default 20); a benchmark that
+#    fails (a result off by more than 1e-3 relative, an error) fails the run.
 #
 # Everything it prints is also in $RESULTS (default: gpu-results/).  Exit
 # status: 0 when every test passed, 1 when one failed, 77 (and a SKIP
@@ -41,8 +46,23 @@ jobs=$(getconf _NPROCESSORS_ONLN 2>/dev/null || echo 4)
 cuda_home=${CUDA_HOME:-/usr/local/cuda}
 nvcc=${NVCC:-$(command -v nvcc || echo "$cuda_home/bin/nvcc")}
 
-# bench_build DIR ARCH: the headers of both variants at both shapes, and one
-# benchmark binary per shape, DIR/cuda_bench_SHAPE.
+# bench_nvcc ARCH SOURCE OUT NVCC-ARGS...: a benchmark binary on libtexrt
+# and cuBLAS.
+bench_nvcc() {
+    arch=$1 src=$2 out=$3
+    shift 3
+    "$nvcc" -O3 -std=c++17 -arch="$arch" -I"$top/runtime" "$@" "$src" \
+        -L"${builddir:-$top}/runtime/.libs" -Xlinker -rpath -Xlinker "${builddir:-$top}/runtime/.libs" \
+        -L"$cuda_home/lib64" -ltexrt -lcublasLt -lcublas -o "$out"
+}
+
+# The shapes (MxKxN) of the bf16 benchmark.
+bf16_shapes="4096x4096x4096 8192x8192x8192 512x768x3072"
+
+# bench_build DIR ARCH: the FP32 benchmark, the headers of both variants at
+# both shapes and one binary per shape, DIR/cuda_bench_SHAPE; the bf16
+# benchmark, bench/matmul_bf16.te under the default schedule and one binary
+# per shape, DIR/cuda_bench_bf16_SHAPE.
 bench_build() {
     dir=$1 arch=$2
     texc=${TEXC:-$top/texc}
@@ -50,6 +70,10 @@ bench_build() {
     awk '/^[ \t]*schedule[ \t]/ { skip = 1 } !skip { print } skip && /^}/ { skip = 0 }' \
         "$top/samples/matmul_gelu.te" >"$dir/plain.te"
     cat "$dir/plain.te" "$top/tests/cuda/matmul_gelu.1.sched" >"$dir/tuned.te"
+    # a tuning log that is not there: the default schedules, whatever the
+    # user's default log holds
+    nolog=$dir/no-tuning-log.jsonl
+    rm -f "$nolog"
     for shape in 4096x4096x4096 512x768x3072; do
         m=${shape%%x*} rest=${shape#*x}
         k=${rest%%x*} n=${rest#*x}
@@ -57,14 +81,20 @@ bench_build() {
             te=$dir/plain.te
             [ "$v" = tuned ] && te=$dir/tuned.te
             "$texc" "$te" -D M="$m" -D N="$n" -D K="$k" --target cuda --arch "$arch" \
-                -o "$dir/${v}_$m" || return 1
+                --log "$nolog" -o "$dir/${v}_$m" || return 1
         done
-        "$nvcc" -O3 -std=c++17 -arch="$arch" -I"$top/runtime" -I"$dir" \
+        bench_nvcc "$arch" "$top/bench/cuda_bench.cu" "$dir/cuda_bench_$shape" -I"$dir" \
             -DVARIANT_A="\"default_$m.h\"" -DNAME_A="default_$m" -DMACRO_A="DEFAULT_$m" \
-            -DVARIANT_B="\"tuned_$m.h\"" -DNAME_B="tuned_$m" -DMACRO_B="TUNED_$m" \
-            "$top/bench/cuda_bench.cu" -L"${builddir:-$top}/runtime/.libs" -Xlinker -rpath \
-            -Xlinker "${builddir:-$top}/runtime/.libs" -L"$cuda_home/lib64" -ltexrt -lcublasLt -lcublas \
-            -o "$dir/cuda_bench_$shape" || return 1
+            -DVARIANT_B="\"tuned_$m.h\"" -DNAME_B="tuned_$m" -DMACRO_B="TUNED_$m" || return 1
+    done
+    for shape in $bf16_shapes; do
+        m=${shape%%x*} rest=${shape#*x}
+        k=${rest%%x*} n=${rest#*x}
+        # -v: how texc runs it (tensor cores or not, the tiles), for the log
+        "$texc" "$top/bench/matmul_bf16.te" -D M="$m" -D N="$n" -D K="$k" --target cuda --arch "$arch" \
+            --log "$nolog" -v -o "$dir/bf16_$m" 2>"$dir/bf16_$m.v" || { cat "$dir/bf16_$m.v"; return 1; }
+        bench_nvcc "$arch" "$top/bench/cuda_bench_bf16.cu" "$dir/cuda_bench_bf16_$shape" -I"$dir" \
+            -DVARIANT_A="\"bf16_$m.h\"" -DNAME_A="bf16_$m" -DMACRO_A="BF16_$m" || return 1
     done
 }
 
@@ -220,8 +250,23 @@ if ! bench_build "$results/bench" "$arch" >>"$log" 2>&1; then
     say "run.sh: building the benchmark failed; see $log"
     exit 1
 fi
-for shape in 4096x4096x4096 512x768x3072; do
-    "$results/bench/cuda_bench_$shape" -r "${BENCH_REPS:-20}" 2>&1 | tee -a "$log"
+# bench_run BINARY: its table into the log; a failure (a wrong result, an
+# error) fails the run
+bench_run() {
+    "$1" -r "${BENCH_REPS:-20}" >"$results/bench.out" 2>&1
+    rc=$?
+    tee -a "$log" <"$results/bench.out"
+    if [ $rc -ne 0 ]; then
+        say "run.sh: $(basename "$1") FAILED (exit $rc)"
+        status=1
+    fi
     echo | tee -a "$log"
+}
+for shape in 4096x4096x4096 512x768x3072; do
+    bench_run "$results/bench/cuda_bench_$shape"
+done
+for shape in $bf16_shapes; do
+    grep '^texc: kernel' "$results/bench/bf16_${shape%%x*}.v" | tee -a "$log"
+    bench_run "$results/bench/cuda_bench_bf16_$shape"
 done
 exit $status
