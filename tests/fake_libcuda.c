@@ -59,9 +59,13 @@ enum {
   CUDA_ERROR_INVALID_DEVICE = 101,
   CUDA_ERROR_INVALID_IMAGE = 200,
   CUDA_ERROR_INVALID_CONTEXT = 201,
+  CUDA_ERROR_NO_BINARY_FOR_GPU = 209,
+  CUDA_ERROR_INVALID_PTX = 218,
   CUDA_ERROR_INVALID_HANDLE = 400,
   CUDA_ERROR_NOT_FOUND = 500,
-  CUDA_ERROR_ILLEGAL_ADDRESS = 700
+  CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+  CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES = 701,
+  CUDA_ERROR_LAUNCH_FAILED = 719
 };
 
 enum { MAX_DEVICES = 16 };
@@ -158,6 +162,12 @@ CUresult cuGetErrorString(CUresult error, const char **text)
     {CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"},
     {CUDA_ERROR_NOT_FOUND, "named symbol not found"},
     {CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"},
+    /* the real driver's (580.159.04, read on an H200 by
+       tests/gpu/driver_messages.c), for the codes the fake never returns */
+    {CUDA_ERROR_NO_BINARY_FOR_GPU, "no kernel image is available for execution on the device"},
+    {CUDA_ERROR_INVALID_PTX, "a PTX JIT compilation failed"},
+    {CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, "too many resources requested for launch"},
+    {CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"},
   };
   for (size_t i = 0; i < sizeof texts / sizeof texts[0]; i++)
     if (texts[i].code == error) {

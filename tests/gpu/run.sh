@@ -24,7 +24,10 @@
 #    backend must run right: a wrong result, a crash or a hang is a bug);
 #    then a build that must take its schedule from that log,
 #    run on the GPU by tests/gpu/harness.c on the evaluator's inputs
-#    (seed CUDA_SEED) and compared with its outputs by tests/npycmp.
+#    (seed CUDA_SEED) and compared with its outputs by tests/npycmp; the
+#    fake driver's error messages compared with the real driver's
+#    (tests/gpu/driver_messages.c); and tests/cuda/mma.te tuned in the
+#    automatic space (tensor-core tiles) at 2048^3, every candidate valid.
 # 4. The benchmark (bench/cuda_bench.cu, built with nvcc): texc's
 #    matmul_gelu under its default CUDA schedule and under
 #    tests/cuda/matmul_gelu.1.sched, against cuBLAS sgemm + a bias/GELU
@@ -223,11 +226,13 @@ if [ -n "$prebuilt" ]; then
     # make embedded a cubin for the build machine's device, or for sm_80
     # where it had none; an sm_80 cubin does not run on sm_90: build the
     # user's program again here, for this device
+    # (the source beside its header: "cuda/matmul_gelu.h" is looked for
+    # first in the source's folder, which holds make's)
     app=$results/app/app_cuda
-    mkdir -p "$results/app/cuda" &&
+    mkdir -p "$results/app/cuda" && cp samples/app_cuda.c "$results/app/" &&
         ./texc --target cuda --embed --arch "$arch" -D M=256 samples/matmul_gelu.te \
             -o "$results/app/cuda/matmul_gelu" >>"$log" 2>&1 &&
-        ${CC:-cc} -std=c11 -O2 -I"$results/app" -I"$top/runtime" samples/app_cuda.c \
+        ${CC:-cc} -std=c11 -O2 -I"$results/app" -I"$top/runtime" "$results/app/app_cuda.c" \
             -L"$top/runtime/.libs" -Wl,-rpath,"$top/runtime/.libs" -ltexrt -lm -o "$app" >>"$log" 2>&1 ||
         say "run.sh: building samples/app_cuda for $arch FAILED; see $log"
 fi
@@ -238,8 +243,35 @@ else
     status=1
 fi
 
+# the fake driver of the tests (tests/fake_libcuda.c) says what this one says
+if ${CC:-cc} -std=c11 -O1 tests/gpu/driver_messages.c -ldl -o "$results/driver_messages" >>"$log" 2>&1 &&
+        "$results/driver_messages" libcuda.so.1 >"$results/messages.real" 2>>"$log" &&
+        "$results/driver_messages" tests/.libs/libfakecuda.so >"$results/messages.fake" 2>>"$log"; then
+    if diff "$results/messages.fake" "$results/messages.real" >"$results/messages.diff"; then
+        say "run.sh: the fake driver's messages are this driver's ($(wc -l <"$results/messages.real") codes)"
+    else
+        say "run.sh: the fake driver's messages differ from this driver's:"
+        tee -a "$log" <"$results/messages.diff"
+        status=1
+    fi
+else
+    say "run.sh: reading the drivers' messages FAILED; see $log"
+    status=1
+fi
+
 # 3. the tuner on the GPU
 tune_check "$results/tune" "$seed" || status=1
+# ... and its automatic space on a tensor-core program: every point valid
+say "run.sh: texc tests/cuda/mma.te at 2048^3 --tune --target cuda --trials 16"
+if ./texc tests/cuda/mma.te -D M=2048 -D N=2048 -D K=2048 --tune --target cuda --trials 16 \
+        --log "$results/tune_mma.jsonl" -o "$results/tune_mma" >/dev/null 2>"$results/tune_mma.err" &&
+        ! grep -v '"status":"ok"' "$results/tune_mma.jsonl" | grep -q '"status"'; then
+    grep '^texc: \(tuned\|best\)' "$results/tune_mma.err" | tee -a "$log"
+else
+    say "run.sh: tuning the tensor-core program FAILED: $(tail -3 "$results/tune_mma.err")"
+    grep -v '"status":"ok"' "$results/tune_mma.jsonl" 2>/dev/null | head -3 | tee -a "$log"
+    status=1
+fi
 
 # 4. the benchmark
 if [ ! -x "$nvcc" ]; then
