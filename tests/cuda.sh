@@ -585,7 +585,7 @@ contains "  ... -v says tf32 is not used" "$mg/err" "its operands are f32: the t
 check "tests/gpu/run.sh parses (sh -n)" sh -n "$srcdir/tests/gpu/run.sh"
 nvcc=${NVCC:-$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)}
 if [ -x "$nvcc" ] && [ -z "${CUDA_DEVICE:-}" ]; then
-    check "the CUDA benchmark builds (bench/cuda_bench.cu, nvcc, sm_90)" env NVCC="$nvcc" \
+    check "the CUDA benchmarks build (bench/cuda_bench.cu, cuda_bench_bf16.cu, nvcc, sm_90)" env NVCC="$nvcc" \
         TEXC="$TEXC" sh "$srcdir/tests/gpu/run.sh" --bench-build "$work/bench" sm_90
 else
     skip "the CUDA benchmark builds" "no nvcc here"
