@@ -415,6 +415,18 @@ static int pow2_sizes(int64_t *out, const int64_t *cand, int n, int64_t extent)
     return k;
 }
 
+/* S's block tile, Params S.bm and S.bn: the 4 values of BLOCKS up to the
+ * one covering P's i and j extents (pow2_sizes). */
+static void add_block_params(SpaceBuilder *b, const SStage *s, const StagePlan *p,
+                             const int64_t *blocks, int plan)
+{
+    int64_t v[8];
+    int nv = pow2_sizes(v, blocks, 4, p->iext);
+    add_param(b, arena_printf(b->a, "%s.bm", s->name), v, nv, false, plan);
+    nv = pow2_sizes(v, blocks, 4, p->jext);
+    add_param(b, arena_printf(b->a, "%s.bn", s->name), v, nv, false, plan);
+}
+
 /* The role of each index of T's loads in S's value: 'i' or 'j' (the two
  * innermost spatial axes), 'k' (the reduction axis) or 1 (a batch axis,
  * one value per block).  T is one of sch_cuda_staged_operands', read at
@@ -473,13 +485,10 @@ static void plan_cuda_tiled(SpaceBuilder *b, SStage *s, int plan, int64_t smem_l
     static const int64_t blocks[] = { 16, 32, 64, 128 }, threads[] = { 1, 2, 4, 8 };
     static const int64_t bk[] = { 0, 8, 16, 32 }, flag[] = { 0, 1 }, pipe[] = { 1, 2, 3 };
     int64_t v[8];
-    int nv = pow2_sizes(v, blocks, 4, p->iext);
-    add_param(b, arena_printf(a, "%s.bm", s->name), v, nv, false, plan);
-    nv = pow2_sizes(v, blocks, 4, p->jext);
-    add_param(b, arena_printf(a, "%s.bn", s->name), v, nv, false, plan);
+    add_block_params(b, s, p, blocks, plan);
     add_param(b, arena_printf(a, "%s.tm", s->name), threads, 4, false, plan);
     add_param(b, arena_printf(a, "%s.tn", s->name), threads, 4, false, plan);
-    nv = sizes(v, bk, 4, p->rsplit_extent, p->rsplit_extent);
+    int nv = sizes(v, bk, 4, p->rsplit_extent, p->rsplit_extent);
     add_param(b, arena_printf(a, "%s.bk", s->name), v, nv, false, plan);
     add_param(b, arena_printf(a, "%s.stage", s->name), flag, p->loops.nstaged ? 2 : 1, true, plan);
     add_param(b, arena_printf(a, "%s.pipe", s->name), pipe, p->loops.nstaged ? 3 : 1, false, plan);
@@ -503,11 +512,7 @@ static void plan_cuda_mma(SpaceBuilder *b, SStage *s, int plan, int64_t smem_lim
     p->smem_limit = smem_limit;
     static const int64_t blocks[] = { 32, 64, 128, 256 }, warps[] = { 16, 32, 64 };
     static const int64_t bk[] = { 16, 32, 64 }, stages[] = { 2, 3, 4 };
-    int64_t v[8];
-    int nv = pow2_sizes(v, blocks, 4, p->iext);
-    add_param(b, arena_printf(a, "%s.bm", s->name), v, nv, false, plan);
-    nv = pow2_sizes(v, blocks, 4, p->jext);
-    add_param(b, arena_printf(a, "%s.bn", s->name), v, nv, false, plan);
+    add_block_params(b, s, p, blocks, plan);
     add_param(b, arena_printf(a, "%s.wm", s->name), warps, 3, false, plan);
     add_param(b, arena_printf(a, "%s.wn", s->name), warps, 3, false, plan);
     add_param(b, arena_printf(a, "%s.bk", s->name), bk, 3, false, plan);
