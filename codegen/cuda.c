@@ -1846,8 +1846,10 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
     cg_line(&e->p, "        #pragma unroll\n");
     cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++) {\n");
     e->p.indent += 3;
-    cg_line(&e->p, "const int %s = te_m0 + te_wm + te_i * 16 + (te_lane >> 2) + (te_e >> 1) * 8;\n", vi);
-    cg_line(&e->p, "const int %s = te_n0 + te_wn + te_j * 8 + (te_lane & 3) * 2 + (te_e & 1);\n", vj);
+    cg_line(&e->p, "const %s %s = te_m0 + te_wm + te_i * 16 + (te_lane >> 2) + (te_e >> 1) * 8;\n",
+            e->p.int_type, vi);
+    cg_line(&e->p, "const %s %s = te_n0 + te_wn + te_j * 8 + (te_lane & 3) * 2 + (te_e & 1);\n",
+            e->p.int_type, vj);
     cg_line(&e->p, "if (%s < %lld && %s < %lld) {\n", vi, (long long)m.m, vj, (long long)m.n);
     e->p.indent++;
     cg_line(&e->p, "const float %s = te_acc[te_i][te_j][te_e];\n", acc.name);
