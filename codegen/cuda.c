@@ -1628,206 +1628,205 @@ static const char *mma_row(Emitter *e, const MmaTile *t, const char *r, const ch
                         mma_swizzle(a, r, arena_printf(a, "(%s) / 8", c), t->len / 8));
 }
 
-/* The kernel of a tensorized stage S: a block computes BM x BN of C, each
- * warp WM x WN of it as (WM / 16) x (WN / 8) mma.m16n8k16 tiles whose sums
- * stay in registers; the k steps' tiles of A and B are fetched STAGES - 1
- * steps ahead with cp.async into swizzled shared memory and read with
- * ldmatrix; then each sum goes through the stage's epilogue to C.  The
- * lowered nest BODY gives the kernel's parameters only. */
-static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
+/* A tensorized stage's kernel, as planned. */
+typedef struct MmaKernel {
+    SchMma m;                /* matched again, with tensorize's tiles */
+    MmaTile ta, tb;          /* the tiles of A and B in shared memory */
+    int64_t threads, warps_n; /* a block's threads; its warps along n */
+    int64_t mi, ni;          /* a warp's mma tiles along m and n */
+    int64_t nk;              /* k steps */
+    int64_t gx, gy;          /* the grid */
+    int64_t a_elems, b_elems, smem; /* a slot's elements; all slots' bytes */
+    const char *ty;          /* "bf16" or "f16" */
+} MmaKernel;
+
+/* Q for tensorized stage S, or false after an error at its tensorize. */
+static bool mma_plan(Emitter *e, const SStage *s, MmaKernel *q)
 {
-    Arena *a = e->p.a;
     SchMma m = *s->mma;
     const char *why;
     /* the default's compute_inline came after tensorize: match again */
     if (!sch_mma_match(e->st, s, &m, &why)) {
         kernel_error(e, s->mma->span, "cannot tensorize '%s': %s", s->name, why);
-        return;
+        return false;
     }
     if (e->sm < SCH_MMA_MIN_SM) {
         kernel_error(e, s->mma->span,
                      "tensorize needs sm_%d or later (mma.sync.m16n8k16, ldmatrix, cp.async); this "
                      "build is for sm_%d: pass --arch sm_%d or later, or remove it",
                      SCH_MMA_MIN_SM, e->sm, SCH_MMA_MIN_SM);
-        return;
+        return false;
     }
-    int64_t warps_n = m.bn / m.wn, threads = 32 * (m.bm / m.wm) * warps_n;
-    int64_t mi = m.wm / 16, ni = m.wn / 8, gx = (m.n + m.bn - 1) / m.bn, gy = (m.m + m.bm - 1) / m.bm;
-    int64_t nk = (m.kext + m.bk - 1) / m.bk;
-    if (gy > axis_limits[GPU_BLOCK_Y]) {
+    q->warps_n = m.bn / m.wn, q->threads = 32 * (m.bm / m.wm) * q->warps_n;
+    q->mi = m.wm / 16, q->ni = m.wn / 8, q->gx = (m.n + m.bn - 1) / m.bn, q->gy = (m.m + m.bm - 1) / m.bm;
+    q->nk = (m.kext + m.bk - 1) / m.bk;
+    q->ty = m.bf16 ? "bf16" : "f16";
+    if (q->gy > axis_limits[GPU_BLOCK_Y]) {
         kernel_error(e, s->mma->span,
                      "'%s' would need %lld rows of blocks; CUDA allows %lld: take larger block rows",
-                     s->name, (long long)gy, (long long)axis_limits[GPU_BLOCK_Y]);
-        return;
+                     s->name, (long long)q->gy, (long long)axis_limits[GPU_BLOCK_Y]);
+        return false;
     }
     /* A's tile: [BM][BK] when k is its last index, else [BK][BM]; B's
        [BN][BK] or [BK][BN] */
-    MmaTile ta = { m.a.t, "te_a", 0, 0, m.a.len, NULL, NULL, 0, 0 };
-    MmaTile tb = { m.b.t, "te_b", 0, 0, m.b.len, NULL, NULL, 0, 0 };
-    const char *kt0 = arena_printf(a, "te_kt * %lld", (long long)m.bk);
-    ta.rows = m.a.k_last ? m.bm : m.bk, ta.len = m.a.k_last ? m.bk : m.bm;
-    ta.row0 = m.a.k_last ? "te_m0" : kt0, ta.col0 = m.a.k_last ? kt0 : "te_m0";
-    ta.rows_in = m.a.k_last ? m.m : m.kext, ta.cols_in = m.a.k_last ? m.kext : m.m;
-    tb.rows = m.b.k_last ? m.bn : m.bk, tb.len = m.b.k_last ? m.bk : m.bn;
-    tb.row0 = m.b.k_last ? "te_n0" : kt0, tb.col0 = m.b.k_last ? kt0 : "te_n0";
-    tb.rows_in = m.b.k_last ? m.n : m.kext, tb.cols_in = m.b.k_last ? m.kext : m.n;
-    int64_t a_elems = ta.rows * ta.len, b_elems = tb.rows * tb.len;
-    int64_t smem = m.stages * (a_elems + b_elems) * 2;
-    if (smem > smem_limit(e->sm)) {
+    MmaTile *ta = &q->ta, *tb = &q->tb;
+    *ta = (MmaTile){ m.a.t, "te_a", 0, 0, m.a.len, NULL, NULL, 0, 0 };
+    *tb = (MmaTile){ m.b.t, "te_b", 0, 0, m.b.len, NULL, NULL, 0, 0 };
+    const char *kt0 = arena_printf(e->p.a, "te_kt * %lld", (long long)m.bk);
+    ta->rows = m.a.k_last ? m.bm : m.bk, ta->len = m.a.k_last ? m.bk : m.bm;
+    ta->row0 = m.a.k_last ? "te_m0" : kt0, ta->col0 = m.a.k_last ? kt0 : "te_m0";
+    ta->rows_in = m.a.k_last ? m.m : m.kext, ta->cols_in = m.a.k_last ? m.kext : m.m;
+    tb->rows = m.b.k_last ? m.bn : m.bk, tb->len = m.b.k_last ? m.bk : m.bn;
+    tb->row0 = m.b.k_last ? "te_n0" : kt0, tb->col0 = m.b.k_last ? kt0 : "te_n0";
+    tb->rows_in = m.b.k_last ? m.n : m.kext, tb->cols_in = m.b.k_last ? m.kext : m.n;
+    q->a_elems = ta->rows * ta->len, q->b_elems = tb->rows * tb->len;
+    q->smem = m.stages * (q->a_elems + q->b_elems) * 2;
+    if (q->smem > smem_limit(e->sm)) {
         kernel_error(e, s->mma->span,
                      "tensorize's tiles need %lld bytes of shared memory (%lld stages of %lld x "
                      "%lld and %lld x %lld); sm_%d allows a block %lld: take smaller tiles or fewer "
                      "stages",
-                     (long long)smem, (long long)m.stages, (long long)ta.rows, (long long)ta.len,
-                     (long long)tb.rows, (long long)tb.len, e->sm, (long long)smem_limit(e->sm));
-        return;
+                     (long long)q->smem, (long long)m.stages, (long long)ta->rows, (long long)ta->len,
+                     (long long)tb->rows, (long long)tb->len, e->sm, (long long)smem_limit(e->sm));
+        return false;
     }
-    e->threads = threads;
-    k->grid[0] = (unsigned)gx, k->grid[1] = (unsigned)gy, k->grid[2] = 1;
-    k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
-    e->dynamic_smem = smem > 48 * 1024;
-    if (e->dynamic_smem)
-        k->dyn_smem = (unsigned)smem;
-    else
-        k->static_smem = (unsigned)smem;
-    collect_params(e, body);
-    k->nparams = e->params.len;
-    k->params = arena_alloc(a, sizeof *k->params * (size_t)(e->params.len + 1));
-    for (int i = 0; i < e->params.len; i++)
-        k->params[i] = e->params.items[i];
+    q->m = m;
+    return true;
+}
 
-    FILE *out = e->p.out;
-    const char *ty = m.bf16 ? "bf16" : "f16";
-    k->how = arena_printf(a, "tensor cores (mma.sync m16n8k16 %s, f32 sums): blocks of %lld x %lld, "
-                             "warps of %lld x %lld, k steps of %lld in %lld stages",
-                          ty, (long long)m.bm, (long long)m.bn, (long long)m.wm, (long long)m.wn,
-                          (long long)m.bk, (long long)m.stages);
-    fprintf(out, "/* %s: stage '%s' on the tensor cores (mma.sync m16n8k16 %s, f32 sums): "
-                 "blocks of %lld x %lld, warps of %lld x %lld, k steps of %lld in %lld stages; "
-                 "grid (%lld, %lld, 1), block (%lld, 1, 1) */\n",
-            k->name, s->name, ty, (long long)m.bm, (long long)m.bn, (long long)m.wm, (long long)m.wn,
-            (long long)m.bk, (long long)m.stages, (long long)gx, (long long)gy, (long long)threads);
-    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)threads,
-            k->name);
-    emit_param_list(e);
-    fputs(")\n{\n", out);
-    e->p.indent = 1;
+/* The shared tiles, the thread's place in the block, its zeroed sums. */
+static void emit_mma_decls(Emitter *e, const MmaKernel *q)
+{
     if (e->dynamic_smem) {
         cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
-                (long long)smem);
-        cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])te_smem;\n", ta.name,
-                (long long)a_elems, (long long)a_elems);
+                (long long)q->smem);
+        cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])te_smem;\n", q->ta.name,
+                (long long)q->a_elems, (long long)q->a_elems);
         cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])(te_smem + %lld);\n",
-                tb.name, (long long)b_elems, (long long)b_elems, (long long)(m.stages * a_elems * 2));
+                q->tb.name, (long long)q->b_elems, (long long)q->b_elems, (long long)(q->m.stages * q->a_elems * 2));
     } else {
-        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", ta.name,
-                (long long)m.stages, (long long)a_elems);
-        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", tb.name,
-                (long long)m.stages, (long long)b_elems);
+        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", q->ta.name,
+                (long long)q->m.stages, (long long)q->a_elems);
+        cg_line(&e->p, "__shared__ __align__(128) unsigned short %s[%lld][%lld];\n", q->tb.name,
+                (long long)q->m.stages, (long long)q->b_elems);
     }
     cg_line(&e->p, "const int te_tid = (int)threadIdx.x, te_lane = te_tid %% 32, te_warp = te_tid / 32;\n");
     cg_line(&e->p, "/* the warp's tile of the block's, and the block's of C */\n");
     cg_line(&e->p, "const int te_wm = te_warp / %lld * %lld, te_wn = te_warp %% %lld * %lld;\n",
-            (long long)warps_n, (long long)m.wm, (long long)warps_n, (long long)m.wn);
+            (long long)q->warps_n, (long long)q->m.wm, (long long)q->warps_n, (long long)q->m.wn);
     cg_line(&e->p, "const int te_m0 = (int)blockIdx.y * %lld, te_n0 = (int)blockIdx.x * %lld;\n",
-            (long long)m.bm, (long long)m.bn);
+            (long long)q->m.bm, (long long)q->m.bn);
     cg_line(&e->p, "float te_acc[%lld][%lld][4]; /* the sums: mma tile (mi, ni), the lane's 4 */\n",
-            (long long)mi, (long long)ni);
+            (long long)q->mi, (long long)q->ni);
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
     cg_line(&e->p, "    #pragma unroll\n");
-    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
     cg_line(&e->p, "        #pragma unroll\n");
     cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++)\n");
     cg_line(&e->p, "            te_acc[te_i][te_j][te_e] = 0.0f;\n");
 
+}
+
+/* The k loop: the cp.async pipeline, and per 16 of k the fragments of A
+ * and B read with ldmatrix into the warp's mma tiles. */
+static void emit_mma_loop(Emitter *e, const MmaKernel *q)
+{
+    Arena *a = e->p.a;
     /* the pipeline: k steps 0 .. STAGES - 2 first */
     cg_line(&e->p, "/* k steps of %lld, %lld in all: the tiles of step te_kt + %lld are fetched "
                    "while step te_kt computes */\n",
-            (long long)m.bk, (long long)nk, (long long)(m.stages - 1));
+            (long long)q->m.bk, (long long)q->nk, (long long)(q->m.stages - 1));
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_kt = 0; te_kt < %lld; te_kt++) {\n", (long long)(m.stages - 1));
+    cg_line(&e->p, "for (int te_kt = 0; te_kt < %lld; te_kt++) {\n", (long long)(q->m.stages - 1));
     e->p.indent++;
-    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)nk);
+    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)q->nk);
     e->p.indent++;
-    emit_mma_fetch(e, &ta, threads, "te_kt");
-    emit_mma_fetch(e, &tb, threads, "te_kt");
+    emit_mma_fetch(e, &q->ta, q->threads, "te_kt");
+    emit_mma_fetch(e, &q->tb, q->threads, "te_kt");
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "te_cp_async_commit();\n");
     e->p.indent--;
     cg_line(&e->p, "}\n");
-    cg_line(&e->p, "for (int te_k = 0; te_k < %lld; te_k++) {\n", (long long)nk);
+    cg_line(&e->p, "for (int te_k = 0; te_k < %lld; te_k++) {\n", (long long)q->nk);
     e->p.indent++;
     cg_line(&e->p, "te_cp_async_wait<%lld>(); /* step te_k's tiles have landed ... */\n",
-            (long long)(m.stages - 2));
+            (long long)(q->m.stages - 2));
     cg_line(&e->p, "__syncthreads(); /* ... and every warp is done with step te_k - 1's slot */\n");
     cg_line(&e->p, "{\n");
     e->p.indent++;
-    cg_line(&e->p, "const int te_kt = te_k + %lld;\n", (long long)(m.stages - 1));
-    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)nk);
+    cg_line(&e->p, "const int te_kt = te_k + %lld;\n", (long long)(q->m.stages - 1));
+    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)q->nk);
     e->p.indent++;
-    emit_mma_fetch(e, &ta, threads, arena_printf(a, "te_kt %% %lld", (long long)m.stages));
-    emit_mma_fetch(e, &tb, threads, arena_printf(a, "te_kt %% %lld", (long long)m.stages));
+    emit_mma_fetch(e, &q->ta, q->threads, arena_printf(a, "te_kt %% %lld", (long long)q->m.stages));
+    emit_mma_fetch(e, &q->tb, q->threads, arena_printf(a, "te_kt %% %lld", (long long)q->m.stages));
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "te_cp_async_commit();\n");
     e->p.indent--;
     cg_line(&e->p, "}\n");
-    cg_line(&e->p, "const int te_s = te_k %% %lld;\n", (long long)m.stages);
+    cg_line(&e->p, "const int te_s = te_k %% %lld;\n", (long long)q->m.stages);
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_kk = 0; te_kk < %lld; te_kk += 16) {\n", (long long)m.bk);
+    cg_line(&e->p, "for (int te_kk = 0; te_kk < %lld; te_kk += 16) {\n", (long long)q->m.bk);
     e->p.indent++;
-    cg_line(&e->p, "unsigned te_fa[%lld][4], te_fb[%lld][2];\n", (long long)mi, (long long)ni);
+    cg_line(&e->p, "unsigned te_fa[%lld][4], te_fb[%lld][2];\n", (long long)q->mi, (long long)q->ni);
     /* A: matrix q = lane / 8 of a0..a3 is (rows + 8 (q & 1), k + 8 (q >> 1));
        stored k-major, the same matrices transposed */
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
-    if (m.a.k_last)
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
+    if (q->m.a.k_last)
         cg_line(&e->p, "    te_ldsm_x4(te_fa[te_i], %s);\n",
-                mma_row(e, &ta, "te_wm + te_i * 16 + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
+                mma_row(e, &q->ta, "te_wm + te_i * 16 + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
                         "te_kk + (te_lane >> 4) * 8"));
     else
         cg_line(&e->p, "    te_ldsm_t4(te_fa[te_i], %s);\n",
-                mma_row(e, &ta, "te_kk + (te_lane & 7) + (te_lane >> 4) * 8",
+                mma_row(e, &q->ta, "te_kk + (te_lane & 7) + (te_lane >> 4) * 8",
                         "te_wm + te_i * 16 + (te_lane >> 3 & 1) * 8"));
     /* B, two n tiles at a time: matrix q is (k + 8 (q & 1), n + 8 (q >> 1)):
        b0, b1 of tile 2j, then of 2j + 1 */
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_j = 0; te_j < %lld; te_j += 2) {\n", (long long)ni);
+    cg_line(&e->p, "for (int te_j = 0; te_j < %lld; te_j += 2) {\n", (long long)q->ni);
     e->p.indent++;
     cg_line(&e->p, "unsigned te_r[4];\n");
-    if (m.b.k_last)
+    if (q->m.b.k_last)
         cg_line(&e->p, "te_ldsm_x4(te_r, %s);\n",
-                mma_row(e, &tb, "te_wn + te_j * 8 + (te_lane & 7) + (te_lane >> 4) * 8",
+                mma_row(e, &q->tb, "te_wn + te_j * 8 + (te_lane & 7) + (te_lane >> 4) * 8",
                         "te_kk + (te_lane >> 3 & 1) * 8"));
     else
         cg_line(&e->p, "te_ldsm_t4(te_r, %s);\n",
-                mma_row(e, &tb, "te_kk + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
+                mma_row(e, &q->tb, "te_kk + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
                         "te_wn + te_j * 8 + (te_lane >> 4) * 8"));
     cg_line(&e->p, "te_fb[te_j][0] = te_r[0], te_fb[te_j][1] = te_r[1];\n");
     cg_line(&e->p, "te_fb[te_j + 1][0] = te_r[2], te_fb[te_j + 1][1] = te_r[3];\n");
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
     cg_line(&e->p, "    #pragma unroll\n");
-    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
-    cg_line(&e->p, "        te_mma_%s(te_acc[te_i][te_j], te_fa[te_i], te_fb[te_j]);\n", ty);
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
+    cg_line(&e->p, "        te_mma_%s(te_acc[te_i][te_j], te_fa[te_i], te_fb[te_j]);\n", q->ty);
     e->p.indent--;
     cg_line(&e->p, "}\n");
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "te_cp_async_wait<0>();\n");
 
+}
+
+/* Each lane's sums through S's epilogue to C, at the rows and columns the
+ * mma's C fragment gives them. */
+static void emit_mma_epilogue(Emitter *e, const SStage *s, const MmaKernel *q)
+{
+    Arena *a = e->p.a;
     /* the epilogue: the lane's sums c0, c1 are at (row g, columns 2t, 2t + 1)
        of its mma tile, c2, c3 at row g + 8 (g = lane / 4, t = lane % 4) */
-    const char *vi = cg_var_name(&e->p, m.i), *vj = cg_var_name(&e->p, m.j);
+    const char *vi = cg_var_name(&e->p, q->m.i), *vj = cg_var_name(&e->p, q->m.j);
     Acc acc = { .buf = s->tensor, .name = "te_v", .dtype = DT_F32 };
     Expr *idx[2];
     for (int d = 0; d < 2; d++) {
         idx[d] = arena_alloc(a, sizeof *idx[d]);
-        *idx[d] = (Expr){ .kind = EX_VAR, .dtype = DT_I32, .var = d ? m.j : m.i };
+        *idx[d] = (Expr){ .kind = EX_VAR, .dtype = DT_I32, .var = d ? q->m.j : q->m.i };
     }
     acc.idx = idx;
     Expr *value = sch_mma_epilogue(a, s, idx);
@@ -1840,9 +1839,9 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
     store.index = at;
     store.value = value;
     cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)mi);
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
     cg_line(&e->p, "    #pragma unroll\n");
-    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)ni);
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
     cg_line(&e->p, "        #pragma unroll\n");
     cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++) {\n");
     e->p.indent += 3;
@@ -1850,7 +1849,7 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
             e->p.int_type, vi);
     cg_line(&e->p, "const %s %s = te_n0 + te_wn + te_j * 8 + (te_lane & 3) * 2 + (te_e & 1);\n",
             e->p.int_type, vj);
-    cg_line(&e->p, "if (%s < %lld && %s < %lld) {\n", vi, (long long)m.m, vj, (long long)m.n);
+    cg_line(&e->p, "if (%s < %lld && %s < %lld) {\n", vi, (long long)q->m.m, vj, (long long)q->m.n);
     e->p.indent++;
     cg_line(&e->p, "const float %s = te_acc[te_i][te_j][te_e];\n", acc.name);
     e->acc = &acc;
@@ -1862,6 +1861,52 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
     cg_line(&e->p, "}\n");
     e->p.indent -= 3;
     cg_line(&e->p, "        }\n");
+}
+
+/* The kernel of a tensorized stage S: a block computes BM x BN of C, each
+ * warp WM x WN of it as (WM / 16) x (WN / 8) mma.m16n8k16 tiles whose sums
+ * stay in registers; the k steps' tiles of A and B are fetched STAGES - 1
+ * steps ahead with cp.async into swizzled shared memory and read with
+ * ldmatrix; then each sum goes through the stage's epilogue to C.  The
+ * lowered nest BODY gives the kernel's parameters only. */
+static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *body)
+{
+    MmaKernel q;
+    if (!mma_plan(e, s, &q))
+        return;
+    const SchMma *m = &q.m;
+    e->threads = q.threads;
+    k->grid[0] = (unsigned)q.gx, k->grid[1] = (unsigned)q.gy, k->grid[2] = 1;
+    k->block[0] = (unsigned)q.threads, k->block[1] = k->block[2] = 1;
+    e->dynamic_smem = q.smem > 48 * 1024;
+    if (e->dynamic_smem)
+        k->dyn_smem = (unsigned)q.smem;
+    else
+        k->static_smem = (unsigned)q.smem;
+    collect_params(e, body);
+    k->nparams = e->params.len;
+    k->params = arena_alloc(e->p.a, sizeof *k->params * (size_t)(e->params.len + 1));
+    for (int i = 0; i < e->params.len; i++)
+        k->params[i] = e->params.items[i];
+    k->how = arena_printf(e->p.a, "tensor cores (mma.sync m16n8k16 %s, f32 sums): blocks of %lld x %lld, "
+                                  "warps of %lld x %lld, k steps of %lld in %lld stages",
+                          q.ty, (long long)m->bm, (long long)m->bn, (long long)m->wm, (long long)m->wn,
+                          (long long)m->bk, (long long)m->stages);
+    FILE *out = e->p.out;
+    fprintf(out, "/* %s: stage '%s' on the tensor cores (mma.sync m16n8k16 %s, f32 sums): "
+                 "blocks of %lld x %lld, warps of %lld x %lld, k steps of %lld in %lld stages; "
+                 "grid (%lld, %lld, 1), block (%lld, 1, 1) */\n",
+            k->name, s->name, q.ty, (long long)m->bm, (long long)m->bn, (long long)m->wm,
+            (long long)m->wn, (long long)m->bk, (long long)m->stages, (long long)q.gx, (long long)q.gy,
+            (long long)q.threads);
+    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)q.threads,
+            k->name);
+    emit_param_list(e);
+    fputs(")\n{\n", out);
+    e->p.indent = 1;
+    emit_mma_decls(e, &q);
+    emit_mma_loop(e, &q);
+    emit_mma_epilogue(e, s, &q);
     fputs("}\n\n", out);
     e->p.names.len = e->names_mark;
     e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
