@@ -9,7 +9,11 @@
 #                                       GPU needed; tests/cuda.sh does this)
 #
 # 1. Builds texc (running configure first if there is no Makefile, and
-#    autoreconf if there is no configure).
+#    autoreconf if there is no configure).  With TEXC_PREBUILT=1, or where
+#    there is no make, it uses a tree built on another machine and unpacked
+#    at the same path as it is (a GPU machine's image may lack the build's
+#    libraries: its texc then needs libjansson and libxxhash copied beside
+#    it), and builds samples/app_cuda again for the device.
 # 2. Runs tests/cuda.sh with CUDA_DEVICE=1: every CUDA test (each sample
 #    under its cuda schedule, the default schedule and tests/cuda/*.sched,
 #    and the f16/bf16 and i32 programs of tests/cuda) built for the local
