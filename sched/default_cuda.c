@@ -189,23 +189,14 @@ static void schedule_tiled(Builder *b)
     sch_template_cuda_tile(&b->e, l, &m);
 }
 
-/* A matmul-like reduction the tensor cores can compute (sch_mma_match) on
- * the architecture built for: tensorize with sch_mma_default's tiles.
+/* A matmul-like reduction the tensor cores can compute on the architecture
+ * built for (sch_mma_usable): tensorize with sch_mma_default's tiles.
  * Else false, and the reason kept for -v. */
 static bool tensor_cores(Builder *b)
 {
     SchMma m = { 0 };
-    const char *why;
-    if (!sch_mma_match(b->st, b->s, &m, &why)) {
-        b->s->mma_why = why;
+    if (!sch_mma_usable(b->st, b->s, &m, &b->s->mma_why))
         return false;
-    }
-    if (b->st->sm < SCH_MMA_MIN_SM) {
-        b->s->mma_why = b->st->sm ? arena_printf(b->st->arena, "sm_%d has no mma.sync.m16n8k16 "
-                                                 "(sm_%d and later)", b->st->sm, SCH_MMA_MIN_SM)
-                                  : "the architecture is not known when the schedule is made";
-        return false;
-    }
     sch_mma_default(&m, b->st->sm);
     sch_template_cuda_mma(&b->e, &m);
     return true;
@@ -223,11 +214,9 @@ void sch_default_cuda(SchedState *st, Schedule *sched, const Schedule *written)
         sch_stage_loops(st->arena, s, &b.loops);
         for (int k = 0; k < s->loops.len; k++)
             vec_push(st->arena, &b.names, (void *)((Loop *)s->loops.items[k])->name);
-        if (sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE && tensor_cores(&b))
-            continue;
-        if (sch_form_of(st, s, 0) == SCH_FORM_CUDA_TILE)
-            schedule_tiled(&b);
-        else
+        if (sch_form_of(st, s, 0) != SCH_FORM_CUDA_TILE)
             schedule_flat(&b);
+        else if (!tensor_cores(&b))
+            schedule_tiled(&b);
     }
 }

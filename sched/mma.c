@@ -73,7 +73,6 @@ static bool operand(SchedState *st, const Expr *load, IterVar *other, IterVar *k
     op->t = t;
     op->k_last = k_last;
     op->len = t->shape[1];
-    op->rows = t->shape[0];
     if (k_last && k->extent % 8 != 0) {
         *why = arena_printf(st->arena,
                             "its reduction runs over %lld values of '%s''s rows, not a multiple of 8 "
@@ -150,6 +149,21 @@ bool sch_mma_match(SchedState *st, const SStage *s, SchMma *m, const char **why)
     return true;
 }
 
+bool sch_mma_usable(SchedState *st, const SStage *s, SchMma *m, const char **why)
+{
+    const char *no = NULL;
+    if (!why)
+        why = &no;
+    if (!sch_mma_match(st, s, m, why))
+        return false;
+    if (st->sm >= SCH_MMA_MIN_SM)
+        return true;
+    *why = st->sm ? arena_printf(st->arena, "sm_%d has no mma.sync.m16n8k16 (sm_%d and later)", st->sm,
+                                 SCH_MMA_MIN_SM)
+                  : "the architecture is not known when the schedule is made";
+    return false;
+}
+
 void sch_mma_default(SchMma *m, int sm)
 {
     (void)sm;
@@ -182,10 +196,7 @@ bool sch_tensorize(SchedState *st, SStage *s, const SchedStmt *stmt)
         v[i] = sch_arg_int(&stmt->args[i]);
     m->bm = v[0], m->bn = v[1], m->wm = v[2], m->wn = v[3], m->bk = v[4], m->stages = v[5];
     m->span = stmt->span;
-    if (st->target != TARGET_CUDA) {
-        diag_error(src, stmt->prim_span, "tensorize is a cuda primitive: a cpu has no tensor cores");
-        return false;
-    }
+    /* (on cpu, sch_check refused it; sch_mma_match would too) */
     if (s->scheduled || s->mma) {
         diag_error(src, stmt->prim_span,
                    "tensorize takes the whole of stage '%s': an earlier statement scheduled its "

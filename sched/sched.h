@@ -212,14 +212,12 @@ typedef enum BufScope {
  *
  * A and B are f16 or bf16 (the same type), each indexed by plain variables:
  * A by i and k, B by k and j, in either order; its unit-stride (last)
- * index says how it is staged and read (A_ROW: k last, the mma's own
- * "row" layout; otherwise i last, read with ldmatrix.trans; B_COL: k
- * last; otherwise j last, read with .trans). */
+ * index says how it is staged and read (k last: as ldmatrix reads it for
+ * A's "row" and B's "col" layouts; i or j last: with ldmatrix.trans). */
 typedef struct SchMmaOperand {
     const Tensor *t;  /* a global tensor: an input or a root stage */
     bool k_last;      /* its last index is the reduction's */
-    int64_t rows, len; /* as staged: the tile rows per k step are k (not
-                          k_last) or i/j (k_last); LEN its row length */
+    int64_t len;      /* its rows' length: the stride of its first index */
 } SchMmaOperand;
 typedef struct SchMma {
     int64_t bm, bn;   /* a block's tile of C */
@@ -552,6 +550,10 @@ void sch_template_cuda_mma(SchEmit *e, const SchMma *m);
  * M's operands and variables; else *WHY says why not (for -v and the
  * error of a tensorize the file wrote). */
 bool sch_mma_match(SchedState *st, const SStage *s, SchMma *m, const char **why);
+/* mma.c: does a build for st->sm put S on the tensor cores when no
+ * statement says how (the default schedule, the tuner's automatic space):
+ * sch_mma_match, on sm_80 or later?  Else *WHY (may be NULL) says why not. */
+bool sch_mma_usable(SchedState *st, const SStage *s, SchMma *m, const char **why);
 /* mma.c: the default tiles for a match M on sm_SM (sm >= 80): 128 x 128
  * blocks of four 64 x 64 warps, k steps of 32 in 3 stages, smaller where
  * such blocks would leave the GPU idle */

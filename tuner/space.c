@@ -707,7 +707,7 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
                     }
                     int plan = b.plans.len;
                     SchMma m = { 0 };
-                    if (is_tiled && st->sm >= SCH_MMA_MIN_SM && sch_mma_match(st, s, &m, NULL))
+                    if (is_tiled && sch_mma_usable(st, s, &m, NULL))
                         plan_cuda_mma(&b, s, plan, sp->smem_limit);
                     else if (is_tiled)
                         plan_cuda_tiled(&b, s, plan, sp->smem_limit);
