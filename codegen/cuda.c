@@ -1481,6 +1481,20 @@ static void emit_param_list(Emitter *e)
     }
 }
 
+/* The kernel's TOTAL bytes of shared memory: static up to 48 KiB, above
+ * that dynamic (the launch asks for them; te_smem is declared here). */
+static void use_smem(Emitter *e, int64_t total)
+{
+    e->dynamic_smem = total > 48 * 1024;
+    if (e->dynamic_smem) {
+        e->k->dyn_smem = (unsigned)total;
+        cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
+                (long long)total);
+    } else {
+        e->k->static_smem = (unsigned)total;
+    }
+}
+
 static void emit_shared_decls(Emitter *e)
 {
     int64_t total = 0;
@@ -1490,7 +1504,6 @@ static void emit_shared_decls(Emitter *e)
         b->offset = total;
         total += (b->bytes + 15) / 16 * 16;
     }
-    e->dynamic_smem = total > 48 * 1024;
     if (total > smem_limit(e->sm)) {
         /* at the tile that does not fit beside those before it, naming all */
         const ShBuf *over = NULL;
@@ -1519,13 +1532,7 @@ static void emit_shared_decls(Emitter *e)
         free(list);
         return;
     }
-    if (e->dynamic_smem) {
-        e->k->dyn_smem = (unsigned)total;
-        cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
-                (long long)total);
-    } else {
-        e->k->static_smem = (unsigned)total;
-    }
+    use_smem(e, total);
     for (int i = 0; i < e->shared.len; i++) {
         ShBuf *b = e->shared.items[i];
         const Tensor *t = b->buf;
@@ -1558,6 +1565,32 @@ static const char *grid_text(Arena *a, const CudaKernel *k)
         t = k->grid_size[ax] ? arena_printf(a, "%s%s%s", t, ax ? ", " : "", te_size_str(a, k->grid_size[ax]))
                              : arena_printf(a, "%s%s%u", t, ax ? ", " : "", k->grid[ax]);
     return t;
+}
+
+/* K's parameters: the global tensors BODY uses, in the program's order. */
+static void take_params(Emitter *e, CudaKernel *k, const Stmt *body)
+{
+    collect_params(e, body);
+    k->nparams = e->params.len;
+    k->params = arena_alloc(e->p.a, sizeof *k->params * (size_t)(e->params.len + 1));
+    for (int i = 0; i < e->params.len; i++)
+        k->params[i] = e->params.items[i];
+}
+
+/* K's signature, up to its body's opening brace. */
+static void emit_kernel_head(Emitter *e, const CudaKernel *k)
+{
+    fprintf(e->p.out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(",
+            (long long)e->threads, k->name);
+    emit_param_list(e);
+    fputs(")\n{\n", e->p.out);
+}
+
+/* After a kernel: the names of its variables and buffers are free again. */
+static void end_kernel(Emitter *e)
+{
+    e->p.names.len = e->names_mark;
+    e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
 }
 
 /* ------------------------------------------------------------------ */
@@ -1617,6 +1650,21 @@ static void emit_mma_fetch(Emitter *e, const MmaTile *t, int64_t threads, const 
         e->p.indent--, cg_line(&e->p, "}\n");
     e->p.indent--;
     cg_line(&e->p, "}\n");
+}
+
+/* The tiles of k step te_kt, if there is one, into pipeline slot SLOT,
+ * and the commit of their cp.async group (an empty one past the end: the
+ * waits count groups). */
+static void emit_mma_step_fetch(Emitter *e, const MmaTile *ta, const MmaTile *tb, int64_t threads,
+                                int64_t nk, const char *slot)
+{
+    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)nk);
+    e->p.indent++;
+    emit_mma_fetch(e, ta, threads, slot);
+    emit_mma_fetch(e, tb, threads, slot);
+    e->p.indent--;
+    cg_line(&e->p, "}\n");
+    cg_line(&e->p, "te_cp_async_commit();\n");
 }
 
 /* The address ldmatrix reads for this lane: row R, logical column C (a
@@ -1697,9 +1745,8 @@ static bool mma_plan(Emitter *e, const SStage *s, MmaKernel *q)
 /* The shared tiles, the thread's place in the block, its zeroed sums. */
 static void emit_mma_decls(Emitter *e, const MmaKernel *q)
 {
+    use_smem(e, q->smem);
     if (e->dynamic_smem) {
-        cg_line(&e->p, "extern __shared__ __align__(16) unsigned char te_smem[]; /* %lld bytes */\n",
-                (long long)q->smem);
         cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])te_smem;\n", q->ta.name,
                 (long long)q->a_elems, (long long)q->a_elems);
         cg_line(&e->p, "unsigned short (*%s)[%lld] = (unsigned short (*)[%lld])(te_smem + %lld);\n",
@@ -1740,13 +1787,7 @@ static void emit_mma_loop(Emitter *e, const MmaKernel *q)
     cg_line(&e->p, "#pragma unroll\n");
     cg_line(&e->p, "for (int te_kt = 0; te_kt < %lld; te_kt++) {\n", (long long)(q->m.stages - 1));
     e->p.indent++;
-    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)q->nk);
-    e->p.indent++;
-    emit_mma_fetch(e, &q->ta, q->threads, "te_kt");
-    emit_mma_fetch(e, &q->tb, q->threads, "te_kt");
-    e->p.indent--;
-    cg_line(&e->p, "}\n");
-    cg_line(&e->p, "te_cp_async_commit();\n");
+    emit_mma_step_fetch(e, &q->ta, &q->tb, q->threads, q->nk, "te_kt");
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "for (int te_k = 0; te_k < %lld; te_k++) {\n", (long long)q->nk);
@@ -1757,13 +1798,8 @@ static void emit_mma_loop(Emitter *e, const MmaKernel *q)
     cg_line(&e->p, "{\n");
     e->p.indent++;
     cg_line(&e->p, "const int te_kt = te_k + %lld;\n", (long long)(q->m.stages - 1));
-    cg_line(&e->p, "if (te_kt < %lld) {\n", (long long)q->nk);
-    e->p.indent++;
-    emit_mma_fetch(e, &q->ta, q->threads, arena_printf(a, "te_kt %% %lld", (long long)q->m.stages));
-    emit_mma_fetch(e, &q->tb, q->threads, arena_printf(a, "te_kt %% %lld", (long long)q->m.stages));
-    e->p.indent--;
-    cg_line(&e->p, "}\n");
-    cg_line(&e->p, "te_cp_async_commit();\n");
+    emit_mma_step_fetch(e, &q->ta, &q->tb, q->threads, q->nk,
+                        arena_printf(a, "te_kt %% %lld", (long long)q->m.stages));
     e->p.indent--;
     cg_line(&e->p, "}\n");
     cg_line(&e->p, "const int te_s = te_k %% %lld;\n", (long long)q->m.stages);
@@ -1878,16 +1914,7 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
     e->threads = q.threads;
     k->grid[0] = (unsigned)q.gx, k->grid[1] = (unsigned)q.gy, k->grid[2] = 1;
     k->block[0] = (unsigned)q.threads, k->block[1] = k->block[2] = 1;
-    e->dynamic_smem = q.smem > 48 * 1024;
-    if (e->dynamic_smem)
-        k->dyn_smem = (unsigned)q.smem;
-    else
-        k->static_smem = (unsigned)q.smem;
-    collect_params(e, body);
-    k->nparams = e->params.len;
-    k->params = arena_alloc(e->p.a, sizeof *k->params * (size_t)(e->params.len + 1));
-    for (int i = 0; i < e->params.len; i++)
-        k->params[i] = e->params.items[i];
+    take_params(e, k, body);
     k->how = arena_printf(e->p.a, "tensor cores (mma.sync m16n8k16 %s, f32 sums): blocks of %lld x %lld, "
                                   "warps of %lld x %lld, k steps of %lld in %lld stages",
                           q.ty, (long long)m->bm, (long long)m->bn, (long long)m->wm, (long long)m->wn,
@@ -1899,17 +1926,13 @@ static void emit_mma_kernel(Emitter *e, CudaKernel *k, const SStage *s, const St
             k->name, s->name, q.ty, (long long)m->bm, (long long)m->bn, (long long)m->wm,
             (long long)m->wn, (long long)m->bk, (long long)m->stages, (long long)q.gx, (long long)q.gy,
             (long long)q.threads);
-    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)q.threads,
-            k->name);
-    emit_param_list(e);
-    fputs(")\n{\n", out);
+    emit_kernel_head(e, k);
     e->p.indent = 1;
     emit_mma_decls(e, &q);
     emit_mma_loop(e, &q);
     emit_mma_epilogue(e, s, &q);
     fputs("}\n\n", out);
-    e->p.names.len = e->names_mark;
-    e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
+    end_kernel(e);
 }
 
 /* The kernel of root stage S, whose nest is BODY. */
@@ -1975,11 +1998,7 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     e->acc = plan_acc(e, body);
     if (e->acc)
         e->acc->name = cg_claim(&e->p, arena_printf(e->p.a, "%s_acc", cg_c_identifier(e->p.a, s->name)));
-    collect_params(e, body);
-    k->nparams = e->params.len;
-    k->params = arena_alloc(e->p.a, sizeof *k->params * (size_t)(e->params.len + 1));
-    for (int i = 0; i < e->params.len; i++)
-        k->params[i] = e->params.items[i];
+    take_params(e, k, body);
 
     /* the body first, to know what its prologue needs */
     char *text = NULL;
@@ -1996,10 +2015,7 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     FILE *out = e->p.out;
     fprintf(out, "/* %s: stage '%s'; grid (%s), block (%u, %u, %u) */\n", k->name, s->name,
             grid_text(e->p.a, k), k->block[0], k->block[1], k->block[2]);
-    fprintf(out, "extern \"C\" __global__ void __launch_bounds__(%lld) %s(", (long long)e->threads,
-            k->name);
-    emit_param_list(e);
-    fputs(")\n{\n", out);
+    emit_kernel_head(e, k);
     emit_shared_decls(e);
     if (e->failed) {
         free(text);
@@ -2013,9 +2029,7 @@ static void emit_kernel(Emitter *e, CudaKernel *k, const SStage *s, const Stmt *
     fputs(text, out);
     fputs("}\n\n", out);
     free(text);
-    /* names of this kernel's variables and buffers are free again */
-    e->p.names.len = e->names_mark;
-    e->p.tensors.len = e->p.tnames.len = e->tensors_mark;
+    end_kernel(e);
 }
 
 /* ------------------------------------------------------------------ */
@@ -2056,52 +2070,32 @@ static const CgHelper cuda_after[] = {
       "        memset(shared, 0, 16);\n"
       "#endif\n"
       "}\n" },
-    { "te_ldsm_x4",
-      "TE_DEVICE void te_ldsm_x4(unsigned *r, const void *row)\n"
-      "{\n"
+    { "TE_LDSM",
       "#if defined(__CUDA_ARCH__)\n"
-      "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-      "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])\n"
-      "                 : \"r\"((unsigned)__cvta_generic_to_shared(row)));\n"
+      "#define TE_LDSM(trans_suffix, trans)                                             \\\n"
+      "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4\" trans_suffix \".shared.b16 \"  \\\n"
+      "                 \"{%0, %1, %2, %3}, [%4];\\n\"                                \\\n"
+      "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])          \\\n"
+      "                 : \"r\"((unsigned)__cvta_generic_to_shared(row)))\n"
       "#else\n"
-      "    te_emu_ldmatrix(r, 4, false, row);\n"
-      "#endif\n"
-      "}\n" },
-    { "te_ldsm_t4",
-      "TE_DEVICE void te_ldsm_t4(unsigned *r, const void *row)\n"
-      "{\n"
+      "#define TE_LDSM(trans_suffix, trans) te_emu_ldmatrix(r, 4, trans, row)\n"
+      "#endif\n" },
+    { "te_ldsm_x4", "TE_DEVICE void te_ldsm_x4(unsigned *r, const void *row) { TE_LDSM(\"\", false); }\n" },
+    { "te_ldsm_t4", "TE_DEVICE void te_ldsm_t4(unsigned *r, const void *row) { TE_LDSM(\".trans\", true); }\n" },
+    { "TE_MMA",
       "#if defined(__CUDA_ARCH__)\n"
-      "    asm volatile(\"ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\\n\"\n"
-      "                 : \"=r\"(r[0]), \"=r\"(r[1]), \"=r\"(r[2]), \"=r\"(r[3])\n"
-      "                 : \"r\"((unsigned)__cvta_generic_to_shared(row)));\n"
+      "#define TE_MMA(type, bf16)                                                       \\\n"
+      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.\" type \".\" type \".f32 \"   \\\n"
+      "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\" \\\n"
+      "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])          \\\n"
+      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]))\n"
       "#else\n"
-      "    te_emu_ldmatrix(r, 4, true, row);\n"
-      "#endif\n"
-      "}\n" },
+      "#define TE_MMA(type, bf16) te_emu_mma_m16n8k16(d, a, b, bf16)\n"
+      "#endif\n" },
     { "te_mma_bf16",
-      "TE_DEVICE void te_mma_bf16(float *d, const unsigned *a, const unsigned *b)\n"
-      "{\n"
-      "#if defined(__CUDA_ARCH__)\n"
-      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 \"\n"
-      "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
-      "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
-      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
-      "#else\n"
-      "    te_emu_mma_m16n8k16(d, a, b, true);\n"
-      "#endif\n"
-      "}\n" },
+      "TE_DEVICE void te_mma_bf16(float *d, const unsigned *a, const unsigned *b) { TE_MMA(\"bf16\", true); }\n" },
     { "te_mma_f16",
-      "TE_DEVICE void te_mma_f16(float *d, const unsigned *a, const unsigned *b)\n"
-      "{\n"
-      "#if defined(__CUDA_ARCH__)\n"
-      "    asm volatile(\"mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 \"\n"
-      "                 \"{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\\n\"\n"
-      "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n"
-      "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]));\n"
-      "#else\n"
-      "    te_emu_mma_m16n8k16(d, a, b, false);\n"
-      "#endif\n"
-      "}\n" },
+      "TE_DEVICE void te_mma_f16(float *d, const unsigned *a, const unsigned *b) { TE_MMA(\"f16\", false); }\n" },
     { "te_cp_async_commit",
       "TE_DEVICE void te_cp_async_commit()\n"
       "{\n"
