@@ -1676,6 +1676,25 @@ static const char *mma_row(Emitter *e, const MmaTile *t, const char *r, const ch
                         mma_swizzle(a, r, arena_printf(a, "(%s) / 8", c), t->len / 8));
 }
 
+/* An ldmatrix.x4 of tile T into DEST: four 8 x 8 matrices at OUTER (a
+ * warp's rows of A, or columns of B) and te_kk, the lane's bit OUTER_BIT
+ * (C text, 0 or 1) adding 8 along OUTER and K_BIT 8 along k.  Each lane
+ * gives one of its matrix's 8 rows (lane & 7): rows along OUTER when k is
+ * the tile's unit-stride axis, else along k, read transposed. */
+static void emit_mma_ldsm(Emitter *e, const MmaTile *t, bool k_last, const char *dest,
+                          const char *outer, const char *outer_bit, const char *k_bit)
+{
+    Arena *a = e->p.a;
+    if (k_last)
+        cg_line(&e->p, "te_ldsm_x4(%s, %s);\n", dest,
+                mma_row(e, t, arena_printf(a, "%s + (te_lane & 7) + %s * 8", outer, outer_bit),
+                        arena_printf(a, "te_kk + %s * 8", k_bit)));
+    else
+        cg_line(&e->p, "te_ldsm_t4(%s, %s);\n", dest,
+                mma_row(e, t, arena_printf(a, "te_kk + (te_lane & 7) + %s * 8", k_bit),
+                        arena_printf(a, "%s + %s * 8", outer, outer_bit)));
+}
+
 /* A tensorized stage's kernel, as planned. */
 typedef struct MmaKernel {
     SchMma m;                /* matched again, with tensorize's tiles */
@@ -1807,32 +1826,21 @@ static void emit_mma_loop(Emitter *e, const MmaKernel *q)
     cg_line(&e->p, "for (int te_kk = 0; te_kk < %lld; te_kk += 16) {\n", (long long)q->m.bk);
     e->p.indent++;
     cg_line(&e->p, "unsigned te_fa[%lld][4], te_fb[%lld][2];\n", (long long)q->mi, (long long)q->ni);
-    /* A: matrix q = lane / 8 of a0..a3 is (rows + 8 (q & 1), k + 8 (q >> 1));
-       stored k-major, the same matrices transposed */
+    /* A: matrix q = lane / 8 of a0..a3 is (rows + 8 (q & 1), k + 8 (q >> 1)) */
     cg_line(&e->p, "#pragma unroll\n");
     cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
-    if (q->m.a.k_last)
-        cg_line(&e->p, "    te_ldsm_x4(te_fa[te_i], %s);\n",
-                mma_row(e, &q->ta, "te_wm + te_i * 16 + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
-                        "te_kk + (te_lane >> 4) * 8"));
-    else
-        cg_line(&e->p, "    te_ldsm_t4(te_fa[te_i], %s);\n",
-                mma_row(e, &q->ta, "te_kk + (te_lane & 7) + (te_lane >> 4) * 8",
-                        "te_wm + te_i * 16 + (te_lane >> 3 & 1) * 8"));
+    e->p.indent++;
+    emit_mma_ldsm(e, &q->ta, q->m.a.k_last, "te_fa[te_i]", "te_wm + te_i * 16", "(te_lane >> 3 & 1)",
+                  "(te_lane >> 4)");
+    e->p.indent--;
     /* B, two n tiles at a time: matrix q is (k + 8 (q & 1), n + 8 (q >> 1)):
        b0, b1 of tile 2j, then of 2j + 1 */
     cg_line(&e->p, "#pragma unroll\n");
     cg_line(&e->p, "for (int te_j = 0; te_j < %lld; te_j += 2) {\n", (long long)q->ni);
     e->p.indent++;
     cg_line(&e->p, "unsigned te_r[4];\n");
-    if (q->m.b.k_last)
-        cg_line(&e->p, "te_ldsm_x4(te_r, %s);\n",
-                mma_row(e, &q->tb, "te_wn + te_j * 8 + (te_lane & 7) + (te_lane >> 4) * 8",
-                        "te_kk + (te_lane >> 3 & 1) * 8"));
-    else
-        cg_line(&e->p, "te_ldsm_t4(te_r, %s);\n",
-                mma_row(e, &q->tb, "te_kk + (te_lane & 7) + (te_lane >> 3 & 1) * 8",
-                        "te_wn + te_j * 8 + (te_lane >> 4) * 8"));
+    emit_mma_ldsm(e, &q->tb, q->m.b.k_last, "te_r", "te_wn + te_j * 8", "(te_lane >> 4)",
+                  "(te_lane >> 3 & 1)");
     cg_line(&e->p, "te_fb[te_j][0] = te_r[0], te_fb[te_j][1] = te_r[1];\n");
     cg_line(&e->p, "te_fb[te_j + 1][0] = te_r[2], te_fb[te_j + 1][1] = te_r[3];\n");
     e->p.indent--;
