@@ -1761,6 +1761,18 @@ static bool mma_plan(Emitter *e, const SStage *s, MmaKernel *q)
     return true;
 }
 
+/* The loops over a lane's sums, te_acc[te_i][te_j][te_e], the last
+ * header ending in END (its body's opening, or a line break). */
+static void emit_mma_each_sum(Emitter *e, const MmaKernel *q, const char *end)
+{
+    cg_line(&e->p, "#pragma unroll\n");
+    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
+    cg_line(&e->p, "    #pragma unroll\n");
+    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
+    cg_line(&e->p, "        #pragma unroll\n");
+    cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++)%s", end);
+}
+
 /* The shared tiles, the thread's place in the block, its zeroed sums. */
 static void emit_mma_decls(Emitter *e, const MmaKernel *q)
 {
@@ -1784,12 +1796,7 @@ static void emit_mma_decls(Emitter *e, const MmaKernel *q)
             (long long)q->m.bm, (long long)q->m.bn);
     cg_line(&e->p, "float te_acc[%lld][%lld][4]; /* the sums: mma tile (mi, ni), the lane's 4 */\n",
             (long long)q->mi, (long long)q->ni);
-    cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
-    cg_line(&e->p, "    #pragma unroll\n");
-    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
-    cg_line(&e->p, "        #pragma unroll\n");
-    cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++)\n");
+    emit_mma_each_sum(e, q, "\n");
     cg_line(&e->p, "            te_acc[te_i][te_j][te_e] = 0.0f;\n");
 
 }
@@ -1882,12 +1889,7 @@ static void emit_mma_epilogue(Emitter *e, const SStage *s, const MmaKernel *q)
     }
     store.index = at;
     store.value = value;
-    cg_line(&e->p, "#pragma unroll\n");
-    cg_line(&e->p, "for (int te_i = 0; te_i < %lld; te_i++)\n", (long long)q->mi);
-    cg_line(&e->p, "    #pragma unroll\n");
-    cg_line(&e->p, "    for (int te_j = 0; te_j < %lld; te_j++)\n", (long long)q->ni);
-    cg_line(&e->p, "        #pragma unroll\n");
-    cg_line(&e->p, "        for (int te_e = 0; te_e < 4; te_e++) {\n");
+    emit_mma_each_sum(e, q, " {\n");
     e->p.indent += 3;
     cg_line(&e->p, "const %s %s = te_m0 + te_wm + te_i * 16 + (te_lane >> 2) + (te_e >> 1) * 8;\n",
             e->p.int_type, vi);
