@@ -13,6 +13,13 @@
  * unrolled and vectorized forms with no test of the edge.  The second is
  * the edge tile, at most one iteration; where its bounds are constants
  * its body has L's value in place of L, so that its mins fold too.  Where
+ * they are not (a run-time size), the edge's extent A - C*L is one of
+ * 1 .. C-1, and the edge tile is a copy of the body for each:
+ *     if (A - C*L == v)   body, each such min replaced by v
+ * so that an edge of 7 rows runs a 7-row micro-kernel with no test of the
+ * edge in its reduction loop, as a static size's edge tile does (C - 1
+ * copies: only for tiles of at most PEEL_EDGE_MAX_TILE and bodies small
+ * enough, PEEL_EDGE_MAX_STMTS in all; otherwise the body as it was).  Where
  * the full tiles' range is a constant, any other min(K, X) with X linear
  * in L that is K at both of its ends is K in all of it, and is replaced
  * too (a stage computed at L over its tile and a halo: min(5, 11 - io*4)).
@@ -64,6 +71,8 @@ static const Span no_span = { 0, 0 };
 enum {
     PEEL_MAX_DEPTH = 2,   /* splits inside one another */
     PEEL_MAX_STMTS = 256, /* the largest body copied */
+    PEEL_EDGE_MAX_TILE = 16,    /* the largest C whose edges get a copy each */
+    PEEL_EDGE_MAX_STMTS = 2048, /* the statements of those copies, in all */
 };
 
 /* One loop being split. */
@@ -76,6 +85,7 @@ typedef struct Peel {
                       constant (full_at_ends); else NULL */
     Expr *value;   /* the remainder's L, when it is one constant: L's
                       uses are replaced by it instead of the mins */
+    int64_t to;    /* what the mins become: C, or an edge's extent */
     int replaced;  /* mins replaced by C */
     IterVar **outer; /* the variables defined around L (A may use them) */
     int nouter;
@@ -218,7 +228,7 @@ static Expr *rewrite(Peel *p, Expr *e, bool index)
     int64_t k;
     if (!p->value && same_edge(p, e)) {
         p->replaced++;
-        return sch_int(p->a, p->tile);
+        return sch_int(p->a, p->to);
     }
     if (!p->value && full_at_ends(p, e, &k)) {
         p->replaced++;
@@ -353,6 +363,29 @@ static Stmt *if_cmp(Arena *a, Op op, Expr *x, Expr *y, Stmt *body)
     return s;
 }
 
+/* The edge tile of a run-time size: for each extent v in 1 .. C-1 the
+ * edge can have, "if (A - C*L == v) BODY, P's mins replaced by v", or
+ * NULL where the copies would be too many or too large. */
+static Stmt *edge_cases(Peel *p, const Stmt *body)
+{
+    Arena *a = p->a;
+    if (p->tile > PEEL_EDGE_MAX_TILE ||
+        (p->tile - 1) * stmt_count(body, PEEL_EDGE_MAX_STMTS) > PEEL_EDGE_MAX_STMTS)
+        return NULL;
+    Expr *extent = sch_simplify(
+        a, sch_sub(a, p->rest, sch_mul(a, ex_var(a, no_span, p->var), sch_int(a, p->tile))));
+    Peel q = *p;
+    q.last = NULL; /* full_at_ends is the full tiles' */
+    q.value = NULL;
+    Stmt *out = NULL;
+    for (int64_t v = p->tile - 1; v >= 1; v--) {
+        q.to = v;
+        Stmt *c = if_cmp(a, OP_EQ, extent, sch_int(a, v), rewrite_stmt(&q, body));
+        out = out ? seq2(a, c, out) : c;
+    }
+    return out;
+}
+
 /* Loop S split at its edge (see the top of the file), or NULL where it
  * has none to split at. */
 static Stmt *split_loop(Walk *w, Stmt *s, int depth)
@@ -376,6 +409,7 @@ static Stmt *split_loop(Walk *w, Stmt *s, int depth)
     /* the full tiles' body */
     if (constant)
         p.last = sch_int(a, at - 1);
+    p.to = p.tile;
     Stmt *full = rewrite_stmt(&p, s->body);
     TE_ASSERT(p.replaced > 0); /* rewrite visits what find_edge did */
     /* the edge tile's: L's one value in place of L where it is a constant */
@@ -383,6 +417,10 @@ static Stmt *split_loop(Walk *w, Stmt *s, int depth)
     if (trip == 1 && constant) {
         p.value = split;
         edge = rewrite_stmt(&p, s->body);
+    } else if (trip == -1) {
+        Stmt *cases = edge_cases(&p, s->body);
+        if (cases)
+            edge = cases;
     }
     Stmt *out = arena_alloc(a, sizeof *out);
     *out = *s;

@@ -69,4 +69,9 @@ golden layernorm_cuda     samples/layernorm.te         "-D M=7 -D D=37"         
 # the rest), their dispatcher and table, and NAME_ERANGE
 golden softmax_rtdim      samples/softmax.te           "-D N=37 --buckets M=1,2..64"      cpu \
     's/^dim M = 256,/dim M in 1..64 = 16,/'
+# a matmul with M at run time, one variant: full tiles of rows, then the
+# edge tile as a copy for each of its 1 to 7 rows (sched/peel.c), no test
+# of the edge in the reduction loop
+golden matmul_gelu_rtdim  samples/matmul_gelu.te       "-D N=40 -D K=24 --buckets M=1..64" cpu \
+    's/^dim M = 512,/dim M in 1..64 = 16,/'
 done_testing
