@@ -72,7 +72,7 @@ run_case layernorm layernorm 's/^dim M = 128,/dim M in 1..1024 = 128,/' own \
 # over 300 sizes a few elements of 10^6 land just past npycmp's 1e-4 (at
 # 1.2 times it at most)
 run_case transformer_block transformer_block 's/^dim S = 32,/dim S in 1..512 = 32,/' own \
-    "S=1-300,511,512" -t 4
+    "S=1-300,511,512" -t 4 -D D=32 -D H=2 -D F=64
 run_case conv2d conv2d 's/^dim N = 2,/dim N in 1..16 = 2,/' own \
     "N=1-16" -D C=4 -D H=10 -D W=9 -D F=8
 run_case batch_matmul batch_matmul 's/^dim B = 8,/dim B in 1..300 = 8,/' own \
