@@ -86,7 +86,7 @@ typedef struct Peel {
     Expr *value;   /* the remainder's L, when it is one constant: L's
                       uses are replaced by it instead of the mins */
     int64_t to;    /* what the mins become: C, or an edge's extent */
-    int replaced;  /* mins replaced by C */
+    int replaced;  /* mins replaced (by TO) */
     IterVar **outer; /* the variables defined around L (A may use them) */
     int nouter;
 } Peel;
@@ -375,8 +375,7 @@ static Stmt *edge_cases(Peel *p, const Stmt *body)
     Expr *extent = sch_simplify(
         a, sch_sub(a, p->rest, sch_mul(a, ex_var(a, no_span, p->var), sch_int(a, p->tile))));
     Peel q = *p;
-    q.last = NULL; /* full_at_ends is the full tiles' */
-    q.value = NULL;
+    q.last = NULL; /* full_at_ends is the full tiles' (and P->value is NULL here) */
     Stmt *out = NULL;
     for (int64_t v = p->tile - 1; v >= 1; v--) {
         q.to = v;
