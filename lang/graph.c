@@ -116,7 +116,9 @@ void te_unpacked_index(const Expr *load, Expr **src)
     const Tensor *wp = load->tensor;
     int rank = wp->rank - 1, at = wp->pack_dim;
     for (int d = 0, k = 1; d < rank; d++) {
-        src[d] = d == at ? load->args[0]->args[0] /* j of j / P */ : load->args[k++];
+        src[d] = d != at            ? load->args[k++]
+                 : wp->pack_width ? load->args[0]->args[0] /* j of j / P */
+                                  : load->args[rank];   /* one panel: j */
         if (wp->pack_group && d == wp->pack_kdim)
             src[d] = src[d]->args[0]; /* k of k / G */
     }

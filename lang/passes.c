@@ -115,7 +115,9 @@ void te_print_kernels(FILE *out, const Graph *g)
             continue;
         }
         fprintf(out, "kernel %s", t->name);
-        if (t->packs)
+        if (t->packs && !t->pack_width)
+            fprintf(out, " (packs %s in one panel of run-time width, at every call)", t->packs->name);
+        else if (t->packs)
             fprintf(out, " (packs %s in panels of %lld, at every call)", t->packs->name,
                     (long long)t->pack_width);
         if (t->anchor)

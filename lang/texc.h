@@ -423,7 +423,9 @@ struct Tensor {
      * PACK_WIDTH along its dimension PACK_DIM.  A const input's is a
      * prepack stage (te_prepacked), computed once, ahead of time, by the
      * generated NAME_prepack; an intermediate's is computed at every call,
-     * after its producer, for its one reader */
+     * after its producer, for its one reader.  PACK_WIDTH 0: one panel as
+     * wide as PACKS's run-time extent along PACK_DIM, read as
+     * W_packed[0, a.., j] (a transposed copy; layout.c) */
     Tensor *packs;
     int64_t pack_width;
     int pack_dim;
@@ -442,7 +444,8 @@ static inline bool te_prepacked(const Tensor *t)
 }
 
 /* A load LOAD of a packing stage, W_packed[j / P, a.., j % P] (or, k
- * interleaved in groups of G, W_packed[j / P, k / G, G*(j % P) + k % G]),
+ * interleaved in groups of G, W_packed[j / P, k / G, G*(j % P) + k % G];
+ * or, one panel of run-time width, W_packed[0, a.., j]),
  * as the indices of W it reads: SRC[0 .. W's rank) receives a.. with j
  * at pack_dim (graph.c). */
 void te_unpacked_index(const Expr *load, Expr **src);

@@ -289,7 +289,8 @@ static int loads_row(const Expr *e, const Tensor *t, const IterVar *row)
 }
 
 /* The most bytes of a stage's row computed at its reader's row loop: the
- * row stays in L1 (48 KiB on these machines) beside its input's. */
+ * row stays in L1 (48 KiB on these machines) beside its input's.  A row
+ * of a run-time extent counts at its range's maximum. */
 #define ROW_BYTES (16 << 10)
 
 /* Row operations in one pass (softmax, layer norm, RMS norm): a stage R
@@ -338,8 +339,7 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
             continue;
         int64_t bytes = dtype_bytes(r->tensor->dtype);
         for (int d = 1; d < r->tensor->rank; d++)
-            bytes = r->tensor->shape_size[d] || bytes > ROW_BYTES ? ROW_BYTES + 1
-                                                                   : bytes * r->tensor->shape[d];
+            bytes = bytes > ROW_BYTES ? ROW_BYTES + 1 : bytes * r->tensor->shape[d];
         if (bytes > ROW_BYTES)
             continue;
         /* its readers: one C and members of C's row */

@@ -44,7 +44,8 @@
  * element more than once (te_fuse_reuse), so that the copy pays.
  *
  * A non-const input read that way (keys given as an input) is packed at
- * every call too.
+ * every call too.  Where j's extent is a run-time size, in one panel as
+ * wide as it (assign says why).
  *
  * Pairs of k for vdpbf16ps.  A const bf16 W[k, j] whose reader sums
  * f32(X[.., k]) * f32(W[k, j]) over k alone, X bf16 with k its last index
@@ -65,7 +66,8 @@
  * AVX512_VNNI's vpdpbusd multiplies with a broadcast quad of X and adds
  * to sixteen i32 sums (te_vdot_u8i8).
  *
- * Not packed: non-const inputs read along their rows (they change every
+ * Not packed: a const input whose shape is a run-time size (NAME_prepack
+ * runs once, for every size), non-const inputs read along their rows (they change every
  * call: packing them is a copy per call), tensors read by several kernels
  * or at different points (one layout could not serve them all), an axis
  * the schedule does not tile, a panel as wide as a weight whose j is last
@@ -206,17 +208,17 @@ static int loads_of(const Expr *e, const Tensor *t)
 }
 
 /* E with every load of W turned into a load of WP (panels of P along
- * W's index JD). */
+ * W's index JD; P 0: WP's one panel of run-time width). */
 static Expr *pack_loads(Arena *a, Expr *e, Tensor *w, Tensor *wp, int64_t p, int jd)
 {
     Expr *args[TE_MAX_RANK + 1];
     if (e->kind == EX_LOAD && e->tensor == w) {
         Expr *j = e->args[jd];
-        args[0] = op2(a, OP_DIV, DT_I32, j, int_const(a, p));
+        args[0] = p ? op2(a, OP_DIV, DT_I32, j, int_const(a, p)) : int_const(a, 0);
         for (int d = 0, k = 1; d < w->rank; d++)
             if (d != jd)
                 args[k++] = e->args[d];
-        args[w->rank] = op2(a, OP_MOD, DT_I32, j, int_const(a, p));
+        args[w->rank] = p ? op2(a, OP_MOD, DT_I32, j, int_const(a, p)) : j;
         int g = wp->pack_group;
         if (g) {
             /* W_packed[j / P, k / G, G*(j % P) + k % G] */
@@ -266,11 +268,13 @@ static bool name_used(const Graph *g, const char *name)
     return false;
 }
 
-static IterVar *new_var(Arena *a, Graph *g, const char *name, int64_t extent)
+static IterVar *new_var(Arena *a, Graph *g, const char *name, int64_t extent,
+                        const SizeExpr *extent_size)
 {
     IterVar *v = arena_alloc(a, sizeof *v);
     v->name = name;
     v->extent = extent;
+    v->extent_size = extent_size;
     v->id = g->nvars++;
     return v;
 }
@@ -306,11 +310,16 @@ static void group_rows(Arena *a, Tensor *wp, int g, int kd)
  * shown here):
  *   W_packed[p, a0, .., l] = select(p*P + l < N, W[a0, .., min(p*P + l, N-1)], 0)
  * (just W[a0, .., p*P + l] when P divides N); the other indices a.. keep
- * their order. */
+ * their order, and their run-time extents.  P 0: one panel as wide as
+ * W's run-time extent N along JD, W_packed[0, a0, .., l] = W[a0, .., l]
+ * for l < N (see assign). */
 static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd, int group, int kd)
 {
     int r = w->rank;
     int64_t n = w->shape[jd];
+    bool one = p == 0;
+    if (one)
+        p = n;
     Tensor *wp = arena_alloc(a, sizeof *wp);
     const char *name = arena_printf(a, "%s_packed", w->name);
     for (int k = 2; name_used(g, name); k++)
@@ -322,15 +331,17 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd, in
     wp->rank = r + 1;
     wp->shape[0] = (n + p - 1) / p;
     wp->vars = arena_alloc(a, sizeof *wp->vars * (size_t)(r + 1));
-    wp->vars[0] = new_var(a, g, "p", wp->shape[0]);
+    wp->vars[0] = new_var(a, g, "p", wp->shape[0], NULL);
     for (int d = 0, k = 1; d < r; d++)
         if (d != jd) {
             wp->shape[k] = w->shape[d];
-            wp->vars[k] = new_var(a, g, arena_printf(a, "a%d", k - 1), w->shape[d]);
+            wp->shape_size[k] = w->shape_size[d];
+            wp->vars[k] = new_var(a, g, arena_printf(a, "a%d", k - 1), w->shape[d], w->shape_size[d]);
             k++;
         }
     wp->shape[r] = p;
-    wp->vars[r] = new_var(a, g, "l", p);
+    wp->shape_size[r] = one ? w->shape_size[jd] : NULL;
+    wp->vars[r] = new_var(a, g, "l", p, wp->shape_size[r]);
     Expr *col = op2(a, OP_ADD, DT_I32,
                     op2(a, OP_MUL, DT_I32, ex_var(a, no_span, wp->vars[0]), int_const(a, p)),
                     ex_var(a, no_span, wp->vars[r]));
@@ -346,7 +357,7 @@ static Tensor *packed_stage(Arena *a, Graph *g, Tensor *w, int64_t p, int jd, in
         wp->body = ex_op(a, no_span, OP_SELECT, w->dtype, args, 3);
     }
     wp->packs = w;
-    wp->pack_width = p;
+    wp->pack_width = one ? 0 : p;
     wp->pack_dim = jd;
     if (group)
         group_rows(a, wp, group, kd);
@@ -443,11 +454,13 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
         return NULL;
     if (w->rank < 2)
         return NULL;
-    /* a tensor whose shape is known only at run time is read in place:
-     * its panels would be sized at run time too (doc/runtime-dims.md) */
+    /* a shape known only at run time: NAME_prepack runs once, for every
+     * size, so a weight's panels would be laid out for one of them */
+    bool runtime = false;
     for (int d = 0; d < w->rank; d++)
-        if (w->shape_size[d])
-            return NULL;
+        runtime = runtime || w->shape_size[d];
+    if (runtime && ahead)
+        return NULL;
     Tensor *reader = NULL;
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
@@ -473,6 +486,21 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     int64_t p = panel_width(target, sched, reader, dim);
     if (!last && p > w->shape[jd])
         p = w->shape[jd]; /* one panel: a transposed copy */
+    if (w->shape_size[jd]) {
+        /* j's extent N known at run time (the keys kh[h, t, d] of
+         * attention, t < S): ceil(N / P) panels would need N in the
+         * packing stage's guard, p*P + l < N, and a graph expression
+         * holds no run-time size; one panel as wide as N, a transposed
+         * copy W_packed[0, a.., j], needs none, and puts j's elements
+         * next to each other as panels do (a tile's rows lie N elements
+         * apart instead of P) */
+        if (last || p < 2)
+            return NULL;
+        Tensor *wp = packed_stage(a, g, w, 0, jd, 0, 1);
+        reader->body = pack_loads(a, reader->body, w, wp, 0, jd);
+        return arena_printf(a, "%s packed in one panel of run-time width along %s for %s at every call (%s)",
+                            w->name, j->name, reader->name, wp->name);
+    }
     /* bf16 pairs of k (see the top): W[k, j], k its first index; then
      * even one panel as wide as W is a layout of its own */
     int group = ahead && w->rank == 2 && last && n == 1 ? dot_group(reader->body, w) : 0;

@@ -72,7 +72,7 @@ fi
 sed 's/^dim S = 32,/dim S in 1..64 = 32,/' "$te" >"$tmp/rt.te"
 if "$TEXC" "$tmp/rt.te" --profile -o "$tmp/rt" >"$tmp/out" 2>&1 &&
    ${CC:-cc} $cflags -c -o "$tmp/rt.o" "$tmp/rt.c" >>"$tmp/out" 2>&1 &&
-   grep -q '"score (variant 0)"' "$tmp/rt.c" && grep -q "rt_profile_print(FILE \*out);" "$tmp/rt.h"; then
+   grep -q '"prob (variant 0)"' "$tmp/rt.c" && grep -q "rt_profile_print(FILE \*out);" "$tmp/rt.h"; then
     ok "run-time dims: each variant's kernels timed under their names"
 else
     not_ok "run-time dims: each variant's kernels timed under their names" "$tmp/out"
