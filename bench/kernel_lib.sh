@@ -70,9 +70,11 @@ build_tuned() {
         set -- "--log=$log" "$@"
     fi
     "$texc" -v --tune-cache="${cache:-cold}" "$src" "$@" -o "$out/$name" 2> "$out/$name.log"
-    # texc's lines about the log, without the prefix, quotes or backslashes
+    # texc's lines about the log, without the prefix, quotes, backslashes
+    # or repeats (texc looks the log up once per task: "no tuning log at
+    # ..." came once per kernel)
     words=$(grep -E 'tuning log|tuned schedule|no record in|not a tuning record' "$out/$name.log" |
-            sed 's/^texc: //; s/["\\]//g' | tr '\n' ' ' | sed 's/ $//')
+            sed 's/^texc: //; s/["\\]//g' | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//')
     if grep -q 'using the tuned schedule' "$out/$name.log"; then
         $cc -c "$out/$name.c" -o "$out/$name.o"
         includes="$includes#include \"$name.h\"
