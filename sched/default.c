@@ -132,13 +132,45 @@ static bool note_panel(const Expr *e, const void *ctx)
  * element by element (w_packed[j / P][k][j % P]); so M = 1's widened
  * tile of 8 vectors is 3 there.  (A static build packs for its own
  * tile: P is its tile already.) */
+/* Does a load in E mention both V and J in its indices? */
+static bool loads_both(const Expr *e, const IterVar *v, const IterVar *j)
+{
+    if (e->kind == EX_LOAD && sch_uses_var(e, v) && sch_uses_var(e, j))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_both(e->args[i], v, j))
+            return true;
+    return false;
+}
+
+/* The micro-kernel's row axis: the spatial variable whose rows share the
+ * vectors the tile loads along j.  A matmul's i does, z[i, j] = sum(k)
+ * x[i, k] * w[k, j] (w's vector along j serves every row, x's element is
+ * a broadcast), and it is the second innermost.  A convolution's oh does
+ * not: in conv[n, f, oh, ow] = sum(c, r, s) pad[n, c, oh*2 + r, ow*2 + s]
+ * * flt[f, c, r, s] each row of oh loads a (strided) vector of its own,
+ * one multiply-add each, where the rows of f share it and broadcast
+ * flt[f, ..].  So: the second innermost when no load mentions it with j,
+ * else the innermost other one that no load does (and some load
+ * mentions: rows that differ), else the second innermost still.  Its
+ * index in S's spatial variables. */
+static int row_axis(const SStage *s)
+{
+    const IterVar *j = s->svars[s->nsvars - 1];
+    for (int d = s->nsvars - 2; d >= 0; d--)
+        if (!loads_both(s->value, s->svars[d], j) && sch_uses_var(s->value, s->svars[d]))
+            return d;
+    return s->nsvars - 2;
+}
+
 static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, int lanes)
 {
+    int row = row_axis(s);
     const char *j = s->svars[s->nsvars - 1]->name;
-    const char *i = s->svars[s->nsvars - 2]->name;
+    const char *i = s->svars[row]->name;
     int64_t ti, tj;
     /* (at the bucket's hint where a size is run-time) */
-    default_tile(sch_extent_hint(st, s->svars[s->nsvars - 2]), sch_extent_hint(st, s->svars[s->nsvars - 1]),
+    default_tile(sch_extent_hint(st, s->svars[row]), sch_extent_hint(st, s->svars[s->nsvars - 1]),
                  lanes, &ti, &tj);
     int64_t panel = 0;
     te_expr_any(s->value, note_panel, &panel);
@@ -152,7 +184,13 @@ static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, in
     l.jo = suffixed(b, j, "o"), l.ji = suffixed(b, j, "i");
     l.io = suffixed(b, i, "o"), l.ii = suffixed(b, i, "i");
     b->stage = s->name;
-    sch_template_micro(b, &l, &(SchMicro){ .ti = ti, .tj = tj, .order = 2, .par = 0 });
+    /* another row axis: the others outside it in their order (the
+       template's reorder of every loop) */
+    for (int d = row; d < s->nsvars - 2; d++)
+        l.svar[d] = l.svar[d + 1];
+    l.svar[s->nsvars - 2] = i;
+    sch_template_micro(b, &l, &(SchMicro){ .ti = ti, .tj = tj, .order = 2, .par = 0,
+                                          .reorder_all = row != s->nsvars - 2 });
 }
 
 bool sch_can_vectorize_reduction(const SchedState *st, const SStage *s)
