@@ -132,40 +132,9 @@ static bool note_panel(const Expr *e, const void *ctx)
  * element by element (w_packed[j / P][k][j % P]); so M = 1's widened
  * tile of 8 vectors is 3 there.  (A static build packs for its own
  * tile: P is its tile already.) */
-/* Does a load in E mention both V and J in its indices? */
-static bool loads_both(const Expr *e, const IterVar *v, const IterVar *j)
-{
-    if (e->kind == EX_LOAD && sch_uses_var(e, v) && sch_uses_var(e, j))
-        return true;
-    for (int i = 0; i < e->nargs; i++)
-        if (loads_both(e->args[i], v, j))
-            return true;
-    return false;
-}
-
-/* The micro-kernel's row axis: the spatial variable whose rows share the
- * vectors the tile loads along j.  A matmul's i does, z[i, j] = sum(k)
- * x[i, k] * w[k, j] (w's vector along j serves every row, x's element is
- * a broadcast), and it is the second innermost.  A convolution's oh does
- * not: in conv[n, f, oh, ow] = sum(c, r, s) pad[n, c, oh*2 + r, ow*2 + s]
- * * flt[f, c, r, s] each row of oh loads a (strided) vector of its own,
- * one multiply-add each, where the rows of f share it and broadcast
- * flt[f, ..].  So: the second innermost when no load mentions it with j,
- * else the innermost other one that no load does (and some load
- * mentions: rows that differ), else the second innermost still.  Its
- * index in S's spatial variables. */
-static int row_axis(const SStage *s)
-{
-    const IterVar *j = s->svars[s->nsvars - 1];
-    for (int d = s->nsvars - 2; d >= 0; d--)
-        if (!loads_both(s->value, s->svars[d], j) && sch_uses_var(s->value, s->svars[d]))
-            return d;
-    return s->nsvars - 2;
-}
-
 static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, int lanes)
 {
-    int row = row_axis(s);
+    int row = sch_micro_row(s);
     const char *j = s->svars[s->nsvars - 1]->name;
     const char *i = s->svars[row]->name;
     int64_t ti, tj;

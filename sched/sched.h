@@ -537,6 +537,10 @@ SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
  * changed yet. */
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
 void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
+/* The micro-kernel's row axis for a matmul-like stage S: the index in
+ * S's spatial variables of the one whose rows share the vectors loaded
+ * along j (template.c); the second innermost for a matmul. */
+int sch_micro_row(const SStage *s);
 void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
 void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
 void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);

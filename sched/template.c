@@ -499,6 +499,37 @@ static const char *fresh_stage(Arena *a, SchedState *st, const char *base, const
     }
 }
 
+/* Does a load in E mention both V and J in its indices? */
+static bool loads_both(const Expr *e, const IterVar *v, const IterVar *j)
+{
+    if (e->kind == EX_LOAD && sch_uses_var(e, v) && sch_uses_var(e, j))
+        return true;
+    for (int i = 0; i < e->nargs; i++)
+        if (loads_both(e->args[i], v, j))
+            return true;
+    return false;
+}
+
+/* The micro-kernel's row axis (the default's and the tuner's): the spatial variable whose rows share the
+ * vectors the tile loads along j.  A matmul's i does, z[i, j] = sum(k)
+ * x[i, k] * w[k, j] (w's vector along j serves every row, x's element is
+ * a broadcast), and it is the second innermost.  A convolution's oh does
+ * not: in conv[n, f, oh, ow] = sum(c, r, s) pad[n, c, oh*2 + r, ow*2 + s]
+ * * flt[f, c, r, s] each row of oh loads a (strided) vector of its own,
+ * one multiply-add each, where the rows of f share it and broadcast
+ * flt[f, ..].  So: the second innermost when no load mentions it with j,
+ * else the innermost other one that no load does (and some load
+ * mentions: rows that differ), else the second innermost still.  Its
+ * index in S's spatial variables. */
+int sch_micro_row(const SStage *s)
+{
+    const IterVar *j = s->svars[s->nsvars - 1];
+    for (int d = s->nsvars - 2; d >= 0; d--)
+        if (!loads_both(s->value, s->svars[d], j) && sch_uses_var(s->value, s->svars[d]))
+            return d;
+    return s->nsvars - 2;
+}
+
 /* A stage or input name nobody uses (nor TAKEN, NTAKEN), for a cache
  * stage: BASE_shared, else BASE_shared2, ... */
 static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
@@ -564,6 +595,15 @@ void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLo
             l->ki = take(&nm, k, "i");
         }
         return;
+    }
+    if (form == SCH_FORM_MATMUL && n >= 2) {
+        /* the row axis second innermost, the others outside it in their
+           order (the templates reorder every loop) */
+        int row = sch_micro_row(s);
+        const char *i = l->svar[row];
+        for (int d = row; d < n - 2; d++)
+            l->svar[d] = l->svar[d + 1];
+        l->svar[n - 2] = i;
     }
     if (n >= 1) {
         l->jo = take(&nm, l->svar[n - 1], "o");

@@ -310,7 +310,7 @@ static void plan_matmul(SpaceBuilder *b, SStage *s, int plan)
 {
     StagePlan *p = new_plan(b, s, SCH_FORM_MATMUL);
     p->group = sch_dot_group(b->st->g, s->tensor);
-    int64_t iext = s->svars[s->nsvars - 2]->extent, jext = s->svars[s->nsvars - 1]->extent;
+    int64_t iext = s->svars[sch_micro_row(s)]->extent, jext = s->svars[s->nsvars - 1]->extent;
     int64_t v[2 * SIZES_MAX];
     int n;
     const char *st = s->name;
