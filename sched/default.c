@@ -153,11 +153,8 @@ static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, in
     l.jo = suffixed(b, j, "o"), l.ji = suffixed(b, j, "i");
     l.io = suffixed(b, i, "o"), l.ii = suffixed(b, i, "i");
     b->stage = s->name;
-    /* another row axis: the others outside it in their order (the
-       template's reorder of every loop) */
-    for (int d = row; d < s->nsvars - 2; d++)
-        l.svar[d] = l.svar[d + 1];
-    l.svar[s->nsvars - 2] = i;
+    /* another row axis: the template's reorder of every loop puts it */
+    sch_loops_row_inner(&l, row);
     sch_template_micro(b, &l, &(SchMicro){ .ti = ti, .tj = tj, .order = 2, .par = 0,
                                           .reorder_all = row != s->nsvars - 2 });
 }

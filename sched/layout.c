@@ -486,35 +486,31 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     int64_t p = panel_width(target, sched, reader, dim);
     if (!last && p > w->shape[jd])
         p = w->shape[jd]; /* one panel: a transposed copy */
-    if (w->shape_size[jd]) {
-        /* j's extent N known at run time (the keys kh[h, t, d] of
-         * attention, t < S): ceil(N / P) panels would need N in the
-         * packing stage's guard, p*P + l < N, and a graph expression
-         * holds no run-time size; one panel as wide as N, a transposed
-         * copy W_packed[0, a.., j], needs none, and puts j's elements
-         * next to each other as panels do (a tile's rows lie N elements
-         * apart instead of P) */
-        if (last || p < 2)
-            return NULL;
-        Tensor *wp = packed_stage(a, g, w, 0, jd, 0, 1);
-        reader->body = pack_loads(a, reader->body, w, wp, 0, jd);
-        return arena_printf(a, "%s packed in one panel of run-time width along %s for %s at every call (%s)",
-                            w->name, j->name, reader->name, wp->name);
-    }
     /* bf16 pairs of k (see the top): W[k, j], k its first index; then
      * even one panel as wide as W is a layout of its own */
     int group = ahead && w->rank == 2 && last && n == 1 ? dot_group(reader->body, w) : 0;
     if (p < 2 || (last && p >= w->shape[jd] && !group) || step % p != 0)
         return NULL; /* (a tile that does not divide the column index's
                         other terms would read two panels) */
+    if (w->shape_size[jd])
+        /* j's extent N known at run time (the keys kh[h, t, d] of
+         * attention, t < S; here W is no weight and j not its last
+         * index, both refused above otherwise): ceil(N / P) panels would
+         * need N in the packing stage's guard, p*P + l < N, and a graph
+         * expression holds no run-time size; one panel as wide as N, a
+         * transposed copy W_packed[0, a.., j] (P 0), needs none, and puts
+         * j's elements next to each other as panels do (a tile's rows lie
+         * N elements apart instead of P) */
+        p = 0;
     Tensor *wp = packed_stage(a, g, w, p, jd, group, 1);
     reader->body = pack_loads(a, reader->body, w, wp, p, jd);
     if (ahead)
         return arena_printf(a, "%s prepacked in panels of %lld%s for %s (%s)", w->name, (long long)p,
                             group == 2 ? ", pairs of k interleaved" : group == 4 ? ", quads of k interleaved" : "",
                             reader->name, wp->name);
-    return arena_printf(a, "%s packed in panels of %lld along %s for %s at every call (%s)", w->name,
-                        (long long)p, j->name, reader->name, wp->name);
+    return arena_printf(a, "%s packed in %s along %s for %s at every call (%s)", w->name,
+                        p ? arena_printf(a, "panels of %lld", (long long)p) : "one panel of run-time width",
+                        j->name, reader->name, wp->name);
 }
 
 void sch_relayout(Arena *a, Graph *g, Target target, const Schedule *sched, PtrVec *notes)

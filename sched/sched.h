@@ -541,6 +541,9 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
  * S's spatial variables of the one whose rows share the vectors loaded
  * along j (template.c); the second innermost for a matmul. */
 int sch_micro_row(const SStage *s);
+/* L's spatial loops with the one at ROW moved second innermost, the
+ * others outside it in their order (template.c). */
+void sch_loops_row_inner(SchLoops *l, int row);
 void sch_template_loop_nest(SchEmit *e, const SchLoops *l, const SchLoopNest *m);
 void sch_template_elementwise(SchEmit *e, const SchLoops *l, const SchElementwise *m);
 void sch_template_reduce(SchEmit *e, const SchLoops *l, const SchReduce *m);

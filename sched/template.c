@@ -530,6 +530,14 @@ int sch_micro_row(const SStage *s)
     return s->nsvars - 2;
 }
 
+void sch_loops_row_inner(SchLoops *l, int row)
+{
+    const char *i = l->svar[row];
+    for (int d = row; d < l->nsvars - 2; d++)
+        l->svar[d] = l->svar[d + 1];
+    l->svar[l->nsvars - 2] = i;
+}
+
 /* A stage or input name nobody uses (nor TAKEN, NTAKEN), for a cache
  * stage: BASE_shared, else BASE_shared2, ... */
 static const char *fresh_cache_stage(Arena *a, SchedState *st, const char *base,
@@ -596,15 +604,8 @@ void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLo
         }
         return;
     }
-    if (form == SCH_FORM_MATMUL && n >= 2) {
-        /* the row axis second innermost, the others outside it in their
-           order (the templates reorder every loop) */
-        int row = sch_micro_row(s);
-        const char *i = l->svar[row];
-        for (int d = row; d < n - 2; d++)
-            l->svar[d] = l->svar[d + 1];
-        l->svar[n - 2] = i;
-    }
+    if (form == SCH_FORM_MATMUL && n >= 2)
+        sch_loops_row_inner(l, sch_micro_row(s)); /* (the templates reorder every loop) */
     if (n >= 1) {
         l->jo = take(&nm, l->svar[n - 1], "o");
         l->ji = take(&nm, l->svar[n - 1], "i");
