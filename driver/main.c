@@ -819,11 +819,26 @@ static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
     if (o->tune) {
+        /* in an MPI job (tuner/mpi.c) every rank tunes the same program;
+           rank 0 searches, writes the log and builds, the others measure
+           what it sends them, quietly, and write nothing */
+        TuneOptions to = o->tuning;
+        if (!tune_mpi_start(&to))
+            return 1;
+        bool worker = tune_mpi_rank() > 0;
+        if (worker) {
+            to.quiet = true;
+            to.verbose = false;
+            to.plot = NULL;
+        }
         /* a program of several kernels: one task per kernel (tasks.c),
            else the whole program */
-        int rc = tune_tasks(a, g, &o->tuning);
+        int rc = tune_tasks(a, g, &to);
         if (rc < 0)
-            rc = tune_run(a, g, &o->tuning);
+            rc = tune_run(a, g, &to);
+        rc = tune_mpi_end(rc);
+        if (worker)
+            return rc;
         if (rc != 0)
             return 1;
     }
@@ -1008,6 +1023,8 @@ int main(int argc, char **argv)
 {
     Arena arena = {0};
     Options o = {0};
+    /* a rank of an MPI job: texc-mpi takes over (tuner/mpi.c) */
+    tune_mpi_exec(argc, argv);
     parse_options(argc, argv, &o, &arena);
     if (o.log_summary) {
         int rc = tune_log_summary(o.log_summary);

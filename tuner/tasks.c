@@ -547,12 +547,23 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
         t->o.times = &times;
         t->o.plot = NULL;
         t->o.best_config = NULL;
+        t->o.task_no = i;
         t->tuner = tune_task_open(a, t->g, &t->o);
         if (!t->tuner) {
             status = 1;
             break;
         }
         opened++;
+    }
+    if (status == 0 && tune_mpi_rank() > 0) {
+        /* an MPI worker: the same tasks, measured as rank 0 asks */
+        Tuner **tuners = arena_alloc(a, sizeof *tuners * (size_t)(n + 1));
+        for (int i = 0; i < n; i++)
+            tuners[i] = tasks[i].tuner;
+        tune_serve(tuners, n);
+        for (int i = opened - 1; i >= 0; i--)
+            tune_task_close(tasks[i].tuner);
+        return 0;
     }
     int used = 0;
     if (status == 0) {

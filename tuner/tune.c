@@ -123,6 +123,7 @@ struct Tuner {
     bool *guided;
     bool done, failed;       /* the search ended; the bench could not start */
     int space_measured;      /* recorded candidates of the space */
+    int jobs_sent;           /* MPI: the shares sent to workers (their ids) */
     const char *stop;        /* why it ended (NULL: the trials ran out) */
 };
 
@@ -378,6 +379,10 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
         json_object_set_new(r, "predicted_s", json_real(exp(c->predicted)));
     json_object_set_new(r, "trial", json_integer(c->trial));
     json_object_set_new(r, "seed", json_integer((json_int_t)t->o->seed));
+    if (tune_mpi_host()) { /* measured in an MPI job: where */
+        json_object_set_new(r, "host", json_string(tune_mpi_host()));
+        json_object_set_new(r, "rank", json_integer(tune_mpi_rank()));
+    }
     return r;
 }
 
@@ -922,19 +927,28 @@ static bool take_turn(Tuner *t, const char **stop)
     return true;
 }
 
-/* Records a finished candidate: log, statistics, progress. */
-static void finish(Tuner *t, Candidate *c, double limit)
+/* Records a finished candidate: log, statistics, progress.  R is its
+ * record when another MPI rank measured it (its own machine's; POOLED:
+ * of this machine's model, so that its time joins the search), else
+ * NULL: this process measured it. */
+static void finish_record(Tuner *t, Candidate *c, double limit, json_t *r, bool pooled)
 {
-    tune_discard(&t->bench, c);
+    if (!r)
+        tune_discard(&t->bench, c);
     if (c->status == TS_COUNT)
-        return; /* interrupted: not measured, not logged */
-    json_t *r = record_of(t, c, limit);
+        return; /* interrupted or lost: not measured, not logged */
+    r = r ? json_incref(r) : record_of(t, c, limit);
     if (!tune_log_append(t->log, r))
         t->log_lost++;
     t->measured++;
     t->space_measured += c->point != NULL;
     t->counts[c->status]++;
     t->trial_gflops[t->measured - 1] = c->status == TS_OK ? gflops_of(t, c->time_s) : 0;
+    if (!pooled) {
+        json_decref(r);
+        progress(t, c);
+        return;
+    }
     if (c->status == TS_OK) {
         consider_best(t, r, c->time_s, c->point == NULL);
         if (c->point)
@@ -948,6 +962,11 @@ static void finish(Tuner *t, Candidate *c, double limit)
     }
     json_decref(r);
     progress(t, c);
+}
+
+static void finish(Tuner *t, Candidate *c, double limit)
+{
+    finish_record(t, c, limit, NULL, true);
 }
 
 /* Measures the built candidates of BATCH (N) and records them all: one
@@ -1086,6 +1105,8 @@ static bool tuner_open(Tuner *t, Arena *outer, Graph *g, const TuneOptions *o)
     t->jobs = o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1;
     /* a batch: two builds per job, so that building overlaps little idle */
     t->batch = 2 * t->jobs > 16 ? 16 : 2 * t->jobs;
+    /* in an MPI job, as many more as there are workers: a share each */
+    t->batch *= 1 + tune_mpi_workers();
     t->rng = o->seed * 0x9e3779b97f4a7c15ull + 1;
     t->tty = isatty(2) && !o->quiet;
     t->seen = json_object();
@@ -1155,6 +1176,153 @@ static bool tuner_open(Tuner *t, Arena *outer, Graph *g, const TuneOptions *o)
     t->predicted = arena_alloc(t->a, sizeof *t->predicted * (size_t)(t->batch + 1));
     t->guided = arena_alloc(t->a, sizeof *t->guided * (size_t)(t->batch + 1));
     return true;
+}
+
+/* The bench (inputs, reference), made once, when something is first
+ * measured.  False (T->failed) when it cannot be. */
+static bool bench_start(Tuner *t)
+{
+    if (t->bench_ready)
+        return !t->failed;
+    t->bench_ready = true; /* freed even if it fails half-way */
+    /* a fixed C name: the private builds need not be named after the
+       file (whose name could be anything, even a keyword) */
+    /* the reference cannot stop half-way: Ctrl-C ends texc at once (a
+       later tuner removes the directory left behind) */
+    sigaction(SIGINT, &t->old_int, NULL);
+    sigaction(SIGTERM, &t->old_term, NULL);
+    bool ready = tune_bench_init(&t->bench, t->a, t->g, t->o, "texc_kernel");
+    sigaction(SIGINT, &t->sa, NULL);
+    sigaction(SIGTERM, &t->sa, NULL);
+    t->failed = !ready;
+    return ready;
+}
+
+/* Builds and measures BATCH (N) here, recording each candidate. */
+static void run_here(Tuner *t, Candidate **batch, int n)
+{
+    double at = tune_now();
+    tune_build(&t->bench, batch, n, t->jobs);
+    double built = tune_now();
+    measure_batch(t, batch, n);
+    t->times.builds += built - at;
+    t->times.measure += tune_now() - built;
+}
+
+/* A candidate's results from the record another rank measured it with. */
+static void take_record(Candidate *c, json_t *r)
+{
+    const char *status = json_string_value(json_object_get(r, "status"));
+    c->status = TS_COUNT;
+    for (int k = 0; status && k < TS_COUNT; k++)
+        if (strcmp(status, tune_status_name((TuneStatus)k)) == 0)
+            c->status = (TuneStatus)k;
+    if (c->status == TS_COUNT)
+        c->status = TS_RUN_ERROR; /* a record texc would not write */
+    const char *detail = json_string_value(json_object_get(r, "detail"));
+    snprintf(c->detail, sizeof c->detail, "%s", detail ? detail : "");
+    c->time_s = json_number_value(json_object_get(r, "time_s"));
+    c->first_s = json_number_value(json_object_get(r, "first_s"));
+    c->build_s = json_number_value(json_object_get(r, "build_s"));
+    c->repeats = (int)json_integer_value(json_object_get(r, "repeats"));
+    c->copies = (int)json_integer_value(json_object_get(r, "copies"));
+    json_t *err = json_object_get(r, "max_err");
+    c->max_err = json_is_number(err) ? json_number_value(err) : NAN;
+}
+
+/* Builds and measures BATCH (N candidates, numbered): alone, or in an
+ * MPI job (mpi.c) in shares, one for this rank and one for each live
+ * worker, dealt in turn; this rank measures its own under the machine
+ * lock, releases it (a worker on this host takes it for its share), then
+ * records the workers' answers.  A share whose rank is lost is not
+ * recorded: its configurations stay seen, so they are not proposed
+ * again. */
+static void run_batch(Tuner *t, Candidate **batch, int n)
+{
+    int nw = tune_mpi_workers();
+    if (nw == 0) {
+        run_here(t, batch, n);
+        return;
+    }
+    int *ranks = arena_alloc(t->a, sizeof *ranks * (size_t)(nw + 1));
+    nw = tune_mpi_assign(ranks, nw);
+    Candidate **mine = arena_alloc(t->a, sizeof *mine * (size_t)(n + 1));
+    int nmine = 0;
+    json_t **jobs = arena_alloc(t->a, sizeof *jobs * (size_t)(nw + 1));
+    int *ids = arena_alloc(t->a, sizeof *ids * (size_t)(nw + 1));
+    double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+    for (int w = 0; w < nw; w++) {
+        ids[w] = ++t->jobs_sent;
+        jobs[w] = json_pack("{s:i, s:i, s:f, s:[]}", "job", ids[w], "task", t->o->task_no,
+                            "limit", limit, "cands");
+    }
+    for (int i = 0; i < n; i++) {
+        int share = i % (nw + 1);
+        if (share == 0 || budget_stops(t)) {
+            mine[nmine++] = batch[i];
+            continue;
+        }
+        Candidate *c = batch[i];
+        json_t *one = json_pack("{s:i, s:O, s:s}", "trial", c->trial, "config", c->config,
+                                "search", !c->point ? "default" : t->exhaustive ? "exhaustive"
+                                          : c->guided ? "guided" : "random");
+        if (!isnan(c->predicted))
+            json_object_set_new(one, "predicted_s", json_real(exp(c->predicted)));
+        json_array_append_new(json_object_get(jobs[share - 1], "cands"), one);
+    }
+    /* the shares go out first, so that other machines work while this
+       one does; a share that cannot be sent is this rank's */
+    for (int w = 0; w < nw; w++) {
+        json_t *cands = json_object_get(jobs[w], "cands");
+        if (json_array_size(cands) == 0 || tune_mpi_send_job(ranks[w], jobs[w]))
+            continue;
+        for (size_t k = 0; k < json_array_size(cands); k++) {
+            int trial = (int)json_integer_value(json_object_get(json_array_get(cands, k), "trial"));
+            for (int i = 0; i < n; i++)
+                if (batch[i]->trial == trial)
+                    mine[nmine++] = batch[i];
+        }
+        json_array_clear(cands);
+    }
+    double at = tune_now();
+    run_here(t, mine, nmine);
+    tune_lock_release(&t->lock);
+    /* a share's deadline: its builds and its measurements, after the
+       turns of the other ranks on its host (as many as the job has) */
+    double per = (t->bench.compile_limit + (fmin(limit, 60) + 5) * (double)(n / (nw + 1) + 1)) *
+                 (nw + 1) + 30;
+    for (int w = 0; w < nw; w++) {
+        json_t *cands = json_object_get(jobs[w], "cands");
+        size_t nc = json_array_size(cands);
+        if (nc == 0) {
+            json_decref(jobs[w]);
+            continue;
+        }
+        json_t *ans = tune_mpi_wait_records(ranks[w], ids[w], (int)nc, at + per);
+        json_t *records = ans ? json_object_get(ans, "records") : NULL;
+        bool pooled = tune_mpi_pooled(ranks[w]);
+        for (size_t k = 0; k < nc; k++) {
+            int trial = (int)json_integer_value(json_object_get(json_array_get(cands, k), "trial"));
+            Candidate *c = NULL;
+            for (int i = 0; i < n && !c; i++)
+                if (batch[i]->trial == trial)
+                    c = batch[i];
+            json_t *r = NULL;
+            for (size_t j = 0; j < json_array_size(records) && !r; j++)
+                if (json_integer_value(json_object_get(json_array_get(records, j), "trial")) == trial)
+                    r = json_array_get(records, j);
+            if (!c)
+                continue;
+            if (!r) {
+                c->status = TS_COUNT; /* lost with its rank: not recorded */
+                continue;
+            }
+            take_record(c, r);
+            finish_record(t, c, limit, r, pooled);
+        }
+        json_decref(ans);
+        json_decref(jobs[w]);
+    }
 }
 
 /* Measures batches until UPTO candidates of the space (not the default)
@@ -1227,31 +1395,13 @@ static void tuner_batches(Tuner *t, int upto)
             break;
         }
         t->new_trials += got;
-        if (!t->bench_ready) {
-            t->bench_ready = true; /* freed even if it fails half-way */
-            /* a fixed C name: the private builds need not be named after
-               the file (whose name could be anything, even a keyword) */
-            /* the reference cannot stop half-way: Ctrl-C ends texc at once
-               (a later tuner removes the directory left behind) */
-            sigaction(SIGINT, &t->old_int, NULL);
-            sigaction(SIGTERM, &t->old_term, NULL);
-            bool ready = tune_bench_init(&t->bench, t->a, t->g, o, "texc_kernel");
-            sigaction(SIGINT, &t->sa, NULL);
-            sigaction(SIGTERM, &t->sa, NULL);
-            if (!ready) {
-                t->failed = true;
-                t->done = true;
-                break;
-            }
+        if (!bench_start(t)) {
+            t->done = true;
+            break;
         }
         for (int i = 0; i < n; i++)
             batch[i]->trial = ++t->next_trial;
-        double at = tune_now();
-        tune_build(&t->bench, batch, n, t->jobs);
-        double built = tune_now();
-        measure_batch(t, batch, n);
-        t->times.builds += built - at;
-        t->times.measure += tune_now() - built;
+        run_batch(t, batch, n);
         tune_lock_release(&t->lock);
         if (t->new_trials >= t->trials) {
             t->stop = NULL;
@@ -1356,17 +1506,88 @@ restore:
 
 int tune_run(Arena *outer, Graph *g, const TuneOptions *o)
 {
-    if (o->target == TARGET_CPU && !o->bucket && sch_has_runtime_dims(g))
-        return tune_buckets(outer, g, o);
+    if (o->target == TARGET_CPU && !o->bucket && sch_has_runtime_dims(g)) {
+        tune_mpi_alone("a program with run-time dims is tuned bucket by bucket, on rank 0, for now");
+        return tune_mpi_rank() > 0 ? 0 : tune_buckets(outer, g, o);
+    }
     if (!o->bucket && !te_require_static_dims(g, "--tune"))
         return 1;
     if (o->target == TARGET_CUDA && !cuda_ready(o))
         return 1;
+    if (o->target == TARGET_CUDA)
+        tune_mpi_alone("cuda candidates are measured on this machine's devices only, for now");
+    if (tune_mpi_rank() > 0 && o->target == TARGET_CUDA)
+        return 0;
     Tuner t = { 0 };
     bool opened = tuner_open(&t, outer, g, o);
-    if (opened)
-        tuner_batches(&t, t.trials);
+    if (opened) {
+        if (tune_mpi_rank() > 0) {
+            Tuner *one = &t;
+            tune_serve(&one, 1);
+        } else {
+            tuner_batches(&t, t.trials);
+        }
+    }
     return tuner_close(&t, opened);
+}
+
+/* ------------------------------------------------------------------ */
+/* An MPI worker (mpi.c).                                              */
+
+int tune_serve(Tuner **tuners, int n)
+{
+    json_t *job;
+    while ((job = tune_mpi_next_job())) {
+        json_int_t task = json_integer_value(json_object_get(job, "task"));
+        json_t *cands = json_object_get(job, "cands");
+        double limit = json_number_value(json_object_get(job, "limit"));
+        json_t *answer = json_pack("{s:O, s:[]}", "job", json_object_get(job, "job"), "records");
+        json_t *records = json_object_get(answer, "records");
+        Tuner *t = task >= 0 && task < n ? tuners[task] : NULL;
+        size_t nc = json_array_size(cands);
+        if (t && nc > 0 && bench_start(t)) {
+            Candidate **batch = arena_alloc(t->a, sizeof *batch * (nc + 1));
+            json_t **asked = arena_alloc(t->a, sizeof *asked * (nc + 1));
+            int *pt = arena_alloc(t->a, sizeof *pt * (size_t)(t->sp->nparams + 1));
+            int k = 0;
+            for (size_t i = 0; i < nc; i++) {
+                json_t *one = json_array_get(cands, i);
+                json_t *config = json_object_get(one, "config");
+                bool dflt = json_is_true(json_object_get(config, "default"));
+                if (!dflt && !tune_space_point_of(t->sp, config, pt))
+                    continue; /* not a point of this rank's space: no record */
+                Candidate *c = new_candidate(t, dflt ? NULL : pt);
+                c->trial = (int)json_integer_value(json_object_get(one, "trial"));
+                asked[k] = one;
+                batch[k++] = c;
+            }
+            /* one measurement on this machine at a time: the lock, held
+               for the share as rank 0 holds it for a batch */
+            if (tune_lock_take(&t->lock, 86400, true) == TUNE_LOCK_HELD) {
+                tune_build(&t->bench, batch, k, t->jobs);
+                for (int i = 0; i < k; i++) {
+                    Candidate *c = batch[i];
+                    if (c->status == TS_OK)
+                        tune_measure(&t->bench, c, limit);
+                    tune_discard(&t->bench, c);
+                    if (c->status == TS_COUNT)
+                        continue;
+                    json_t *r = record_of(t, c, limit);
+                    json_t *one = asked[i];
+                    json_object_set(r, "search", json_object_get(one, "search"));
+                    json_object_del(r, "predicted_s");
+                    if (json_object_get(one, "predicted_s"))
+                        json_object_set(r, "predicted_s", json_object_get(one, "predicted_s"));
+                    json_array_append_new(records, r);
+                }
+                tune_lock_release(&t->lock);
+            }
+        }
+        tune_mpi_send_records(answer);
+        json_decref(answer);
+        json_decref(job);
+    }
+    return 0;
 }
 
 /* ------------------------------------------------------------------ */

@@ -58,6 +58,8 @@ typedef struct TuneOptions {
                                 is one task, as before tasks.c */
     bool profile;            /* candidates built with --profile's timers,
                                 the harness's table kept (measure.c) */
+    int task_no;             /* a task's place in its program's tasks (the
+                                same on every MPI rank): a job names it */
 } TuneOptions;
 
 /* Where a tuning run's time went, for -v's last line: the reference
@@ -108,6 +110,44 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o);
  * schedule of G's stage names, or NULL when no kernel has a record; *FROM
  * says how many kernels have one. */
 const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from);
+
+/* mpi.c — tuning on several machines through MPI (see mpi.c's top
+ * comment).  Outside an MPI job texc is rank 0 of 1 and none of this
+ * does anything. */
+/* main(): started by an MPI launcher, texc becomes texc-mpi (beside
+ * it), or says that rank 0 works alone. */
+void tune_mpi_exec(int argc, char **argv);
+/* Joins the job (MPI_Init, the ranks' hellos, said on rank 0).  False
+ * when this rank should stop (MPI could not start on a worker). */
+bool tune_mpi_start(const TuneOptions *o);
+/* Ends it: rank 0 sends the workers home; MPI_Finalize.  Returns
+ * STATUS. */
+int tune_mpi_end(int status);
+/* This process's rank (0: the one that searches and builds; outside a
+ * job, 0) and the job's size (1 outside a job). */
+int tune_mpi_rank(void);
+int tune_mpi_size(void);
+/* This host's name in a job, else NULL: records name it. */
+const char *tune_mpi_host(void);
+/* Rank 0: the live workers, and the first N of them into RANKS. */
+int tune_mpi_workers(void);
+int tune_mpi_assign(int *ranks, int n);
+/* Rank 0: is RANK's machine of rank 0's model (its timings join the
+ * search)? */
+bool tune_mpi_pooled(int rank);
+/* Rank 0: sends the workers home, saying WHY rank 0 tunes alone. */
+void tune_mpi_alone(const char *why);
+/* Rank 0: sends RANK a job (a share of a batch); false when the rank is
+ * lost (said). */
+bool tune_mpi_send_job(int rank, json_t *job);
+/* Rank 0: RANK's answer to job JOB (NCANDS candidates), waited for until
+ * DEADLINE (tune_now), or NULL when the rank is lost (said). */
+json_t *tune_mpi_wait_records(int rank, int job, int ncands, double deadline);
+/* A worker: the next job, or NULL when rank 0 sends it home (or is
+ * gone). */
+json_t *tune_mpi_next_job(void);
+/* A worker: a job's answer to rank 0. */
+void tune_mpi_send_records(json_t *msg);
 
 /* --log-summary FILE: the best record per workload.  Returns an exit
  * status. */
@@ -258,6 +298,10 @@ int tune_task_round(Tuner *t, int trials, double deadline);
 TuneTaskState tune_task_state(const Tuner *t);
 /* Returns tune_run's status. */
 int tune_task_close(Tuner *t);
+/* An MPI worker's loop (mpi.c): builds and measures the jobs rank 0
+ * sends, with TUNERS (N of them, by TuneOptions.task_no), until it is
+ * sent home.  Returns 0. */
+int tune_serve(Tuner **tuners, int n);
 
 /* measure.c — building and timing candidates in child processes. */
 
