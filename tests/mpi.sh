@@ -3,7 +3,8 @@
 # --tune` on this one machine, as root, oversubscribed.  The three ranks'
 # timings overlap here, so this checks the protocol, not the speed:
 # every rank measures, every record is valid and names its host and
-# rank, each configuration is measured once, and a rank killed with
+# rank, each configuration is measured once, a rank of another machine
+# model measures into records of its own, and a rank killed with
 # SIGKILL mid-run costs only its candidates in flight: the tuning goes on
 # with the others, finishes and builds.  Without Open MPI (configure found
 # no libopenmpi-dev, or no mpirun) each check is a visible SKIP.
@@ -25,6 +26,7 @@ mpirun=$(command -v mpirun)
 if [ ! -x "$(dirname "$TEXC")/texc-mpi" ] || [ -z "$mpirun" ]; then
     why="no Open MPI: configure found no libopenmpi-dev or no mpirun (apt-get install libopenmpi-dev openmpi-bin)"
     for c in "3 ranks tune a program" "every rank measures" "records name host and rank" \
+             "another machine model is not pooled" \
              "a rank killed mid-run: the tuning finishes and builds"; do
         skip "$c" "$why"
     done
@@ -57,7 +59,7 @@ check "each configuration of each task measured once" \
     test "$(sed -n 's/.*"workload":"\([0-9a-f]*\)".*"config":\({[^}]*}\).*/\1 \2/p' "$log" |
             sort -u | wc -l | tr -d ' ')" -eq 13
 check "every rank measures (ranks 0, 1 and 2 in the log)" test "$(ranks "$log")" = "0 1 2 "
-host=$(hostname)
+host=$(uname -n)
 check "records name host and rank" sh -c "
     test \$(grep -c '\"host\":\"$host\",\"rank\":[012]}' '$log') -eq 13"
 check "rank 0 builds the winner; the others write nothing else" sh -c "
@@ -65,7 +67,26 @@ check "rank 0 builds the winner; the others write nothing else" sh -c "
     test \$(ls '$tmp' | grep -c '^a\\.[ch]\$') -eq 2"
 check "no temporary directory left" test "$(ls -d "$tmp"/texc-tune.* 2>/dev/null | wc -l)" -eq 0
 
-# --- 2. a rank killed with SIGKILL after 10 s ---------------------------
+# --- 2. a rank of another machine model ----------------------------------
+# OMP_NUM_THREADS is part of a record's machine ("arch": the CPU, its
+# cores and SIMD flags, the threads), so rank 2 on 2 threads is another
+# model: it measures into records of its own, which rank 0's search does
+# not read.  (The second app context's ":" follows the first one's
+# --tune, which Open MPI's mpirun warns about; harmless.)
+log=$tmp/m.jsonl
+set -- "$auto" --trials 8 --seed 5 --log "$log" -o "$tmp/m" --tune
+timeout 600 "$mpirun" --allow-run-as-root --oversubscribe --enable-recovery \
+    -np 2 "$TEXC" "$@" : -np 1 -x OMP_NUM_THREADS=2 "$TEXC" "$@" >"$tmp/m.out" 2>"$tmp/m.err"
+rc=$?
+check "another machine model: rank 0 says rank 2 is one, and does not pool it" sh -c "
+    test $rc -eq 0 && grep -q 'texc: MPI: rank 2 (.*) is another machine model (.*OMP_NUM_THREADS=2.*): it measures into records of its own' '$tmp/m.err'"
+check "another machine model: its records name its machine, the others rank 0's" sh -c "
+    test \$(grep -c '\"status\":\"ok\"' '$log') -eq \$(wc -l <'$log') &&
+    grep '\"rank\":2}' '$log' | grep -q 'OMP_NUM_THREADS=2' &&
+    ! grep '\"rank\":2}' '$log' | grep -q 'OMP_NUM_THREADS=1' &&
+    ! grep '\"rank\":[01]}' '$log' | grep -q 'OMP_NUM_THREADS=2'"
+
+# --- 3. a rank killed with SIGKILL after 10 s ---------------------------
 log=$tmp/k.jsonl
 # shellcheck disable=SC2086 # $d splits on purpose
 run_mpi "$TEXC" "$te" $d --trials 40 --time-budget 30 --log "$log" -o "$tmp/k" --tune \
