@@ -715,7 +715,7 @@ static bool plain_pays(const Graph *g)
  * default), neighbours with the same schedule merged and built again.
  * Into *OUT (N of them); false after a diagnostic. */
 static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats, CgVariant **out,
-                           int *n)
+                           int *n, const char **tuned_from)
 {
     PtrVec buckets = { 0 };
     if (!sch_buckets(a, g, o->target, o->buckets, o->nbuckets, &buckets))
@@ -735,9 +735,14 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
         ob.quiet = !o->verbose;
         ob.layout_fixed = step > 0;
         ob.layout_sched = layout_sched;
+        ob.hint_bucket = buckets.items[hint];
         const Schedule *file = sch_bucket_schedule(g, o->target, buckets.items[i]);
         const char *from = NULL;
-        scheds[i] = tune_best(a, g, file, &ob, &from);
+        /* a program of several kernels: its kernels' records in this
+           bucket (tuner/tasks.c), else the whole program's */
+        scheds[i] = tune_best_tasks(a, g, &ob, &from);
+        if (!scheds[i])
+            scheds[i] = tune_best(a, g, file, &ob, &from);
         tuned[i] = from;
         ntuned += from != NULL;
         if (step == 0)
@@ -796,6 +801,10 @@ static bool build_variants(Arena *a, const Options *o, Graph *g, OptStats *stats
             (sch_merge_buckets(a, g, &buckets, texts, &first) == 0 && !(o->dump & DUMP_LOOPS))) {
             *out = v;
             *n = buckets.len;
+            /* one variant left, its schedule from the log: the whole
+               build's origin */
+            if (buckets.len == 1 && tuned[first ? first[0] : 0])
+                *tuned_from = tuned[first ? first[0] : 0];
             return true;
         }
     }
@@ -872,7 +881,7 @@ static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_
     CgVariant one = { NULL, &fn, NULL, NULL, from }, *variants = &one;
     int nvariants = 1;
     if (dynamic) {
-        if (!build_variants(a, o, g, stats, &variants, &nvariants))
+        if (!build_variants(a, o, g, stats, &variants, &nvariants, &from))
             return 1;
     } else {
         SchedBuild b = build_of(a, o, g, written, stats);

@@ -104,6 +104,38 @@ check "another program: its tuning resumes the block's records" \
 check "--tune-whole: one search of the whole program's space" sh -c "
     grep -q '^texc: tuning transformer_block: guided search of [0-9]* points (automatic space, 14 stages)\\|^texc: tuning transformer_block: guided search' '$tmp/w.err' &&
     ! grep -q 'as 12 tasks' '$tmp/w.err' && grep -q '\"kernel\":\"transformer_block\"' '$tmp/w.jsonl'"
+# run-time dims: a task per kernel in each bucket (tune.c's tune_buckets,
+# tasks.c), the build's variants from the kernels' records, each bucket's;
+# the program (tests/tune/autospace.te with M at run time) then right at
+# every M of its range (tests/rtdims_run, against the evaluator)
+sed 's/^dim M = 16,/dim M in 1..40 = 16,/' "$srcdir/tests/tune/autospace.te" >"$tmp/rt.te"
+log=$tmp/rt.jsonl
+"$TEXC" "$tmp/rt.te" --tune --trials 8 --jobs 2 --buckets M=1..8,9..40 --log "$log" -o "$tmp/rt" \
+    >"$tmp/rt.out" 2>"$tmp/rt.err"
+rc=$?
+check "run-time dims: each of the 2 buckets tuned as 2 tasks" sh -c "
+    test $rc -eq 0 && test \$(grep -c '^texc: tuning 2 kernels as 2 tasks' '$tmp/rt.err') -eq 2 &&
+    grep -q '^texc: bucket 2 of 2: M in 1..8' '$tmp/rt.err'"
+check "run-time dims: records per kernel and bucket" sh -c "
+    grep '\"kernel\":\"rt:y\"' '$log' | grep -q '\"M\":{\"lo\":1,\"hi\":8' &&
+    grep '\"kernel\":\"rt:y\"' '$log' | grep -q '\"M\":{\"lo\":9,\"hi\":40' &&
+    grep '\"kernel\":\"rt:r\"' '$log' | grep -q '\"M\":{\"lo\":1,\"hi\":8' &&
+    ! grep -v '\"kernel\":\"rt:[yr]\"' '$log' | grep -q ."
+(cd "$tmp" && "$TEXC" rt.te --buckets M=1..8,9..40 --log "$log" -o rtb) >"$tmp/rtb.out" 2>"$tmp/rtb.err"
+check "run-time dims: the build takes the kernels' records in both buckets" \
+    grep -q "^texc: tuned schedules from the tuning log for 2 of 2 buckets" "$tmp/rtb.err"
+check "run-time dims: the generated C says its schedule comes from the kernels' records" \
+    grep -q "the tuning log's records for 2 of its 2 kernels" "$tmp/rtb.c"
+# shellcheck disable=SC2086 # SANITIZER_FLAGS splits on purpose
+if ${CC:-cc} -std=gnu11 -O0 -g -fopenmp -fPIC -shared ${SANITIZER_FLAGS:-} -o "$tmp/rtb.so" \
+        "$tmp/rtb.c" -lm >"$tmp/rtcc.out" 2>&1 &&
+   "$builddir/tests/rtdims_run" "$tmp/rtb.so" rtb "$tmp/rt.te" M=1-40 >"$tmp/rtrun.out" 2>&1 &&
+   ! grep -q '^not ok' "$tmp/rtrun.out"; then
+    ok "run-time dims: the tuned build matches the evaluator at every M of 1..40"
+else
+    cat "$tmp/rtcc.out" "$tmp/rtrun.out" >"$tmp/fail.out" 2>/dev/null
+    not_ok "run-time dims: the tuned build matches the evaluator at every M of 1..40" "$tmp/fail.out"
+fi
 check "no temporary directory left" test "$(ls -d "$tmp"/texc-tune.* 2>/dev/null | wc -l)" -eq 0
 
 done_testing

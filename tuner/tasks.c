@@ -49,10 +49,19 @@
  * to the kernel's stage names: one schedule for the whole program; the
  * default schedules the kernels without a record.
  *
+ * A program with run-time dims is tuned bucket by bucket (tune.c's
+ * tune_buckets), and each bucket as tasks: the task programs keep the
+ * dims, so each task is measured at the bucket's representative sizes
+ * and logged as a workload of that bucket.  In a bucket whose layouts the
+ * hint bucket decides (TuneOptions.layout_fixed), a task's candidates
+ * read the layouts of its own winner in the hint bucket (task_layouts):
+ * a build lays each kernel out by its statements in the hint bucket's
+ * schedule, which is the tasks' winners there, renamed.  The build
+ * (driver/main.c, build_variants) asks tune_best_tasks for each bucket.
+ *
  * Not tasks: a program with a schedule for the target in the file (its
  * statements and knobs name the program's stages: tuned whole, as
- * before), with run-time dims (tuned per bucket, as before: tune.c's
- * tune_buckets), for the cuda target, or with a single kernel.
+ * before), for the cuda target, or with a single kernel.
  */
 #define _GNU_SOURCE
 #include <sys/stat.h>
@@ -250,13 +259,38 @@ static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
 /* Is G tuned as tasks?  (See the top of the file.) */
 static bool tasks_apply(Graph *g, const TuneOptions *o)
 {
-    if (o->whole || o->target != TARGET_CPU || o->bucket || sch_has_runtime_dims(g) ||
+    if (o->whole || o->target != TARGET_CPU || (!o->bucket && sch_has_runtime_dims(g)) ||
         sch_file_schedule(g, o->target))
         return false;
     for (int i = 0; i < g->nschedules; i++)
         if (g->schedules[i]->target == o->target)
             return false; /* (one with 'when' clauses, say) */
     return true;
+}
+
+bool tune_tasks_apply(Graph *g, const TuneOptions *o)
+{
+    return tasks_apply(g, o);
+}
+
+/* In a bucket of a program with run-time dims whose layouts another
+ * bucket decides (O->layout_fixed): the layouts task T's candidates read
+ * are those of T's winner in the hint bucket, as a build lays out each
+ * kernel's operands by its own statements in the hint bucket's schedule
+ * (the tasks' winners there, renamed); NULL: the default's. */
+static const Schedule *task_layouts(Arena *a, Task *t, const TuneOptions *o)
+{
+    if (!o->bucket || !o->layout_fixed || !o->hint_bucket)
+        return NULL;
+    TuneOptions oh = *o;
+    oh.bucket = o->hint_bucket;
+    oh.layout_fixed = false;
+    oh.layout_sched = NULL;
+    oh.quiet = true;
+    oh.task = t->label;
+    const char *from = NULL;
+    const Schedule *best = tune_best(a, t->g, NULL, &oh, &from);
+    return from ? best : NULL;
 }
 
 /* ------------------------------------------------------------------ */
@@ -327,6 +361,7 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
         TuneOptions ot = *o;
         ot.quiet = true;
         ot.task = t->label;
+        ot.layout_sched = task_layouts(a, t, o);
         kernels += t->nkernels;
         for (int k = 0; k < t->nkernels; k++) {
             /* the record's configuration as a schedule of this kernel's
@@ -548,6 +583,13 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
         t->o.plot = NULL;
         t->o.best_config = NULL;
         t->o.task_no = i;
+        /* a bucket's: no seed or cost-model data from the bucket before
+           (those are a whole program's); the layouts of its hint-bucket
+           winner */
+        t->o.seed_config = NULL;
+        t->o.shared = NULL;
+        t->o.reference = NULL;
+        t->o.layout_sched = task_layouts(a, t, o);
         t->tuner = tune_task_open(a, t->g, &t->o);
         if (!t->tuner) {
             status = 1;
@@ -641,18 +683,22 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
             double at = tune_now();
             if (!end_to_end(a, g, o, tuned, false))
                 status = 1;
-            else if (o->verbose && !o->quiet && !end_to_end(a, g, o, tuned, true))
+            else if (o->verbose && !o->quiet && !o->bucket && !end_to_end(a, g, o, tuned, true))
                 status = 1;
             times.measure += tune_now() - at;
         }
     }
-    if (!o->quiet) {
+    if (!o->quiet)
         fprintf(stderr, "texc: tuned %d tasks in %.1f s; log: %s\n", n, tune_now() - start,
                 tune_log_path(a, o));
-        if (o->verbose) {
-            times.total = tune_now() - start;
-            tune_times_print(stderr, &times);
-        }
+    times.total = tune_now() - start;
+    if (o->times) { /* a bucket's: tune_buckets says the sum */
+        o->times->total += times.total;
+        o->times->reference += times.reference;
+        o->times->builds += times.builds;
+        o->times->measure += times.measure;
+    } else if (o->verbose && !o->quiet) {
+        tune_times_print(stderr, &times);
     }
     return status;
 }

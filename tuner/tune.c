@@ -204,16 +204,25 @@ static int tune_buckets(Arena *outer, Graph *g, const TuneOptions *o)
                     shared.n ? arena_printf(outer, " (the cost model starts from the %d measurements "
                                                    "of the bucket tuned before)", shared.n)
                              : "");
-        status |= tune_run(outer, g, &ob);
+        /* a program of several kernels: a task per kernel in each bucket
+           (tasks.c), else the whole program */
+        ob.hint_bucket = buckets.items[hint];
+        int rc = tune_tasks(outer, g, &ob);
+        if (rc < 0)
+            rc = tune_run(outer, g, &ob);
+        status |= rc;
         json_decref(seed);
         seed = best;
         if (n == 0) {
             /* the schedule a build will take for it, which lays out the
-               weights for every variant */
+               weights for every variant: the tasks' winners, else the
+               whole program's */
             TuneOptions oq = ob;
             oq.quiet = true;
             const char *from = NULL;
-            layout_sched = tune_best(outer, g, sch_bucket_schedule(g, o->target, ob.bucket), &oq, &from);
+            layout_sched = tune_best_tasks(outer, g, &oq, &from);
+            if (!layout_sched)
+                layout_sched = tune_best(outer, g, sch_bucket_schedule(g, o->target, ob.bucket), &oq, &from);
         }
     }
     json_decref(seed);

@@ -35,6 +35,11 @@ typedef struct TuneOptions {
     json_t *seed_config;     /* a configuration to measure first (the
                                 neighbouring bucket's winner), or NULL */
     json_t **best_config;    /* if set, receives the winner's configuration */
+    const Bucket *hint_bucket; /* the bucket whose schedule decides the
+                                layouts of a program with run-time dims
+                                (tune_buckets, a build's variants): a task's
+                                layouts in another bucket are its winner's
+                                there (tasks.c) */
     bool layout_fixed;       /* a bucket's candidates read the layouts that
                                 LAYOUT_SCHED assigns (the hint bucket's
                                 schedule, as a build's variants do), not
@@ -105,6 +110,8 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
  * against the default.  Returns 0, 1 after a message, or -1 when G is not
  * such a program (tune_run tunes it whole). */
 int tune_tasks(Arena *a, Graph *g, const TuneOptions *o);
+/* Is G (in O's bucket, if any) tuned as tasks? */
+bool tune_tasks_apply(Graph *g, const TuneOptions *o);
 /* For a normal build of such a program: each kernel's fastest logged
  * schedule (its task's records, whichever program measured them) as one
  * schedule of G's stage names, or NULL when no kernel has a record; *FROM
