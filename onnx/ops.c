@@ -1285,9 +1285,15 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     double eps = ox_attr_float(n, "epsilon", 1e-5);
     if (!norm_axis(im, &axis, x->rank, "axis"))
         return false;
-    for (int k = 1; k < n->noutputs; k++)
-        if (out[k] && out[k]->uses)
-            return ox_error(im, "its mean and inverse deviation outputs are not converted");
+    /* Mean and InvStdDev, when read, are in the stash type, here x's own */
+    bool stats = false;
+    for (int k = 1; k < n->noutputs && k < 3; k++)
+        stats |= out[k] && out[k]->uses;
+    if (stats && ox_attr_int(n, "stash_type", OX_FLOAT) != x->odtype)
+        return ox_error(im, "its mean and inverse deviation outputs are converted only in the "
+                            "input's type (stash_type %lld, input %s)",
+                        (long long)ox_attr_int(n, "stash_type", OX_FLOAT),
+                        ox_dtype_name(x->odtype));
     bool red[OX_MAX_RANK] = { false };
     int64_t count = 1, rdims[OX_MAX_RANK];
     for (int d = 0; d < x->rank; d++) {
@@ -1320,6 +1326,19 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     if (bias)
         t = arena_printf(ARENA, "%s + %s", t, ox_bcast_read(im, bias, out[0], idx));
     ox_stage(im, out[0], t);
+    /* the statistics, of x's rank with the normalized axes of size 1 */
+    if (n->noutputs > 1 && out[1] && out[1]->uses) {
+        if (!ox_set_shape(im, out[1], x->odtype, x->rank, rdims))
+            return false;
+        ox_stage(im, out[1], read_reduced(im, mean, x->rank, rdims, idx));
+    }
+    if (n->noutputs > 2 && out[2] && out[2]->uses) {
+        if (!ox_set_shape(im, out[2], x->odtype, x->rank, rdims))
+            return false;
+        ox_stage(im, out[2], arena_printf(ARENA, "rsqrt(%s / %s + %s)",
+                                          read_reduced(im, sq, x->rank, rdims, idx), cnt,
+                                          ox_literal(im, x->dtype, eps)));
+    }
     return true;
 }
 
@@ -1643,9 +1662,29 @@ static bool cv_dropout(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
 {
     if (!need_inputs(im, n, in, 1, 3))
         return false;
-    if (n->noutputs > 1 && out[1] && out[1]->uses)
-        return ox_error(im, "its mask output is not converted (inference: no mask)");
     OxValue *x = in[0];
+    /* training_mode (an input since opset 12) drops at random unless the
+     * ratio is 0; otherwise the output is x and the mask all true */
+    if (n->ninputs > 2 && in[2]) {
+        if (!ox_need_const(im, in[2], "training_mode"))
+            return false;
+        bool training = ox_const_values(im, in[2])[0] != 0;
+        if (training && (n->ninputs < 2 || !in[1]))
+            return ox_error(im, "drops at random in training mode; texc converts inference only");
+        if (training && !ox_need_const(im, in[1], "ratio"))
+            return false;
+        if (training && ox_const_values(im, in[1])[0] != 0)
+            return ox_error(im, "drops at random in training mode (ratio %g); texc converts "
+                                "inference only",
+                            ox_const_values(im, in[1])[0]);
+    }
+    if (n->noutputs > 1 && out[1] && out[1]->uses) {
+        int64_t count = ox_elems(x);
+        double *ones = arena_alloc(im->a, sizeof *ones * (size_t)(count ? count : 1));
+        for (int64_t i = 0; i < count; i++)
+            ones[i] = 1;
+        ox_set_const(im, out[1], OX_BOOL, x->rank, x->dims, ones);
+    }
     if (x->kind == OXV_CONST) {
         ox_set_const(im, out[0], x->odtype, x->rank, x->dims, x->konst);
         out[0]->init = x->init;
