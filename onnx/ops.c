@@ -316,6 +316,31 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
            or a read binds tighter than any operator */
         text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "", arity > 2 ? r[2] : "");
     }
+    /* te computes no arithmetic in u8 and i8: in i32, then back, wrapping
+       modulo 256 as ONNX (numpy) does where the result can leave the type */
+    if ((data->dtype == DT_U8 || data->dtype == DT_I8) && odtype == data->odtype &&
+        strcmp(n->op, "Identity") != 0 && strcmp(n->op, "Where") != 0) {
+        const char *narrow = data->dtype == DT_U8 ? "u8" : "i8";
+        for (int k = 0; k < arity; k++)
+            r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
+        if (variadic) {
+            text = r[0];
+            for (int k = 1; k < arity; k++)
+                text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text,
+                                    r[k]);
+        } else {
+            text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
+                                arity > 2 ? r[2] : "");
+        }
+        bool wraps = strcmp(n->op, "Add") == 0 || strcmp(n->op, "Sub") == 0 ||
+                     strcmp(n->op, "Mul") == 0 || strcmp(n->op, "Neg") == 0 ||
+                     strcmp(n->op, "Abs") == 0 || strcmp(n->op, "Div") == 0;
+        if (wraps && data->dtype == DT_U8)
+            text = arena_printf(ARENA, "((%s) %% 256 + 256) %% 256", text);
+        else if (wraps)
+            text = arena_printf(ARENA, "((%s + 128) %% 256 + 256) %% 256 - 128", text);
+        text = arena_printf(ARENA, "%s(%s)", narrow, text);
+    }
     ox_stage(im, out[0], text);
     return true;
 }
