@@ -104,15 +104,23 @@ static char *c_safe(Arena *a, const char *name)
     return out;
 }
 
-/* A fresh name in the program from ONNX's NAME. */
-static const char *new_name(OxImporter *im, const char *name)
+/* NAME made C-safe and, if it is one of te's reserved words, with a "_"
+ * after it: how the program names a graph output ("output" -> "output_"). */
+static const char *te_safe(Arena *a, const char *name)
 {
     static const char *reserved[] = { "at", "const", "dim", "in", "input", "let", "output",
                                       "schedule" };
-    const char *base = c_safe(im->a, name), *cand = base;
+    const char *base = c_safe(a, name);
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(base, reserved[i]) == 0)
-            cand = base = arena_printf(im->a, "%s_", base);
+            return arena_printf(a, "%s_", base);
+    return base;
+}
+
+/* A fresh name in the program from ONNX's NAME. */
+static const char *new_name(OxImporter *im, const char *name)
+{
+    const char *base = te_safe(im->a, name), *cand = base;
     for (int k = 2; name_used(&im->names, cand); k++)
         cand = arena_printf(im->a, "%s_%d", base, k);
     name_add(im->a, &im->names, cand);
@@ -441,7 +449,10 @@ static bool check_ops(OxImporter *im)
         if (is_default_domain(n->domain) && ox_lookup_op(n->op, m->opset))
             continue;
         if (!bad++)
-            fprintf(stderr, "%s: error: the model uses ops texc does not convert (opset %lld):\n",
+            fprintf(stderr, m->opset ? "%s: error: the model uses ops texc does not convert "
+                                       "(opset %lld):\n"
+                                     : "%s: error: the model uses ops texc does not convert "
+                                       "(it imports no ai.onnx opset):\n",
                     im->path, (long long)m->opset);
         fprintf(stderr, "  node '%s': %s%s%s\n", n->name, n->domain, *n->domain ? "." : "",
                 n->op);
@@ -679,8 +690,8 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
     memset(out, 0, sizeof *out);
     /* graph outputs first: they keep their names */
     for (int i = 0; i < m->noutputs; i++)
-        if (!name_used(&im.names, c_safe(a, m->outputs[i].name)))
-            name_add(a, &im.names, c_safe(a, m->outputs[i].name));
+        if (!name_used(&im.names, te_safe(a, m->outputs[i].name)))
+            name_add(a, &im.names, te_safe(a, m->outputs[i].name));
     for (int i = 0; i < m->ninits; i++) {
         const OxTensor *t = &m->inits[i];
         if (find_value(&im, t->name))
@@ -693,7 +704,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         v->rank = t->rank;
         memcpy(v->dims, t->dims, sizeof *t->dims * (size_t)t->rank);
     }
-    if (!bind_inputs(&im, defines, ndefines) || !check_ops(&im))
+    if (!check_ops(&im) || !bind_inputs(&im, defines, ndefines))
         return false;
     int *order = arena_alloc(a, sizeof *order * (size_t)(m->nnodes + 1));
     if (!sort_nodes(&im, order))
@@ -755,7 +766,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         for (int k = 0; k < n->noutputs; k++)
             for (int o = 0; outs[k] && o < m->noutputs; o++)
                 if (strcmp(m->outputs[o].name, outs[k]->onnx) == 0)
-                    outs[k]->te = c_safe(a, outs[k]->onnx);
+                    outs[k]->te = te_safe(a, outs[k]->onnx);
         if (im.gelu_of[order[s]]) {
             OxValue *x = find_value(&im, im.gelu_of[order[s]]), *y = outs[0];
             ok = y && ox_set_shape(&im, y, x->odtype, x->rank, x->dims);
@@ -766,6 +777,12 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
             continue;
         }
         ok = ox_lookup_op(n->op, m->opset)(&im, n, in, outs);
+        /* a graph output folded to a constant is a weight (or a literal)
+         * with a name of its own: the output's name is its copy's */
+        for (int k = 0; ok && k < n->noutputs; k++)
+            if (outs[k] && outs[k]->kind == OXV_CONST && outs[k]->te &&
+                strcmp(outs[k]->te, te_safe(a, outs[k]->onnx)) == 0)
+                outs[k]->te = NULL;
         for (int k = 0; ok && k < n->noutputs; k++)
             if (outs[k] && outs[k]->rank < 0)
                 ok = ox_error(&im, "output %d ('%s') is not computed by texc's converter", k,
@@ -781,11 +798,11 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
                           m->outputs[o].name);
             break;
         }
-        if (v->kind != OXV_STAGE || strcmp(v->te, c_safe(a, v->onnx)) != 0) {
+        if (v->kind != OXV_STAGE || strcmp(v->te, te_safe(a, v->onnx)) != 0) {
             /* an input, a constant, or another output's stage: a copy */
             const char *const *idx = ox_index_vars(&im, v->rank, "i");
             const char *src = ox_read(&im, v, idx);
-            const char *name = c_safe(a, v->onnx);
+            const char *name = te_safe(a, v->onnx);
             if (v->kind == OXV_CONST && ox_elems(v) == 1)
                 src = arena_printf(a, "%s(%s)", dtype_name(v->dtype), src);
             fprintf(im.body, "\n# graph output %s\n", comment_text(a, v->onnx));

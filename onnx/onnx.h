@@ -85,7 +85,7 @@ typedef struct OxValueInfo {
 typedef struct OxModel {
     const char *path;
     int64_t ir_version;
-    int64_t opset;        /* of the default domain */
+    int64_t opset;        /* of the default domain; 0 if the model imports none */
     const char *producer; /* "pytorch 1.13.0" */
     OxNode *nodes;
     OxTensor *inits;

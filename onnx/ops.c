@@ -316,6 +316,31 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
            or a read binds tighter than any operator */
         text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "", arity > 2 ? r[2] : "");
     }
+    /* te computes no arithmetic in u8 and i8: in i32, then back, wrapping
+       modulo 256 as ONNX (numpy) does where the result can leave the type */
+    if ((data->dtype == DT_U8 || data->dtype == DT_I8) && odtype == data->odtype &&
+        strcmp(n->op, "Identity") != 0 && strcmp(n->op, "Where") != 0) {
+        const char *narrow = data->dtype == DT_U8 ? "u8" : "i8";
+        for (int k = 0; k < arity; k++)
+            r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
+        if (variadic) {
+            text = r[0];
+            for (int k = 1; k < arity; k++)
+                text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text,
+                                    r[k]);
+        } else {
+            text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
+                                arity > 2 ? r[2] : "");
+        }
+        bool wraps = strcmp(n->op, "Add") == 0 || strcmp(n->op, "Sub") == 0 ||
+                     strcmp(n->op, "Mul") == 0 || strcmp(n->op, "Neg") == 0 ||
+                     strcmp(n->op, "Abs") == 0 || strcmp(n->op, "Div") == 0;
+        if (wraps && data->dtype == DT_U8)
+            text = arena_printf(ARENA, "((%s) %% 256 + 256) %% 256", text);
+        else if (wraps)
+            text = arena_printf(ARENA, "((%s + 128) %% 256 + 256) %% 256 - 128", text);
+        text = arena_printf(ARENA, "%s(%s)", narrow, text);
+    }
     ox_stage(im, out[0], text);
     return true;
 }
@@ -1285,9 +1310,15 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     double eps = ox_attr_float(n, "epsilon", 1e-5);
     if (!norm_axis(im, &axis, x->rank, "axis"))
         return false;
-    for (int k = 1; k < n->noutputs; k++)
-        if (out[k] && out[k]->uses)
-            return ox_error(im, "its mean and inverse deviation outputs are not converted");
+    /* Mean and InvStdDev, when read, are in the stash type, here x's own */
+    bool stats = false;
+    for (int k = 1; k < n->noutputs && k < 3; k++)
+        stats |= out[k] && out[k]->uses;
+    if (stats && ox_attr_int(n, "stash_type", OX_FLOAT) != x->odtype)
+        return ox_error(im, "its mean and inverse deviation outputs are converted only in the "
+                            "input's type (stash_type %lld, input %s)",
+                        (long long)ox_attr_int(n, "stash_type", OX_FLOAT),
+                        ox_dtype_name(x->odtype));
     bool red[OX_MAX_RANK] = { false };
     int64_t count = 1, rdims[OX_MAX_RANK];
     for (int d = 0; d < x->rank; d++) {
@@ -1320,6 +1351,19 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     if (bias)
         t = arena_printf(ARENA, "%s + %s", t, ox_bcast_read(im, bias, out[0], idx));
     ox_stage(im, out[0], t);
+    /* the statistics, of x's rank with the normalized axes of size 1 */
+    if (n->noutputs > 1 && out[1] && out[1]->uses) {
+        if (!ox_set_shape(im, out[1], x->odtype, x->rank, rdims))
+            return false;
+        ox_stage(im, out[1], read_reduced(im, mean, x->rank, rdims, idx));
+    }
+    if (n->noutputs > 2 && out[2] && out[2]->uses) {
+        if (!ox_set_shape(im, out[2], x->odtype, x->rank, rdims))
+            return false;
+        ox_stage(im, out[2], arena_printf(ARENA, "rsqrt(%s / %s + %s)",
+                                          read_reduced(im, sq, x->rank, rdims, idx), cnt,
+                                          ox_literal(im, x->dtype, eps)));
+    }
     return true;
 }
 
@@ -1643,9 +1687,29 @@ static bool cv_dropout(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
 {
     if (!need_inputs(im, n, in, 1, 3))
         return false;
-    if (n->noutputs > 1 && out[1] && out[1]->uses)
-        return ox_error(im, "its mask output is not converted (inference: no mask)");
     OxValue *x = in[0];
+    /* training_mode (an input since opset 12) drops at random unless the
+     * ratio is 0; otherwise the output is x and the mask all true */
+    if (n->ninputs > 2 && in[2]) {
+        if (!ox_need_const(im, in[2], "training_mode"))
+            return false;
+        bool training = ox_const_values(im, in[2])[0] != 0;
+        if (training && (n->ninputs < 2 || !in[1]))
+            return ox_error(im, "drops at random in training mode; texc converts inference only");
+        if (training && !ox_need_const(im, in[1], "ratio"))
+            return false;
+        if (training && ox_const_values(im, in[1])[0] != 0)
+            return ox_error(im, "drops at random in training mode (ratio %g); texc converts "
+                                "inference only",
+                            ox_const_values(im, in[1])[0]);
+    }
+    if (n->noutputs > 1 && out[1] && out[1]->uses) {
+        int64_t count = ox_elems(x);
+        double *ones = arena_alloc(im->a, sizeof *ones * (size_t)(count ? count : 1));
+        for (int64_t i = 0; i < count; i++)
+            ones[i] = 1;
+        ox_set_const(im, out[1], OX_BOOL, x->rank, x->dims, ones);
+    }
     if (x->kind == OXV_CONST) {
         ox_set_const(im, out[0], x->odtype, x->rank, x->dims, x->konst);
         out[0]->init = x->init;

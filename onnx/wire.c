@@ -656,6 +656,7 @@ static void read_model(Reader *r, Wire w, OxModel *m)
     bool graph = false;
     const char *producer = "", *version = "";
     m->opset = -1;
+    bool default_opset = false;
     while (next_field(r, &w, &f)) {
         switch (f.num) {
         case 1:
@@ -679,8 +680,10 @@ static void read_model(Reader *r, Wire w, OxModel *m)
                 else if (g.num == 2)
                     v = int_field(r, &g, "an opset's version");
             }
-            if (!*domain || strcmp(domain, "ai.onnx") == 0)
+            if (!*domain || strcmp(domain, "ai.onnx") == 0) {
                 m->opset = v;
+                default_opset = true;
+            }
             break;
         }
         case 7:
@@ -696,7 +699,9 @@ static void read_model(Reader *r, Wire w, OxModel *m)
     }
     if (!graph)
         fail(r, "no graph in the model (not an ONNX model?)");
-    if (m->opset < 1 || m->opset > 1000)
+    if (!default_opset)
+        m->opset = 0; /* only other domains' ops (ai.onnx.preview.training): none converts */
+    else if (m->opset < 1 || m->opset > 1000)
         fail(r, "the model imports no valid version of the default opset (ai.onnx)");
     m->producer = *version ? arena_printf(r->a, "%s %s", producer, version) : producer;
 }
