@@ -95,29 +95,53 @@ typedef struct Task {
 /* ------------------------------------------------------------------ */
 /* The kernels and their programs.                                     */
 
-/* The stages of G the default schedule inlines into their readers. */
-static bool *default_inlined(Arena *a, Graph *g, Target target)
+/* The id of G's tensor NAME, or -1. */
+static int tensor_named(const Graph *g, const char *name)
+{
+    for (int i = 0; name && i < g->ntensors; i++)
+        if (strcmp(g->tensors[i]->name, name) == 0)
+            return i;
+    return -1;
+}
+
+/* The stages of G the default schedule inlines into their readers
+ * (INLINED, by id), and those of the rows it computes in one pass
+ * (ROW: a row statistic computed at its reader's row, and that reader):
+ * a row is one loop nest of the default's, which a task of each of its
+ * stages would break up (a tuned row statistic is a kernel of its own,
+ * and a tuned reader leaves no row loop to compute it at), so its
+ * stages are no tasks and keep the default's schedule. */
+static bool *default_inlined(Arena *a, Graph *g, Target target, bool **row)
 {
     bool *inl = arena_alloc(a, sizeof *inl * (size_t)(g->ntensors + 1));
+    *row = arena_alloc(a, sizeof **row * (size_t)(g->ntensors + 1));
     Arena scratch = { 0 };
     SchedState *st = sch_state_new(&scratch, g, target);
     Schedule *d = sch_default(st, NULL);
     for (int k = 0; d && k < d->nstmts; k++) {
         const SchedStmt *s = d->stmts[k];
-        if (strcmp(s->prim, "compute_inline") != 0)
-            continue;
-        for (int i = 0; i < g->ntensors; i++)
-            if (strcmp(g->tensors[i]->name, s->stage) == 0)
-                inl[i] = true;
+        int i = tensor_named(g, s->stage);
+        if (i < 0)
+            continue; /* (a cache stage's: the micro-kernel's tile) */
+        if (strcmp(s->prim, "compute_inline") == 0) {
+            inl[i] = true;
+        } else if (strcmp(s->prim, "compute_at") == 0 && s->nargs > 0) {
+            int c = tensor_named(g, s->args[0].name);
+            (*row)[i] = true;
+            if (c >= 0)
+                (*row)[c] = true;
+        }
     }
     arena_free(&scratch);
     return inl;
 }
 
-/* Is T a kernel of its own: a stage, not a packing stage, not inlined? */
-static bool is_kernel(const Tensor *t, const bool *inlined)
+/* Is T a kernel of its own, tuned as a task: a stage, not a packing
+ * stage, not inlined, not part of a row the default computes in one
+ * pass? */
+static bool is_kernel(const Tensor *t, const bool *inlined, const bool *row)
 {
-    return t->kind == TK_STAGE && !t->packs && !inlined[t->id];
+    return t->kind == TK_STAGE && !t->packs && !inlined[t->id] && !row[t->id];
 }
 
 typedef struct Cut {
@@ -222,7 +246,8 @@ static Graph *task_graph(Arena *a, Graph *g, Tensor *k, const bool *inlined)
 /* The tasks of G, same workloads merged, into *OUT (their number). */
 static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
 {
-    bool *inlined = default_inlined(a, g, o->target);
+    bool *row;
+    bool *inlined = default_inlined(a, g, o->target, &row);
     const char *base = o->source_path ? strrchr(o->source_path, '/') : NULL;
     base = base ? base + 1 : o->source_path ? o->source_path : "program";
     size_t blen = strlen(base);
@@ -232,7 +257,7 @@ static int make_tasks(Arena *a, Graph *g, const TuneOptions *o, Task **out)
     int n = 0;
     for (int i = 0; i < g->ntensors; i++) {
         Tensor *t = g->tensors[i];
-        if (!is_kernel(t, inlined))
+        if (!is_kernel(t, inlined, row))
             continue;
         Graph *sub = task_graph(a, g, t, inlined);
         char hash[33];
