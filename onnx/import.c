@@ -291,7 +291,8 @@ bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int6
         return ox_error(im, "'%s' has type %s, which texc does not compute", out->onnx,
                         ox_dtype_name(odtype));
     out->rank = rank;
-    memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
+    if (rank > 0) /* a scalar's DIMS may be NULL */
+        memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
     return true;
 }
 
@@ -303,7 +304,8 @@ void ox_set_const(OxImporter *im, OxValue *out, int odtype, int rank, const int6
     out->odtype = odtype;
     out->dtype = ox_te_dtype(odtype);
     out->rank = rank;
-    memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
+    if (rank > 0) /* a scalar's DIMS may be NULL */
+        memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
     out->konst = values;
 }
 
