@@ -349,6 +349,12 @@ static double gflops_of(const Tuner *t, double seconds)
     return seconds > 0 ? t->w.flop / seconds * 1e-9 : 0;
 }
 
+/* How the search chose C, as its record says. */
+static const char *search_of(const Tuner *t, const Candidate *c)
+{
+    return !c->point ? "default" : t->exhaustive ? "exhaustive" : c->guided ? "guided" : "random";
+}
+
 static json_t *record_of(Tuner *t, Candidate *c, double limit)
 {
     json_t *r = tune_record_new(&t->w, &t->m, t->sp);
@@ -381,9 +387,7 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
     if (t->bench.cuda && (c->status == TS_OK || c->status == TS_WRONG || c->status == TS_CRASH ||
                           c->status == TS_TIMEOUT || c->status == TS_RUN_ERROR))
         json_object_set_new(r, "measured_on", json_integer(c->device)); /* the device's ordinal */
-    json_object_set_new(r, "search", json_string(!c->point ? "default"
-                                                 : t->exhaustive ? "exhaustive"
-                                                 : c->guided ? "guided" : "random"));
+    json_object_set_new(r, "search", json_string(search_of(t, c)));
     if (!isnan(c->predicted))
         json_object_set_new(r, "predicted_s", json_real(exp(c->predicted)));
     json_object_set_new(r, "trial", json_integer(c->trial));
@@ -978,13 +982,19 @@ static void finish(Tuner *t, Candidate *c, double limit)
     finish_record(t, c, limit, NULL, true);
 }
 
+/* The seconds one timed repeat may take: it follows the best so far. */
+static double run_limit(const Tuner *t)
+{
+    return t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+}
+
 /* Measures the built candidates of BATCH (N) and records them all: one
  * at a time, each recorded as it completes; or, with several GPUs, the
  * batch on all of them at once, then recorded in order.  A candidate
  * built after the time budget ran out is not measured. */
 static void measure_batch(Tuner *t, Candidate **batch, int n)
 {
-    double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+    double limit = run_limit(t);
     if (t->bench.ndevices > 1) {
         Candidate **built = arena_alloc(t->a, sizeof *built * (size_t)(n + 1));
         int nbuilt = 0;
@@ -1003,8 +1013,7 @@ static void measure_batch(Tuner *t, Candidate **batch, int n)
     }
     for (int i = 0; i < n; i++) {
         Candidate *c = batch[i];
-        /* the limit follows the best so far */
-        limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+        limit = run_limit(t);
         c->device = t->bench.ndevices > 0 ? t->bench.devices[0] : 0;
         if (c->status == TS_OK) {
             if (budget_stops(t))
@@ -1239,6 +1248,17 @@ static void take_record(Candidate *c, json_t *r)
     c->max_err = json_is_number(err) ? json_number_value(err) : NAN;
 }
 
+/* The candidate of BATCH (N) numbered as trial number ONE (a job's
+ * entry) has, or NULL. */
+static Candidate *trial_of(Candidate **batch, int n, json_t *one)
+{
+    int trial = (int)json_integer_value(json_object_get(one, "trial"));
+    for (int i = 0; i < n; i++)
+        if (batch[i]->trial == trial)
+            return batch[i];
+    return NULL;
+}
+
 /* Builds and measures BATCH (N candidates, numbered): alone, or in an
  * MPI job (mpi.c) in shares, one for this rank and one for each live
  * worker, dealt in turn; this rank measures its own under the machine
@@ -1259,7 +1279,7 @@ static void run_batch(Tuner *t, Candidate **batch, int n)
     int nmine = 0;
     json_t **jobs = arena_alloc(t->a, sizeof *jobs * (size_t)(nw + 1));
     int *ids = arena_alloc(t->a, sizeof *ids * (size_t)(nw + 1));
-    double limit = t->best_time > 0 ? fmax(1.0, 20 * t->best_time) : 60;
+    double limit = run_limit(t);
     for (int w = 0; w < nw; w++) {
         ids[w] = ++t->jobs_sent;
         jobs[w] = json_pack("{s:i, s:i, s:f, s:[]}", "job", ids[w], "task", t->o->task_no,
@@ -1273,8 +1293,7 @@ static void run_batch(Tuner *t, Candidate **batch, int n)
         }
         Candidate *c = batch[i];
         json_t *one = json_pack("{s:i, s:O, s:s}", "trial", c->trial, "config", c->config,
-                                "search", !c->point ? "default" : t->exhaustive ? "exhaustive"
-                                          : c->guided ? "guided" : "random");
+                                "search", search_of(t, c));
         if (!isnan(c->predicted))
             json_object_set_new(one, "predicted_s", json_real(exp(c->predicted)));
         json_array_append_new(json_object_get(jobs[share - 1], "cands"), one);
@@ -1286,10 +1305,9 @@ static void run_batch(Tuner *t, Candidate **batch, int n)
         if (json_array_size(cands) == 0 || tune_mpi_send_job(ranks[w], jobs[w]))
             continue;
         for (size_t k = 0; k < json_array_size(cands); k++) {
-            int trial = (int)json_integer_value(json_object_get(json_array_get(cands, k), "trial"));
-            for (int i = 0; i < n; i++)
-                if (batch[i]->trial == trial)
-                    mine[nmine++] = batch[i];
+            Candidate *c = trial_of(batch, n, json_array_get(cands, k));
+            if (c)
+                mine[nmine++] = c;
         }
         json_array_clear(cands);
     }
@@ -1311,17 +1329,13 @@ static void run_batch(Tuner *t, Candidate **batch, int n)
         json_t *records = ans ? json_object_get(ans, "records") : NULL;
         bool pooled = tune_mpi_pooled(ranks[w]);
         for (size_t k = 0; k < nc; k++) {
-            int trial = (int)json_integer_value(json_object_get(json_array_get(cands, k), "trial"));
-            Candidate *c = NULL;
-            for (int i = 0; i < n && !c; i++)
-                if (batch[i]->trial == trial)
-                    c = batch[i];
-            json_t *r = NULL;
-            for (size_t j = 0; j < json_array_size(records) && !r; j++)
-                if (json_integer_value(json_object_get(json_array_get(records, j), "trial")) == trial)
-                    r = json_array_get(records, j);
+            Candidate *c = trial_of(batch, n, json_array_get(cands, k));
             if (!c)
                 continue;
+            json_t *r = NULL;
+            for (size_t j = 0; j < json_array_size(records) && !r; j++)
+                if (json_integer_value(json_object_get(json_array_get(records, j), "trial")) == c->trial)
+                    r = json_array_get(records, j);
             if (!r) {
                 c->status = TS_COUNT; /* lost with its rank: not recorded */
                 continue;
