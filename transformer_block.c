@@ -3,15 +3,24 @@
  * schedule: the default (the file has no `schedule cpu`)
  *   xc1.compute_inline();
  *   xc2.compute_inline();
+ *   w2_packed.reorder(a0, p);
+ *   w2_packed.vectorize(l);
+ *   w2_packed.parallel(a0);
  *   w1_packed.reorder(a0, p);
  *   w1_packed.vectorize(l);
  *   w1_packed.parallel(a0);
+ *   wo_packed.reorder(a0, p);
+ *   wo_packed.vectorize(l);
+ *   wo_packed.parallel(a0);
+ *   wk_packed.reorder(a0, p);
+ *   wk_packed.vectorize(l);
+ *   wk_packed.parallel(a0);
  *   mean1.vectorize(j);
  *   var1.vectorize(j);
  *   xn.vectorize(j);
  *   xn.parallel(i);
  *   kh_acc = kh.cache_write(local);
- *   kh.tile(t, d, 8, 16) -> to, do, ti, di;
+ *   kh.tile(t, d, 6, 64) -> to, do, ti, di;
  *   kh.reorder(do, to);
  *   kh_acc.compute_at(kh, to);
  *   kh_acc.reorder(c, t, d);
@@ -23,8 +32,11 @@
  *   kh_packed.reorder(a0, p);
  *   kh_packed.vectorize(l);
  *   kh_packed.parallel(a0);
+ *   wq_packed.reorder(a0, p);
+ *   wq_packed.vectorize(l);
+ *   wq_packed.parallel(a0);
  *   q_acc = q.cache_write(local);
- *   q.tile(i, d, 8, 16) -> io, do, ii, di;
+ *   q.tile(i, d, 6, 64) -> io, do, ii, di;
  *   q.reorder(do, io);
  *   q_acc.compute_at(q, io);
  *   q_acc.reorder(c, i, d);
@@ -34,7 +46,7 @@
  *   q.vectorize(di);
  *   q.parallel(h);
  *   score_acc = score.cache_write(local);
- *   score.tile(i, t, 8, 32) -> io, to, ii, ti;
+ *   score.tile(i, t, 6, 64) -> io, to, ii, ti;
  *   score.reorder(to, io);
  *   score_acc.compute_at(score, io);
  *   score_acc.reorder(d, i, t);
@@ -48,8 +60,11 @@
  *   prob.parallel(h);
  *   psum.vectorize(t);
  *   psum.parallel(h);
+ *   wv_packed.reorder(a0, p);
+ *   wv_packed.vectorize(l);
+ *   wv_packed.parallel(a0);
  *   vh_acc = vh.cache_write(local);
- *   vh.tile(t, d, 8, 16) -> to, do, ti, di;
+ *   vh.tile(t, d, 6, 64) -> to, do, ti, di;
  *   vh.reorder(do, to);
  *   vh_acc.compute_at(vh, to);
  *   vh_acc.reorder(c, t, d);
@@ -59,7 +74,7 @@
  *   vh.vectorize(di);
  *   vh.parallel(h);
  *   ctx_acc = ctx.cache_write(local);
- *   ctx.tile(i, d, 8, 16) -> io, do, ii, di;
+ *   ctx.tile(i, d, 6, 64) -> io, do, ii, di;
  *   ctx.reorder(do, io);
  *   ctx_acc.compute_at(ctx, io);
  *   ctx_acc.reorder(t, i, d);
@@ -69,7 +84,7 @@
  *   ctx.vectorize(di);
  *   ctx.parallel(h);
  *   r_acc = r.cache_write(local);
- *   r.tile(i, j, 6, 64) -> io, jo, ii, ji;
+ *   r.tile(i, j, 8, 48) -> io, jo, ii, ji;
  *   r.reorder(jo, io);
  *   r_acc.compute_at(r, io);
  *   r_acc.reorder(h, d, i, j);
@@ -83,7 +98,7 @@
  *   rn.vectorize(j);
  *   rn.parallel(i);
  *   act_acc = act.cache_write(local);
- *   act.tile(i, n, 6, 64) -> io, no, ii, ni;
+ *   act.tile(i, n, 8, 48) -> io, no, ii, ni;
  *   act.reorder(no, io);
  *   act_acc.compute_at(act, io);
  *   act_acc.reorder(c, i, n);
@@ -93,7 +108,7 @@
  *   act.vectorize(ni);
  *   act.parallel(no);
  *   y_acc = y.cache_write(local);
- *   y.tile(i, j, 6, 64) -> io, jo, ii, ji;
+ *   y.tile(i, j, 8, 48) -> io, jo, ii, ji;
  *   y.reorder(jo, io);
  *   y_acc.compute_at(y, io);
  *   y_acc.reorder(n, i, j);
@@ -597,6 +612,28 @@ size_t transformer_block_workspace_size(void)
     return TRANSFORMER_BLOCK_WORKSPACE_BYTES;
 }
 
+/* w2_packed's parallel loop a0: what its iterations read from around it */
+struct transformer_block_w2_packed_a0_ctx {
+    const float *w2_;
+    float *w2_packed_;
+};
+
+/* iterations [te_lo, te_hi) of a0 (te_parallel_for runs the parts) */
+static void transformer_block_w2_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
+{
+    const struct transformer_block_w2_packed_a0_ctx *te_ctx = te_arg;
+    const float (*restrict w2)[768] = (const float (*)[768])te_ctx->w2_;
+    float (*restrict w2_packed)[3072][48] = (float (*)[3072][48])te_ctx->w2_packed_;
+    for (int64_t a0 = te_lo; a0 < te_hi; a0++) {
+        for (int64_t p = 0; p < 16; p++) {
+            /* l: 48 lanes as 3 vectors of 16 */
+            te_vstore(&w2_packed[p][a0][0], te_vload(&w2[a0][p * 48]));
+            te_vstore(&w2_packed[p][a0][16], te_vload(&w2[a0][p * 48 + 16]));
+            te_vstore(&w2_packed[p][a0][32], te_vload(&w2[a0][p * 48 + 32]));
+        }
+    }
+}
+
 /* w1_packed's parallel loop a0: what its iterations read from around it */
 struct transformer_block_w1_packed_a0_ctx {
     const float *w1_;
@@ -607,22 +644,117 @@ struct transformer_block_w1_packed_a0_ctx {
 static void transformer_block_w1_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_w1_packed_a0_ctx *te_ctx = te_arg;
-    const float (*restrict w1)[256] = (const float (*)[256])te_ctx->w1_;
-    float (*restrict w1_packed)[64][64] = (float (*)[64][64])te_ctx->w1_packed_;
-    for (int64_t a0 = te_lo; a0 < te_hi; a0++) {
-        for (int64_t p = 0; p < 4; p++) {
-            /* l: 64 lanes as 4 vectors of 16 */
-            te_vstore(&w1_packed[p][a0][0], te_vload(&w1[a0][p * 64]));
-            te_vstore(&w1_packed[p][a0][16], te_vload(&w1[a0][p * 64 + 16]));
-            te_vstore(&w1_packed[p][a0][32], te_vload(&w1[a0][p * 64 + 32]));
-            te_vstore(&w1_packed[p][a0][48], te_vload(&w1[a0][p * 64 + 48]));
+    const float (*restrict w1)[3072] = (const float (*)[3072])te_ctx->w1_;
+    float (*restrict w1_packed)[768][48] = (float (*)[768][48])te_ctx->w1_packed_;
+    for (int64_t a0_2 = te_lo; a0_2 < te_hi; a0_2++) {
+        for (int64_t p_2 = 0; p_2 < 64; p_2++) {
+            /* l: 48 lanes as 3 vectors of 16 */
+            te_vstore(&w1_packed[p_2][a0_2][0], te_vload(&w1[a0_2][p_2 * 48]));
+            te_vstore(&w1_packed[p_2][a0_2][16], te_vload(&w1[a0_2][p_2 * 48 + 16]));
+            te_vstore(&w1_packed[p_2][a0_2][32], te_vload(&w1[a0_2][p_2 * 48 + 32]));
         }
     }
 }
 
-void transformer_block_prepack(const float *restrict w1_, float *restrict w1_packed_)
+/* wo_packed's parallel loop a0: what its iterations read from around it */
+struct transformer_block_wo_packed_a0_ctx {
+    const float *wo_;
+    float *wo_packed_;
+};
+
+/* iterations [te_lo, te_hi) of a0 (te_parallel_for runs the parts) */
+static void transformer_block_wo_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
-    te_parallel_for(transformer_block_w1_packed_a0, &(struct transformer_block_w1_packed_a0_ctx){ w1_, w1_packed_ }, 0, 64);
+    const struct transformer_block_wo_packed_a0_ctx *te_ctx = te_arg;
+    const float (*restrict wo)[768] = (const float (*)[768])te_ctx->wo_;
+    float (*restrict wo_packed)[768][48] = (float (*)[768][48])te_ctx->wo_packed_;
+    for (int64_t a0_3 = te_lo; a0_3 < te_hi; a0_3++) {
+        for (int64_t p_3 = 0; p_3 < 16; p_3++) {
+            /* l: 48 lanes as 3 vectors of 16 */
+            te_vstore(&wo_packed[p_3][a0_3][0], te_vload(&wo[a0_3][p_3 * 48]));
+            te_vstore(&wo_packed[p_3][a0_3][16], te_vload(&wo[a0_3][p_3 * 48 + 16]));
+            te_vstore(&wo_packed[p_3][a0_3][32], te_vload(&wo[a0_3][p_3 * 48 + 32]));
+        }
+    }
+}
+
+/* wk_packed's parallel loop a0: what its iterations read from around it */
+struct transformer_block_wk_packed_a0_ctx {
+    const float *wk_;
+    float *wk_packed_;
+};
+
+/* iterations [te_lo, te_hi) of a0 (te_parallel_for runs the parts) */
+static void transformer_block_wk_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
+{
+    const struct transformer_block_wk_packed_a0_ctx *te_ctx = te_arg;
+    const float (*restrict wk)[768] = (const float (*)[768])te_ctx->wk_;
+    float (*restrict wk_packed)[768][64] = (float (*)[768][64])te_ctx->wk_packed_;
+    for (int64_t a0_4 = te_lo; a0_4 < te_hi; a0_4++) {
+        for (int64_t p_4 = 0; p_4 < 12; p_4++) {
+            /* l: 64 lanes as 4 vectors of 16 */
+            te_vstore(&wk_packed[p_4][a0_4][0], te_vload(&wk[a0_4][p_4 * 64]));
+            te_vstore(&wk_packed[p_4][a0_4][16], te_vload(&wk[a0_4][p_4 * 64 + 16]));
+            te_vstore(&wk_packed[p_4][a0_4][32], te_vload(&wk[a0_4][p_4 * 64 + 32]));
+            te_vstore(&wk_packed[p_4][a0_4][48], te_vload(&wk[a0_4][p_4 * 64 + 48]));
+        }
+    }
+}
+
+/* wq_packed's parallel loop a0: what its iterations read from around it */
+struct transformer_block_wq_packed_a0_ctx {
+    const float *wq_;
+    float *wq_packed_;
+};
+
+/* iterations [te_lo, te_hi) of a0 (te_parallel_for runs the parts) */
+static void transformer_block_wq_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
+{
+    const struct transformer_block_wq_packed_a0_ctx *te_ctx = te_arg;
+    const float (*restrict wq)[768] = (const float (*)[768])te_ctx->wq_;
+    float (*restrict wq_packed)[768][64] = (float (*)[768][64])te_ctx->wq_packed_;
+    for (int64_t a0_5 = te_lo; a0_5 < te_hi; a0_5++) {
+        for (int64_t p_5 = 0; p_5 < 12; p_5++) {
+            /* l: 64 lanes as 4 vectors of 16 */
+            te_vstore(&wq_packed[p_5][a0_5][0], te_vload(&wq[a0_5][p_5 * 64]));
+            te_vstore(&wq_packed[p_5][a0_5][16], te_vload(&wq[a0_5][p_5 * 64 + 16]));
+            te_vstore(&wq_packed[p_5][a0_5][32], te_vload(&wq[a0_5][p_5 * 64 + 32]));
+            te_vstore(&wq_packed[p_5][a0_5][48], te_vload(&wq[a0_5][p_5 * 64 + 48]));
+        }
+    }
+}
+
+/* wv_packed's parallel loop a0: what its iterations read from around it */
+struct transformer_block_wv_packed_a0_ctx {
+    const float *wv_;
+    float *wv_packed_;
+};
+
+/* iterations [te_lo, te_hi) of a0 (te_parallel_for runs the parts) */
+static void transformer_block_wv_packed_a0(void *te_arg, int64_t te_lo, int64_t te_hi)
+{
+    const struct transformer_block_wv_packed_a0_ctx *te_ctx = te_arg;
+    const float (*restrict wv)[768] = (const float (*)[768])te_ctx->wv_;
+    float (*restrict wv_packed)[768][64] = (float (*)[768][64])te_ctx->wv_packed_;
+    for (int64_t a0_6 = te_lo; a0_6 < te_hi; a0_6++) {
+        for (int64_t p_6 = 0; p_6 < 12; p_6++) {
+            /* l: 64 lanes as 4 vectors of 16 */
+            te_vstore(&wv_packed[p_6][a0_6][0], te_vload(&wv[a0_6][p_6 * 64]));
+            te_vstore(&wv_packed[p_6][a0_6][16], te_vload(&wv[a0_6][p_6 * 64 + 16]));
+            te_vstore(&wv_packed[p_6][a0_6][32], te_vload(&wv[a0_6][p_6 * 64 + 32]));
+            te_vstore(&wv_packed[p_6][a0_6][48], te_vload(&wv[a0_6][p_6 * 64 + 48]));
+        }
+    }
+}
+
+void transformer_block_prepack(const float *restrict wq_, const float *restrict wk_, const float *restrict wv_, const float *restrict wo_, const float *restrict w1_, const float *restrict w2_, float *restrict w2_packed_, float *restrict w1_packed_, float *restrict wo_packed_, float *restrict wk_packed_, float *restrict wq_packed_, float *restrict wv_packed_)
+{
+    te_parallel_for(transformer_block_w2_packed_a0, &(struct transformer_block_w2_packed_a0_ctx){ w2_, w2_packed_ }, 0, 3072);
+    te_parallel_for(transformer_block_w1_packed_a0, &(struct transformer_block_w1_packed_a0_ctx){ w1_, w1_packed_ }, 0, 768);
+    te_parallel_for(transformer_block_wo_packed_a0, &(struct transformer_block_wo_packed_a0_ctx){ wo_, wo_packed_ }, 0, 768);
+    te_parallel_for(transformer_block_wk_packed_a0, &(struct transformer_block_wk_packed_a0_ctx){ wk_, wk_packed_ }, 0, 768);
+    te_parallel_for(transformer_block_wq_packed_a0, &(struct transformer_block_wq_packed_a0_ctx){ wq_, wq_packed_ }, 0, 768);
+    te_parallel_for(transformer_block_wv_packed_a0, &(struct transformer_block_wv_packed_a0_ctx){ wv_, wv_packed_ }, 0, 768);
 }
 
 /* xn's parallel loop i: what its iterations read from around it */
@@ -637,11 +769,11 @@ struct transformer_block_xn_i_ctx {
 static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_xn_i_ctx *te_ctx = te_arg;
-    const float (*restrict x)[64] = (const float (*)[64])te_ctx->x_;
+    const float (*restrict x)[768] = (const float (*)[768])te_ctx->x_;
     const float *restrict ln1_g = te_ctx->ln1_g_;
     const float *restrict ln1_b = te_ctx->ln1_b_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict xn)[64] = (float (*)[64])(te_workspace + 32768);
+    float (*restrict xn)[768] = (float (*)[768])(te_workspace + 25165824);
     for (int64_t i = te_lo; i < te_hi; i++) {
         {
             float mean1[1] __attribute__((aligned(64)));
@@ -649,8 +781,8 @@ static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                 mean1[i_2 - i] = 0.0f;
                 {
                     int64_t j = 0;
-                    const int64_t te_end = 64;
-                    /* j: a sum over 64 lanes in 4 vectors of 16, then folded */
+                    const int64_t te_end = 768;
+                    /* j: a sum over 768 lanes in 4 vectors of 16, then folded */
                     te_v16f te_acc[4];
                     for (int te_g = 0; te_g < 4; te_g++)
                         te_acc[te_g] = te_splat(0.0f);
@@ -671,7 +803,7 @@ static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                         mean1[i_2 - i] = mean1[i_2 - i] + x[i_2][j];
                     }
                 }
-                mean1[i_2 - i] = mean1[i_2 - i] * 0.015625f;
+                mean1[i_2 - i] = mean1[i_2 - i] * 0.00130208337f;
             }
             {
                 float var1[1] __attribute__((aligned(64)));
@@ -679,8 +811,8 @@ static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                     var1[i_3 - i] = 0.0f;
                     {
                         int64_t j_2 = 0;
-                        const int64_t te_end = 64;
-                        /* j: a sum over 64 lanes in 4 vectors of 16, then folded */
+                        const int64_t te_end = 768;
+                        /* j: a sum over 768 lanes in 4 vectors of 16, then folded */
                         te_v16f te_acc[4];
                         for (int te_g = 0; te_g < 4; te_g++)
                             te_acc[te_g] = te_splat(0.0f);
@@ -701,13 +833,28 @@ static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                             var1[i_3 - i] = var1[i_3 - i] + (x[i_3][j_2] - mean1[i_3 - i]) * (x[i_3][j_2] - mean1[i_3 - i]);
                         }
                     }
-                    var1[i_3 - i] = var1[i_3 - i] * 0.015625f;
+                    var1[i_3 - i] = var1[i_3 - i] * 0.00130208337f;
                 }
-                /* j: 64 lanes as 4 vectors of 16 */
-                te_vstore(&xn[i][0], (te_vload(&x[i][0]) - te_splat(mean1[0])) * te_splat(te_rsqrt_f32(var1[0] + 1e-05f)) * te_vload(&ln1_g[0]) + te_vload(&ln1_b[0]));
-                te_vstore(&xn[i][16], (te_vload(&x[i][16]) - te_splat(mean1[0])) * te_splat(te_rsqrt_f32(var1[0] + 1e-05f)) * te_vload(&ln1_g[16]) + te_vload(&ln1_b[16]));
-                te_vstore(&xn[i][32], (te_vload(&x[i][32]) - te_splat(mean1[0])) * te_splat(te_rsqrt_f32(var1[0] + 1e-05f)) * te_vload(&ln1_g[32]) + te_vload(&ln1_b[32]));
-                te_vstore(&xn[i][48], (te_vload(&x[i][48]) - te_splat(mean1[0])) * te_splat(te_rsqrt_f32(var1[0] + 1e-05f)) * te_vload(&ln1_g[48]) + te_vload(&ln1_b[48]));
+                {
+                    const float inv = te_rsqrt_f32(var1[0] + 1e-05f); /* the same for every lane */
+                    {
+                        int64_t j_3 = 0;
+                        const int64_t te_end = 768;
+                        /* j: 768 lanes, 4 vectors of 16 a step */
+                        for (; j_3 <= te_end - 64; j_3 += 64) {
+                            te_vstore(&xn[i][j_3], (te_vload(&x[i][j_3]) - te_splat(mean1[0])) * te_splat(inv) * te_vload(&ln1_g[j_3]) + te_vload(&ln1_b[j_3]));
+                            te_vstore(&xn[i][j_3 + 16], (te_vload(&x[i][j_3 + 16]) - te_splat(mean1[0])) * te_splat(inv) * te_vload(&ln1_g[j_3 + 16]) + te_vload(&ln1_b[j_3 + 16]));
+                            te_vstore(&xn[i][j_3 + 32], (te_vload(&x[i][j_3 + 32]) - te_splat(mean1[0])) * te_splat(inv) * te_vload(&ln1_g[j_3 + 32]) + te_vload(&ln1_b[j_3 + 32]));
+                            te_vstore(&xn[i][j_3 + 48], (te_vload(&x[i][j_3 + 48]) - te_splat(mean1[0])) * te_splat(inv) * te_vload(&ln1_g[j_3 + 48]) + te_vload(&ln1_b[j_3 + 48]));
+                        }
+                        for (; j_3 <= te_end - 16; j_3 += 16) {
+                            te_vstore(&xn[i][j_3], (te_vload(&x[i][j_3]) - te_splat(mean1[0])) * te_splat(inv) * te_vload(&ln1_g[j_3]) + te_vload(&ln1_b[j_3]));
+                        }
+                        for (; j_3 < te_end; j_3++) {
+                            xn[i][j_3] = (x[i][j_3] - mean1[0]) * te_rsqrt_f32(var1[0] + 1e-05f) * ln1_g[j_3] + ln1_b[j_3];
+                        }
+                    }
+                }
             }
         }
     }
@@ -715,7 +862,7 @@ static void transformer_block_xn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
 
 /* kh's parallel loop h: what its iterations read from around it */
 struct transformer_block_kh_h_ctx {
-    const float *wk_;
+    const float *wk_packed_;
     char *te_workspace;
 };
 
@@ -723,95 +870,177 @@ struct transformer_block_kh_h_ctx {
 static void transformer_block_kh_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_kh_h_ctx *te_ctx = te_arg;
-    const float (*restrict wk)[64] = (const float (*)[64])te_ctx->wk_;
+    const float (*restrict wk_packed)[768][64] = (const float (*)[768][64])te_ctx->wk_packed_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict xn)[64] = (float (*)[64])(te_workspace + 32768);
-    float (*restrict kh)[32][16] = (float (*)[32][16])(te_workspace + 0);
+    float (*restrict xn)[768] = (float (*)[768])(te_workspace + 25165824);
+    float (*restrict kh)[512][64] = (float (*)[512][64])(te_workspace + 0);
     for (int64_t h = te_lo; h < te_hi; h++) {
         for (int64_t do_2 = 0; do_2 < 1; do_2++) {
-            for (int64_t to = 0; to < 4; to++) {
+            for (int64_t to = 0; to < 85; to++) {
                 {
-                    te_v16f kh_acc_v[1][8][1];
-                    float (*kh_acc)[8][16] = (float (*)[8][16])kh_acc_v;
+                    te_v16f kh_acc_v[1][6][4];
+                    float (*kh_acc)[6][64] = (float (*)[6][64])kh_acc_v;
                     (void)kh_acc; /* used by the scalar edge loops, if any */
                     for (int64_t h_2 = h; h_2 < h + 1; h_2++) {
-                        /* t: unrolled 8 times */
+                        /* t: unrolled 6 times */
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][0][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][1][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][2][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][2][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][2][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][2][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][3][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][3][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][3][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][3][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][4][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][4][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][4][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][4][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             kh_acc_v[h_2 - h][5][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][5][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][5][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][5][3] = te_splat(0.0f);
                         }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            kh_acc_v[h_2 - h][6][0] = te_splat(0.0f);
-                        }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            kh_acc_v[h_2 - h][7][0] = te_splat(0.0f);
-                        }
-                        for (int64_t c = 0; c < 64; c++) {
+                        for (int64_t c = 0; c < 768; c++) {
                             /* prefetch c: what iteration c + 8 reads */
-                            if (c + 8 < 64) {
+                            if (c + 8 < 768) {
                                 const int64_t c_ahead = c + 8;
-                                __builtin_prefetch(&wk[c_ahead][h_2 * 16], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead][0], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead][16], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead][32], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead][48], 0, 3);
                             }
-                            /* t: unrolled 8 times */
+                            /* t: unrolled 6 times */
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][0][0] = kh_acc_v[h_2 - h][0][0] + te_splat(xn[to * 8][c]) * te_vload(&wk[c][h_2 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][1][0] = kh_acc_v[h_2 - h][1][0] + te_splat(xn[to * 8 + 1][c]) * te_vload(&wk[c][h_2 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][2][0] = kh_acc_v[h_2 - h][2][0] + te_splat(xn[to * 8 + 2][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][0][0] = kh_acc_v[h_2 - h][0][0] + te_splat(xn[to * 6][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][0][1] = kh_acc_v[h_2 - h][0][1] + te_splat(xn[to * 6][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][0][2] = kh_acc_v[h_2 - h][0][2] + te_splat(xn[to * 6][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][0][3] = kh_acc_v[h_2 - h][0][3] + te_splat(xn[to * 6][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][3][0] = kh_acc_v[h_2 - h][3][0] + te_splat(xn[to * 8 + 3][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][1][0] = kh_acc_v[h_2 - h][1][0] + te_splat(xn[to * 6 + 1][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][1][1] = kh_acc_v[h_2 - h][1][1] + te_splat(xn[to * 6 + 1][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][1][2] = kh_acc_v[h_2 - h][1][2] + te_splat(xn[to * 6 + 1][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][1][3] = kh_acc_v[h_2 - h][1][3] + te_splat(xn[to * 6 + 1][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][4][0] = kh_acc_v[h_2 - h][4][0] + te_splat(xn[to * 8 + 4][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][2][0] = kh_acc_v[h_2 - h][2][0] + te_splat(xn[to * 6 + 2][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][2][1] = kh_acc_v[h_2 - h][2][1] + te_splat(xn[to * 6 + 2][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][2][2] = kh_acc_v[h_2 - h][2][2] + te_splat(xn[to * 6 + 2][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][2][3] = kh_acc_v[h_2 - h][2][3] + te_splat(xn[to * 6 + 2][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][5][0] = kh_acc_v[h_2 - h][5][0] + te_splat(xn[to * 8 + 5][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][3][0] = kh_acc_v[h_2 - h][3][0] + te_splat(xn[to * 6 + 3][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][3][1] = kh_acc_v[h_2 - h][3][1] + te_splat(xn[to * 6 + 3][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][3][2] = kh_acc_v[h_2 - h][3][2] + te_splat(xn[to * 6 + 3][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][3][3] = kh_acc_v[h_2 - h][3][3] + te_splat(xn[to * 6 + 3][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][6][0] = kh_acc_v[h_2 - h][6][0] + te_splat(xn[to * 8 + 6][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][4][0] = kh_acc_v[h_2 - h][4][0] + te_splat(xn[to * 6 + 4][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][4][1] = kh_acc_v[h_2 - h][4][1] + te_splat(xn[to * 6 + 4][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][4][2] = kh_acc_v[h_2 - h][4][2] + te_splat(xn[to * 6 + 4][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][4][3] = kh_acc_v[h_2 - h][4][3] + te_splat(xn[to * 6 + 4][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                kh_acc_v[h_2 - h][7][0] = kh_acc_v[h_2 - h][7][0] + te_splat(xn[to * 8 + 7][c]) * te_vload(&wk[c][h_2 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][5][0] = kh_acc_v[h_2 - h][5][0] + te_splat(xn[to * 6 + 5][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][5][1] = kh_acc_v[h_2 - h][5][1] + te_splat(xn[to * 6 + 5][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][5][2] = kh_acc_v[h_2 - h][5][2] + te_splat(xn[to * 6 + 5][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][5][3] = kh_acc_v[h_2 - h][5][3] + te_splat(xn[to * 6 + 5][c]) * te_vload(&wk_packed[h_2][c][48]);
                             }
                         }
                     }
-                    for (int64_t ti = 0; ti < 8; ti++) {
-                        /* di: 16 lanes as 1 vectors of 16 */
-                        te_vstore(&kh[h][to * 8 + ti][do_2 * 16], te_vload(&kh_acc[0][ti][do_2 * 16]));
+                    for (int64_t ti = 0; ti < 6; ti++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&kh[h][to * 6 + ti][do_2 * 64], te_vload(&kh_acc[0][ti][do_2 * 64]));
+                        te_vstore(&kh[h][to * 6 + ti][do_2 * 64 + 16], te_vload(&kh_acc[0][ti][do_2 * 64 + 16]));
+                        te_vstore(&kh[h][to * 6 + ti][do_2 * 64 + 32], te_vload(&kh_acc[0][ti][do_2 * 64 + 32]));
+                        te_vstore(&kh[h][to * 6 + ti][do_2 * 64 + 48], te_vload(&kh_acc[0][ti][do_2 * 64 + 48]));
+                    }
+                }
+            }
+            for (int64_t to = 85; to < 86; to++) {
+                {
+                    te_v16f kh_acc_v[1][6][4];
+                    float (*kh_acc)[6][64] = (float (*)[6][64])kh_acc_v;
+                    (void)kh_acc; /* used by the scalar edge loops, if any */
+                    for (int64_t h_2 = h; h_2 < h + 1; h_2++) {
+                        /* t: unrolled 2 times */
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            kh_acc_v[h_2 - h][0][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][0][3] = te_splat(0.0f);
+                        }
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            kh_acc_v[h_2 - h][1][0] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][1] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][2] = te_splat(0.0f);
+                            kh_acc_v[h_2 - h][1][3] = te_splat(0.0f);
+                        }
+                        for (int64_t c = 0; c < 768; c++) {
+                            /* prefetch c: what iteration c + 8 reads */
+                            if (c + 8 < 768) {
+                                const int64_t c_ahead_2 = c + 8;
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead_2][0], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead_2][16], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead_2][32], 0, 3);
+                                __builtin_prefetch(&wk_packed[h_2][c_ahead_2][48], 0, 3);
+                            }
+                            /* t: unrolled 2 times */
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][0][0] = kh_acc_v[h_2 - h][0][0] + te_splat(xn[510][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][0][1] = kh_acc_v[h_2 - h][0][1] + te_splat(xn[510][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][0][2] = kh_acc_v[h_2 - h][0][2] + te_splat(xn[510][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][0][3] = kh_acc_v[h_2 - h][0][3] + te_splat(xn[510][c]) * te_vload(&wk_packed[h_2][c][48]);
+                            }
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                kh_acc_v[h_2 - h][1][0] = kh_acc_v[h_2 - h][1][0] + te_splat(xn[511][c]) * te_vload(&wk_packed[h_2][c][0]);
+                                kh_acc_v[h_2 - h][1][1] = kh_acc_v[h_2 - h][1][1] + te_splat(xn[511][c]) * te_vload(&wk_packed[h_2][c][16]);
+                                kh_acc_v[h_2 - h][1][2] = kh_acc_v[h_2 - h][1][2] + te_splat(xn[511][c]) * te_vload(&wk_packed[h_2][c][32]);
+                                kh_acc_v[h_2 - h][1][3] = kh_acc_v[h_2 - h][1][3] + te_splat(xn[511][c]) * te_vload(&wk_packed[h_2][c][48]);
+                            }
+                        }
+                    }
+                    for (int64_t ti = 0; ti < 2; ti++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&kh[h][ti + 510][do_2 * 64], te_vload(&kh_acc[0][ti][do_2 * 64]));
+                        te_vstore(&kh[h][ti + 510][do_2 * 64 + 16], te_vload(&kh_acc[0][ti][do_2 * 64 + 16]));
+                        te_vstore(&kh[h][ti + 510][do_2 * 64 + 32], te_vload(&kh_acc[0][ti][do_2 * 64 + 32]));
+                        te_vstore(&kh[h][ti + 510][do_2 * 64 + 48], te_vload(&kh_acc[0][ti][do_2 * 64 + 48]));
                     }
                 }
             }
@@ -829,14 +1058,14 @@ static void transformer_block_kh_packed_a0(void *te_arg, int64_t te_lo, int64_t 
 {
     const struct transformer_block_kh_packed_a0_ctx *te_ctx = te_arg;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict kh)[32][16] = (float (*)[32][16])(te_workspace + 0);
-    float (*restrict kh_packed)[4][16][32] = (float (*)[4][16][32])(te_workspace + 16384);
-    for (int64_t a0_2 = te_lo; a0_2 < te_hi; a0_2++) {
-        for (int64_t p_2 = 0; p_2 < 1; p_2++) {
-            for (int64_t a1 = 0; a1 < 16; a1++) {
+    float (*restrict kh)[512][64] = (float (*)[512][64])(te_workspace + 0);
+    float (*restrict kh_packed)[12][64][64] = (float (*)[12][64][64])(te_workspace + 12582912);
+    for (int64_t a0_7 = te_lo; a0_7 < te_hi; a0_7++) {
+        for (int64_t p_7 = 0; p_7 < 8; p_7++) {
+            for (int64_t a1 = 0; a1 < 64; a1++) {
                 #pragma omp simd
-                for (int64_t l_2 = 0; l_2 < 32; l_2++) {
-                    kh_packed[p_2][a0_2][a1][l_2] = kh[a0_2][p_2 * 32 + l_2][a1];
+                for (int64_t l_7 = 0; l_7 < 64; l_7++) {
+                    kh_packed[p_7][a0_7][a1][l_7] = kh[a0_7][p_7 * 64 + l_7][a1];
                 }
             }
         }
@@ -845,7 +1074,7 @@ static void transformer_block_kh_packed_a0(void *te_arg, int64_t te_lo, int64_t 
 
 /* q's parallel loop h: what its iterations read from around it */
 struct transformer_block_q_h_ctx {
-    const float *wq_;
+    const float *wq_packed_;
     char *te_workspace;
 };
 
@@ -853,95 +1082,177 @@ struct transformer_block_q_h_ctx {
 static void transformer_block_q_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_q_h_ctx *te_ctx = te_arg;
-    const float (*restrict wq)[64] = (const float (*)[64])te_ctx->wq_;
+    const float (*restrict wq_packed)[768][64] = (const float (*)[768][64])te_ctx->wq_packed_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict xn)[64] = (float (*)[64])(te_workspace + 32768);
-    float (*restrict q)[32][16] = (float (*)[32][16])(te_workspace + 24576);
+    float (*restrict xn)[768] = (float (*)[768])(te_workspace + 25165824);
+    float (*restrict q)[512][64] = (float (*)[512][64])(te_workspace + 14155776);
     for (int64_t h_3 = te_lo; h_3 < te_hi; h_3++) {
         for (int64_t do_3 = 0; do_3 < 1; do_3++) {
-            for (int64_t io = 0; io < 4; io++) {
+            for (int64_t io = 0; io < 85; io++) {
                 {
-                    te_v16f q_acc_v[1][8][1];
-                    float (*q_acc)[8][16] = (float (*)[8][16])q_acc_v;
+                    te_v16f q_acc_v[1][6][4];
+                    float (*q_acc)[6][64] = (float (*)[6][64])q_acc_v;
                     (void)q_acc; /* used by the scalar edge loops, if any */
                     for (int64_t h_4 = h_3; h_4 < h_3 + 1; h_4++) {
-                        /* i: unrolled 8 times */
+                        /* i: unrolled 6 times */
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][0][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][1][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][2][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][2][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][2][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][2][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][3][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][3][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][3][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][3][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][4][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][4][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][4][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][4][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             q_acc_v[h_4 - h_3][5][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][5][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][5][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][5][3] = te_splat(0.0f);
                         }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            q_acc_v[h_4 - h_3][6][0] = te_splat(0.0f);
-                        }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            q_acc_v[h_4 - h_3][7][0] = te_splat(0.0f);
-                        }
-                        for (int64_t c_2 = 0; c_2 < 64; c_2++) {
+                        for (int64_t c_2 = 0; c_2 < 768; c_2++) {
                             /* prefetch c: what iteration c_2 + 8 reads */
-                            if (c_2 + 8 < 64) {
-                                const int64_t c_ahead_2 = c_2 + 8;
-                                __builtin_prefetch(&wq[c_ahead_2][h_4 * 16], 0, 3);
+                            if (c_2 + 8 < 768) {
+                                const int64_t c_ahead_3 = c_2 + 8;
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_3][0], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_3][16], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_3][32], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_3][48], 0, 3);
                             }
-                            /* i: unrolled 8 times */
+                            /* i: unrolled 6 times */
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][0][0] = q_acc_v[h_4 - h_3][0][0] + te_splat(xn[io * 8][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][1][0] = q_acc_v[h_4 - h_3][1][0] + te_splat(xn[io * 8 + 1][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][2][0] = q_acc_v[h_4 - h_3][2][0] + te_splat(xn[io * 8 + 2][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][0][0] = q_acc_v[h_4 - h_3][0][0] + te_splat(xn[io * 6][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][0][1] = q_acc_v[h_4 - h_3][0][1] + te_splat(xn[io * 6][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][0][2] = q_acc_v[h_4 - h_3][0][2] + te_splat(xn[io * 6][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][0][3] = q_acc_v[h_4 - h_3][0][3] + te_splat(xn[io * 6][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][3][0] = q_acc_v[h_4 - h_3][3][0] + te_splat(xn[io * 8 + 3][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][1][0] = q_acc_v[h_4 - h_3][1][0] + te_splat(xn[io * 6 + 1][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][1][1] = q_acc_v[h_4 - h_3][1][1] + te_splat(xn[io * 6 + 1][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][1][2] = q_acc_v[h_4 - h_3][1][2] + te_splat(xn[io * 6 + 1][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][1][3] = q_acc_v[h_4 - h_3][1][3] + te_splat(xn[io * 6 + 1][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][4][0] = q_acc_v[h_4 - h_3][4][0] + te_splat(xn[io * 8 + 4][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][2][0] = q_acc_v[h_4 - h_3][2][0] + te_splat(xn[io * 6 + 2][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][2][1] = q_acc_v[h_4 - h_3][2][1] + te_splat(xn[io * 6 + 2][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][2][2] = q_acc_v[h_4 - h_3][2][2] + te_splat(xn[io * 6 + 2][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][2][3] = q_acc_v[h_4 - h_3][2][3] + te_splat(xn[io * 6 + 2][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][5][0] = q_acc_v[h_4 - h_3][5][0] + te_splat(xn[io * 8 + 5][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][3][0] = q_acc_v[h_4 - h_3][3][0] + te_splat(xn[io * 6 + 3][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][3][1] = q_acc_v[h_4 - h_3][3][1] + te_splat(xn[io * 6 + 3][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][3][2] = q_acc_v[h_4 - h_3][3][2] + te_splat(xn[io * 6 + 3][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][3][3] = q_acc_v[h_4 - h_3][3][3] + te_splat(xn[io * 6 + 3][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][6][0] = q_acc_v[h_4 - h_3][6][0] + te_splat(xn[io * 8 + 6][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][4][0] = q_acc_v[h_4 - h_3][4][0] + te_splat(xn[io * 6 + 4][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][4][1] = q_acc_v[h_4 - h_3][4][1] + te_splat(xn[io * 6 + 4][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][4][2] = q_acc_v[h_4 - h_3][4][2] + te_splat(xn[io * 6 + 4][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][4][3] = q_acc_v[h_4 - h_3][4][3] + te_splat(xn[io * 6 + 4][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                q_acc_v[h_4 - h_3][7][0] = q_acc_v[h_4 - h_3][7][0] + te_splat(xn[io * 8 + 7][c_2]) * te_vload(&wq[c_2][h_4 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][5][0] = q_acc_v[h_4 - h_3][5][0] + te_splat(xn[io * 6 + 5][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][5][1] = q_acc_v[h_4 - h_3][5][1] + te_splat(xn[io * 6 + 5][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][5][2] = q_acc_v[h_4 - h_3][5][2] + te_splat(xn[io * 6 + 5][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][5][3] = q_acc_v[h_4 - h_3][5][3] + te_splat(xn[io * 6 + 5][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
                             }
                         }
                     }
-                    for (int64_t ii = 0; ii < 8; ii++) {
-                        /* di: 16 lanes as 1 vectors of 16 */
-                        te_vstore(&q[h_3][io * 8 + ii][do_3 * 16], te_vload(&q_acc[0][ii][do_3 * 16]));
+                    for (int64_t ii = 0; ii < 6; ii++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&q[h_3][io * 6 + ii][do_3 * 64], te_vload(&q_acc[0][ii][do_3 * 64]));
+                        te_vstore(&q[h_3][io * 6 + ii][do_3 * 64 + 16], te_vload(&q_acc[0][ii][do_3 * 64 + 16]));
+                        te_vstore(&q[h_3][io * 6 + ii][do_3 * 64 + 32], te_vload(&q_acc[0][ii][do_3 * 64 + 32]));
+                        te_vstore(&q[h_3][io * 6 + ii][do_3 * 64 + 48], te_vload(&q_acc[0][ii][do_3 * 64 + 48]));
+                    }
+                }
+            }
+            for (int64_t io = 85; io < 86; io++) {
+                {
+                    te_v16f q_acc_v[1][6][4];
+                    float (*q_acc)[6][64] = (float (*)[6][64])q_acc_v;
+                    (void)q_acc; /* used by the scalar edge loops, if any */
+                    for (int64_t h_4 = h_3; h_4 < h_3 + 1; h_4++) {
+                        /* i: unrolled 2 times */
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            q_acc_v[h_4 - h_3][0][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][0][3] = te_splat(0.0f);
+                        }
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            q_acc_v[h_4 - h_3][1][0] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][1] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][2] = te_splat(0.0f);
+                            q_acc_v[h_4 - h_3][1][3] = te_splat(0.0f);
+                        }
+                        for (int64_t c_2 = 0; c_2 < 768; c_2++) {
+                            /* prefetch c: what iteration c_2 + 8 reads */
+                            if (c_2 + 8 < 768) {
+                                const int64_t c_ahead_4 = c_2 + 8;
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_4][0], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_4][16], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_4][32], 0, 3);
+                                __builtin_prefetch(&wq_packed[h_4][c_ahead_4][48], 0, 3);
+                            }
+                            /* i: unrolled 2 times */
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][0][0] = q_acc_v[h_4 - h_3][0][0] + te_splat(xn[510][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][0][1] = q_acc_v[h_4 - h_3][0][1] + te_splat(xn[510][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][0][2] = q_acc_v[h_4 - h_3][0][2] + te_splat(xn[510][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][0][3] = q_acc_v[h_4 - h_3][0][3] + te_splat(xn[510][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
+                            }
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                q_acc_v[h_4 - h_3][1][0] = q_acc_v[h_4 - h_3][1][0] + te_splat(xn[511][c_2]) * te_vload(&wq_packed[h_4][c_2][0]);
+                                q_acc_v[h_4 - h_3][1][1] = q_acc_v[h_4 - h_3][1][1] + te_splat(xn[511][c_2]) * te_vload(&wq_packed[h_4][c_2][16]);
+                                q_acc_v[h_4 - h_3][1][2] = q_acc_v[h_4 - h_3][1][2] + te_splat(xn[511][c_2]) * te_vload(&wq_packed[h_4][c_2][32]);
+                                q_acc_v[h_4 - h_3][1][3] = q_acc_v[h_4 - h_3][1][3] + te_splat(xn[511][c_2]) * te_vload(&wq_packed[h_4][c_2][48]);
+                            }
+                        }
+                    }
+                    for (int64_t ii = 0; ii < 2; ii++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&q[h_3][ii + 510][do_3 * 64], te_vload(&q_acc[0][ii][do_3 * 64]));
+                        te_vstore(&q[h_3][ii + 510][do_3 * 64 + 16], te_vload(&q_acc[0][ii][do_3 * 64 + 16]));
+                        te_vstore(&q[h_3][ii + 510][do_3 * 64 + 32], te_vload(&q_acc[0][ii][do_3 * 64 + 32]));
+                        te_vstore(&q[h_3][ii + 510][do_3 * 64 + 48], te_vload(&q_acc[0][ii][do_3 * 64 + 48]));
                     }
                 }
             }
@@ -959,112 +1270,176 @@ static void transformer_block_score_h(void *te_arg, int64_t te_lo, int64_t te_hi
 {
     const struct transformer_block_score_h_ctx *te_ctx = te_arg;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict kh_packed)[4][16][32] = (float (*)[4][16][32])(te_workspace + 16384);
-    float (*restrict q)[32][16] = (float (*)[32][16])(te_workspace + 24576);
-    float (*restrict score)[32][32] = (float (*)[32][32])(te_workspace + 0);
+    float (*restrict kh_packed)[12][64][64] = (float (*)[12][64][64])(te_workspace + 12582912);
+    float (*restrict q)[512][64] = (float (*)[512][64])(te_workspace + 14155776);
+    float (*restrict score)[512][512] = (float (*)[512][512])(te_workspace + 0);
     for (int64_t h_5 = te_lo; h_5 < te_hi; h_5++) {
-        for (int64_t to_2 = 0; to_2 < 1; to_2++) {
-            for (int64_t io_2 = 0; io_2 < 4; io_2++) {
+        for (int64_t to_2 = 0; to_2 < 8; to_2++) {
+            for (int64_t io_2 = 0; io_2 < 85; io_2++) {
                 {
-                    te_v16f score_acc_v[1][8][2];
-                    float (*score_acc)[8][32] = (float (*)[8][32])score_acc_v;
+                    te_v16f score_acc_v[1][6][4];
+                    float (*score_acc)[6][64] = (float (*)[6][64])score_acc_v;
                     (void)score_acc; /* used by the scalar edge loops, if any */
                     for (int64_t h_6 = h_5; h_6 < h_5 + 1; h_6++) {
-                        /* i: unrolled 8 times */
+                        /* i: unrolled 6 times */
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][0][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][0][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][0][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][0][3] = te_splat(0.0f);
                         }
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][1][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][1][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][1][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][1][3] = te_splat(0.0f);
                         }
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][2][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][2][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][2][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][2][3] = te_splat(0.0f);
                         }
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][3][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][3][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][3][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][3][3] = te_splat(0.0f);
                         }
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][4][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][4][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][4][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][4][3] = te_splat(0.0f);
                         }
                         {
-                            /* t: 32 lanes as 2 vectors of 16 */
+                            /* t: 64 lanes as 4 vectors of 16 */
                             score_acc_v[h_6 - h_5][5][0] = te_splat(0.0f);
                             score_acc_v[h_6 - h_5][5][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][5][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][5][3] = te_splat(0.0f);
                         }
-                        {
-                            /* t: 32 lanes as 2 vectors of 16 */
-                            score_acc_v[h_6 - h_5][6][0] = te_splat(0.0f);
-                            score_acc_v[h_6 - h_5][6][1] = te_splat(0.0f);
-                        }
-                        {
-                            /* t: 32 lanes as 2 vectors of 16 */
-                            score_acc_v[h_6 - h_5][7][0] = te_splat(0.0f);
-                            score_acc_v[h_6 - h_5][7][1] = te_splat(0.0f);
-                        }
-                        for (int64_t d_3 = 0; d_3 < 16; d_3++) {
+                        for (int64_t d_3 = 0; d_3 < 64; d_3++) {
                             /* prefetch d: what iteration d_3 + 8 reads */
-                            if (d_3 + 8 < 16) {
+                            if (d_3 + 8 < 64) {
                                 const int64_t d_ahead = d_3 + 8;
-                                __builtin_prefetch(&kh_packed[0][h_6][d_ahead][0], 0, 3);
-                                __builtin_prefetch(&kh_packed[0][h_6][d_ahead][16], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead][0], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead][16], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead][32], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead][48], 0, 3);
                             }
-                            /* i: unrolled 8 times */
+                            /* i: unrolled 6 times */
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][0][0] = score_acc_v[h_6 - h_5][0][0] + te_splat(q[h_6][io_2 * 8][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][0][1] = score_acc_v[h_6 - h_5][0][1] + te_splat(q[h_6][io_2 * 8][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
-                            }
-                            {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][1][0] = score_acc_v[h_6 - h_5][1][0] + te_splat(q[h_6][io_2 * 8 + 1][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][1][1] = score_acc_v[h_6 - h_5][1][1] + te_splat(q[h_6][io_2 * 8 + 1][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
-                            }
-                            {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][2][0] = score_acc_v[h_6 - h_5][2][0] + te_splat(q[h_6][io_2 * 8 + 2][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][2][1] = score_acc_v[h_6 - h_5][2][1] + te_splat(q[h_6][io_2 * 8 + 2][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][0][0] = score_acc_v[h_6 - h_5][0][0] + te_splat(q[h_6][io_2 * 6][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][0][1] = score_acc_v[h_6 - h_5][0][1] + te_splat(q[h_6][io_2 * 6][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][0][2] = score_acc_v[h_6 - h_5][0][2] + te_splat(q[h_6][io_2 * 6][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][0][3] = score_acc_v[h_6 - h_5][0][3] + te_splat(q[h_6][io_2 * 6][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][3][0] = score_acc_v[h_6 - h_5][3][0] + te_splat(q[h_6][io_2 * 8 + 3][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][3][1] = score_acc_v[h_6 - h_5][3][1] + te_splat(q[h_6][io_2 * 8 + 3][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][1][0] = score_acc_v[h_6 - h_5][1][0] + te_splat(q[h_6][io_2 * 6 + 1][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][1][1] = score_acc_v[h_6 - h_5][1][1] + te_splat(q[h_6][io_2 * 6 + 1][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][1][2] = score_acc_v[h_6 - h_5][1][2] + te_splat(q[h_6][io_2 * 6 + 1][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][1][3] = score_acc_v[h_6 - h_5][1][3] + te_splat(q[h_6][io_2 * 6 + 1][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][4][0] = score_acc_v[h_6 - h_5][4][0] + te_splat(q[h_6][io_2 * 8 + 4][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][4][1] = score_acc_v[h_6 - h_5][4][1] + te_splat(q[h_6][io_2 * 8 + 4][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][2][0] = score_acc_v[h_6 - h_5][2][0] + te_splat(q[h_6][io_2 * 6 + 2][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][2][1] = score_acc_v[h_6 - h_5][2][1] + te_splat(q[h_6][io_2 * 6 + 2][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][2][2] = score_acc_v[h_6 - h_5][2][2] + te_splat(q[h_6][io_2 * 6 + 2][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][2][3] = score_acc_v[h_6 - h_5][2][3] + te_splat(q[h_6][io_2 * 6 + 2][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][5][0] = score_acc_v[h_6 - h_5][5][0] + te_splat(q[h_6][io_2 * 8 + 5][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][5][1] = score_acc_v[h_6 - h_5][5][1] + te_splat(q[h_6][io_2 * 8 + 5][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][3][0] = score_acc_v[h_6 - h_5][3][0] + te_splat(q[h_6][io_2 * 6 + 3][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][3][1] = score_acc_v[h_6 - h_5][3][1] + te_splat(q[h_6][io_2 * 6 + 3][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][3][2] = score_acc_v[h_6 - h_5][3][2] + te_splat(q[h_6][io_2 * 6 + 3][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][3][3] = score_acc_v[h_6 - h_5][3][3] + te_splat(q[h_6][io_2 * 6 + 3][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][6][0] = score_acc_v[h_6 - h_5][6][0] + te_splat(q[h_6][io_2 * 8 + 6][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][6][1] = score_acc_v[h_6 - h_5][6][1] + te_splat(q[h_6][io_2 * 8 + 6][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][4][0] = score_acc_v[h_6 - h_5][4][0] + te_splat(q[h_6][io_2 * 6 + 4][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][4][1] = score_acc_v[h_6 - h_5][4][1] + te_splat(q[h_6][io_2 * 6 + 4][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][4][2] = score_acc_v[h_6 - h_5][4][2] + te_splat(q[h_6][io_2 * 6 + 4][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][4][3] = score_acc_v[h_6 - h_5][4][3] + te_splat(q[h_6][io_2 * 6 + 4][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                             {
-                                /* t: 32 lanes as 2 vectors of 16 */
-                                score_acc_v[h_6 - h_5][7][0] = score_acc_v[h_6 - h_5][7][0] + te_splat(q[h_6][io_2 * 8 + 7][d_3]) * te_vload(&kh_packed[0][h_6][d_3][0]);
-                                score_acc_v[h_6 - h_5][7][1] = score_acc_v[h_6 - h_5][7][1] + te_splat(q[h_6][io_2 * 8 + 7][d_3]) * te_vload(&kh_packed[0][h_6][d_3][16]);
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][5][0] = score_acc_v[h_6 - h_5][5][0] + te_splat(q[h_6][io_2 * 6 + 5][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][5][1] = score_acc_v[h_6 - h_5][5][1] + te_splat(q[h_6][io_2 * 6 + 5][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][5][2] = score_acc_v[h_6 - h_5][5][2] + te_splat(q[h_6][io_2 * 6 + 5][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][5][3] = score_acc_v[h_6 - h_5][5][3] + te_splat(q[h_6][io_2 * 6 + 5][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
                             }
                         }
                     }
-                    for (int64_t ii_2 = 0; ii_2 < 8; ii_2++) {
-                        /* ti: 32 lanes as 2 vectors of 16 */
-                        te_vstore(&score[h_5][io_2 * 8 + ii_2][to_2 * 32], te_vload(&score_acc[0][ii_2][to_2 * 32]) * te_splat(0.25f));
-                        te_vstore(&score[h_5][io_2 * 8 + ii_2][to_2 * 32 + 16], te_vload(&score_acc[0][ii_2][to_2 * 32 + 16]) * te_splat(0.25f));
+                    for (int64_t ii_2 = 0; ii_2 < 6; ii_2++) {
+                        /* ti: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&score[h_5][io_2 * 6 + ii_2][to_2 * 64], score_acc_v[0][ii_2][0] * te_splat(0.125f));
+                        te_vstore(&score[h_5][io_2 * 6 + ii_2][to_2 * 64 + 16], score_acc_v[0][ii_2][1] * te_splat(0.125f));
+                        te_vstore(&score[h_5][io_2 * 6 + ii_2][to_2 * 64 + 32], score_acc_v[0][ii_2][2] * te_splat(0.125f));
+                        te_vstore(&score[h_5][io_2 * 6 + ii_2][to_2 * 64 + 48], score_acc_v[0][ii_2][3] * te_splat(0.125f));
+                    }
+                }
+            }
+            for (int64_t io_2 = 85; io_2 < 86; io_2++) {
+                {
+                    te_v16f score_acc_v[1][6][4];
+                    float (*score_acc)[6][64] = (float (*)[6][64])score_acc_v;
+                    (void)score_acc; /* used by the scalar edge loops, if any */
+                    for (int64_t h_6 = h_5; h_6 < h_5 + 1; h_6++) {
+                        /* i: unrolled 2 times */
+                        {
+                            /* t: 64 lanes as 4 vectors of 16 */
+                            score_acc_v[h_6 - h_5][0][0] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][0][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][0][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][0][3] = te_splat(0.0f);
+                        }
+                        {
+                            /* t: 64 lanes as 4 vectors of 16 */
+                            score_acc_v[h_6 - h_5][1][0] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][1][1] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][1][2] = te_splat(0.0f);
+                            score_acc_v[h_6 - h_5][1][3] = te_splat(0.0f);
+                        }
+                        for (int64_t d_3 = 0; d_3 < 64; d_3++) {
+                            /* prefetch d: what iteration d_3 + 8 reads */
+                            if (d_3 + 8 < 64) {
+                                const int64_t d_ahead_2 = d_3 + 8;
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead_2][0], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead_2][16], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead_2][32], 0, 3);
+                                __builtin_prefetch(&kh_packed[to_2][h_6][d_ahead_2][48], 0, 3);
+                            }
+                            /* i: unrolled 2 times */
+                            {
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][0][0] = score_acc_v[h_6 - h_5][0][0] + te_splat(q[h_6][510][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][0][1] = score_acc_v[h_6 - h_5][0][1] + te_splat(q[h_6][510][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][0][2] = score_acc_v[h_6 - h_5][0][2] + te_splat(q[h_6][510][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][0][3] = score_acc_v[h_6 - h_5][0][3] + te_splat(q[h_6][510][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
+                            }
+                            {
+                                /* t: 64 lanes as 4 vectors of 16 */
+                                score_acc_v[h_6 - h_5][1][0] = score_acc_v[h_6 - h_5][1][0] + te_splat(q[h_6][511][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][0]);
+                                score_acc_v[h_6 - h_5][1][1] = score_acc_v[h_6 - h_5][1][1] + te_splat(q[h_6][511][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][16]);
+                                score_acc_v[h_6 - h_5][1][2] = score_acc_v[h_6 - h_5][1][2] + te_splat(q[h_6][511][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][32]);
+                                score_acc_v[h_6 - h_5][1][3] = score_acc_v[h_6 - h_5][1][3] + te_splat(q[h_6][511][d_3]) * te_vload(&kh_packed[to_2][h_6][d_3][48]);
+                            }
+                        }
+                    }
+                    for (int64_t ii_2 = 0; ii_2 < 2; ii_2++) {
+                        /* ti: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&score[h_5][ii_2 + 510][to_2 * 64], score_acc_v[0][ii_2][0] * te_splat(0.125f));
+                        te_vstore(&score[h_5][ii_2 + 510][to_2 * 64 + 16], score_acc_v[0][ii_2][1] * te_splat(0.125f));
+                        te_vstore(&score[h_5][ii_2 + 510][to_2 * 64 + 32], score_acc_v[0][ii_2][2] * te_splat(0.125f));
+                        te_vstore(&score[h_5][ii_2 + 510][to_2 * 64 + 48], score_acc_v[0][ii_2][3] * te_splat(0.125f));
                     }
                 }
             }
@@ -1082,30 +1457,34 @@ static void transformer_block_prob_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_prob_h_ctx *te_ctx = te_arg;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict score)[32][32] = (float (*)[32][32])(te_workspace + 0);
-    float (*restrict prob)[32][32] = (float (*)[32][32])(te_workspace + 16384);
+    float (*restrict score)[512][512] = (float (*)[512][512])(te_workspace + 0);
+    float (*restrict prob)[512][512] = (float (*)[512][512])(te_workspace + 12582912);
     for (int64_t h_7 = te_lo; h_7 < te_hi; h_7++) {
         {
-            te_v16f smax_v[1][2];
-            float (*smax)[32] = (float (*)[32])smax_v;
+            te_v16f smax_v[1][32];
+            float (*smax)[512] = (float (*)[512])smax_v;
             (void)smax; /* used by the scalar edge loops, if any */
             for (int64_t h_8 = h_7; h_8 < h_7 + 1; h_8++) {
-                for (int64_t i_6 = 0; i_6 < 32; i_6++) {
+                for (int64_t i_6 = 0; i_6 < 512; i_6++) {
                     smax[h_8 - h_7][i_6] = (-INFINITY);
                     {
                         int64_t t_3 = 0;
-                        const int64_t te_end = 32;
-                        /* t: a max over 32 lanes in 2 vectors of 16, then folded */
-                        te_v16f te_acc[2];
-                        for (int te_g = 0; te_g < 2; te_g++)
+                        const int64_t te_end = 512;
+                        /* t: a max over 512 lanes in 4 vectors of 16, then folded */
+                        te_v16f te_acc[4];
+                        for (int te_g = 0; te_g < 4; te_g++)
                             te_acc[te_g] = te_splat(-INFINITY);
-                        for (; t_3 <= te_end - 32; t_3 += 32) {
+                        for (; t_3 <= te_end - 64; t_3 += 64) {
                             te_acc[0] = te_vmax(te_acc[0], te_vload(&score[h_8][i_6][t_3]));
                             te_acc[1] = te_vmax(te_acc[1], te_vload(&score[h_8][i_6][t_3 + 16]));
+                            te_acc[2] = te_vmax(te_acc[2], te_vload(&score[h_8][i_6][t_3 + 32]));
+                            te_acc[3] = te_vmax(te_acc[3], te_vload(&score[h_8][i_6][t_3 + 48]));
                         }
                         for (; t_3 <= te_end - 16; t_3 += 16) {
                             te_acc[0] = te_vmax(te_acc[0], te_vload(&score[h_8][i_6][t_3]));
                         }
+                        te_acc[0] = te_vmax(te_acc[0], te_acc[2]);
+                        te_acc[1] = te_vmax(te_acc[1], te_acc[3]);
                         te_acc[0] = te_vmax(te_acc[0], te_acc[1]);
                         smax[h_8 - h_7][i_6] = te_max_f32(smax[h_8 - h_7][i_6], te_hmax(te_acc[0]));
                         for (; t_3 < te_end; t_3++) {
@@ -1114,10 +1493,24 @@ static void transformer_block_prob_h(void *te_arg, int64_t te_lo, int64_t te_hi)
                     }
                 }
             }
-            for (int64_t i_7 = 0; i_7 < 32; i_7++) {
-                /* t: 32 lanes as 2 vectors of 16 */
-                te_vstore(&prob[h_7][i_7][0], te_vexp(te_vload(&score[h_7][i_7][0]) - te_splat(smax[0][i_7])));
-                te_vstore(&prob[h_7][i_7][16], te_vexp(te_vload(&score[h_7][i_7][16]) - te_splat(smax[0][i_7])));
+            for (int64_t i_7 = 0; i_7 < 512; i_7++) {
+                {
+                    int64_t t_4 = 0;
+                    const int64_t te_end = 512;
+                    /* t: 512 lanes, 4 vectors of 16 a step */
+                    for (; t_4 <= te_end - 64; t_4 += 64) {
+                        te_vstore(&prob[h_7][i_7][t_4], te_vexp(te_vload(&score[h_7][i_7][t_4]) - te_splat(smax[0][i_7])));
+                        te_vstore(&prob[h_7][i_7][t_4 + 16], te_vexp(te_vload(&score[h_7][i_7][t_4 + 16]) - te_splat(smax[0][i_7])));
+                        te_vstore(&prob[h_7][i_7][t_4 + 32], te_vexp(te_vload(&score[h_7][i_7][t_4 + 32]) - te_splat(smax[0][i_7])));
+                        te_vstore(&prob[h_7][i_7][t_4 + 48], te_vexp(te_vload(&score[h_7][i_7][t_4 + 48]) - te_splat(smax[0][i_7])));
+                    }
+                    for (; t_4 <= te_end - 16; t_4 += 16) {
+                        te_vstore(&prob[h_7][i_7][t_4], te_vexp(te_vload(&score[h_7][i_7][t_4]) - te_splat(smax[0][i_7])));
+                    }
+                    for (; t_4 < te_end; t_4++) {
+                        prob[h_7][i_7][t_4] = expf(score[h_7][i_7][t_4] - smax[0][i_7]);
+                    }
+                }
             }
         }
     }
@@ -1133,25 +1526,29 @@ static void transformer_block_psum_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_psum_h_ctx *te_ctx = te_arg;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict prob)[32][32] = (float (*)[32][32])(te_workspace + 16384);
-    float (*restrict psum)[32] = (float (*)[32])(te_workspace + 40960);
+    float (*restrict prob)[512][512] = (float (*)[512][512])(te_workspace + 12582912);
+    float (*restrict psum)[512] = (float (*)[512])(te_workspace + 3145728);
     for (int64_t h_9 = te_lo; h_9 < te_hi; h_9++) {
-        for (int64_t i_8 = 0; i_8 < 32; i_8++) {
+        for (int64_t i_8 = 0; i_8 < 512; i_8++) {
             psum[h_9][i_8] = 0.0f;
             {
                 int64_t t_5 = 0;
-                const int64_t te_end = 32;
-                /* t: a sum over 32 lanes in 2 vectors of 16, then folded */
-                te_v16f te_acc[2];
-                for (int te_g = 0; te_g < 2; te_g++)
+                const int64_t te_end = 512;
+                /* t: a sum over 512 lanes in 4 vectors of 16, then folded */
+                te_v16f te_acc[4];
+                for (int te_g = 0; te_g < 4; te_g++)
                     te_acc[te_g] = te_splat(0.0f);
-                for (; t_5 <= te_end - 32; t_5 += 32) {
+                for (; t_5 <= te_end - 64; t_5 += 64) {
                     te_acc[0] = te_acc[0] + te_vload(&prob[h_9][i_8][t_5]);
                     te_acc[1] = te_acc[1] + te_vload(&prob[h_9][i_8][t_5 + 16]);
+                    te_acc[2] = te_acc[2] + te_vload(&prob[h_9][i_8][t_5 + 32]);
+                    te_acc[3] = te_acc[3] + te_vload(&prob[h_9][i_8][t_5 + 48]);
                 }
                 for (; t_5 <= te_end - 16; t_5 += 16) {
                     te_acc[0] = te_acc[0] + te_vload(&prob[h_9][i_8][t_5]);
                 }
+                te_acc[0] = te_acc[0] + te_acc[2];
+                te_acc[1] = te_acc[1] + te_acc[3];
                 te_acc[0] = te_acc[0] + te_acc[1];
                 psum[h_9][i_8] = psum[h_9][i_8] + te_hsum(te_acc[0]);
                 for (; t_5 < te_end; t_5++) {
@@ -1164,7 +1561,7 @@ static void transformer_block_psum_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 
 /* vh's parallel loop h: what its iterations read from around it */
 struct transformer_block_vh_h_ctx {
-    const float *wv_;
+    const float *wv_packed_;
     char *te_workspace;
 };
 
@@ -1172,95 +1569,177 @@ struct transformer_block_vh_h_ctx {
 static void transformer_block_vh_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_vh_h_ctx *te_ctx = te_arg;
-    const float (*restrict wv)[64] = (const float (*)[64])te_ctx->wv_;
+    const float (*restrict wv_packed)[768][64] = (const float (*)[768][64])te_ctx->wv_packed_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict xn)[64] = (float (*)[64])(te_workspace + 32768);
-    float (*restrict vh)[32][16] = (float (*)[32][16])(te_workspace + 0);
+    float (*restrict xn)[768] = (float (*)[768])(te_workspace + 25165824);
+    float (*restrict vh)[512][64] = (float (*)[512][64])(te_workspace + 0);
     for (int64_t h_10 = te_lo; h_10 < te_hi; h_10++) {
         for (int64_t do_4 = 0; do_4 < 1; do_4++) {
-            for (int64_t to_3 = 0; to_3 < 4; to_3++) {
+            for (int64_t to_3 = 0; to_3 < 85; to_3++) {
                 {
-                    te_v16f vh_acc_v[1][8][1];
-                    float (*vh_acc)[8][16] = (float (*)[8][16])vh_acc_v;
+                    te_v16f vh_acc_v[1][6][4];
+                    float (*vh_acc)[6][64] = (float (*)[6][64])vh_acc_v;
                     (void)vh_acc; /* used by the scalar edge loops, if any */
                     for (int64_t h_11 = h_10; h_11 < h_10 + 1; h_11++) {
-                        /* t: unrolled 8 times */
+                        /* t: unrolled 6 times */
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][0][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][1][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][2][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][2][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][2][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][2][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][3][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][3][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][3][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][3][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][4][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][4][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][4][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][4][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             vh_acc_v[h_11 - h_10][5][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][5][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][5][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][5][3] = te_splat(0.0f);
                         }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            vh_acc_v[h_11 - h_10][6][0] = te_splat(0.0f);
-                        }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            vh_acc_v[h_11 - h_10][7][0] = te_splat(0.0f);
-                        }
-                        for (int64_t c_3 = 0; c_3 < 64; c_3++) {
+                        for (int64_t c_3 = 0; c_3 < 768; c_3++) {
                             /* prefetch c: what iteration c_3 + 8 reads */
-                            if (c_3 + 8 < 64) {
-                                const int64_t c_ahead_3 = c_3 + 8;
-                                __builtin_prefetch(&wv[c_ahead_3][h_11 * 16], 0, 3);
+                            if (c_3 + 8 < 768) {
+                                const int64_t c_ahead_5 = c_3 + 8;
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_5][0], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_5][16], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_5][32], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_5][48], 0, 3);
                             }
-                            /* t: unrolled 8 times */
+                            /* t: unrolled 6 times */
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][0][0] = vh_acc_v[h_11 - h_10][0][0] + te_splat(xn[to_3 * 8][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][1][0] = vh_acc_v[h_11 - h_10][1][0] + te_splat(xn[to_3 * 8 + 1][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][2][0] = vh_acc_v[h_11 - h_10][2][0] + te_splat(xn[to_3 * 8 + 2][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][0][0] = vh_acc_v[h_11 - h_10][0][0] + te_splat(xn[to_3 * 6][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][0][1] = vh_acc_v[h_11 - h_10][0][1] + te_splat(xn[to_3 * 6][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][0][2] = vh_acc_v[h_11 - h_10][0][2] + te_splat(xn[to_3 * 6][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][0][3] = vh_acc_v[h_11 - h_10][0][3] + te_splat(xn[to_3 * 6][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][3][0] = vh_acc_v[h_11 - h_10][3][0] + te_splat(xn[to_3 * 8 + 3][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][1][0] = vh_acc_v[h_11 - h_10][1][0] + te_splat(xn[to_3 * 6 + 1][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][1][1] = vh_acc_v[h_11 - h_10][1][1] + te_splat(xn[to_3 * 6 + 1][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][1][2] = vh_acc_v[h_11 - h_10][1][2] + te_splat(xn[to_3 * 6 + 1][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][1][3] = vh_acc_v[h_11 - h_10][1][3] + te_splat(xn[to_3 * 6 + 1][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][4][0] = vh_acc_v[h_11 - h_10][4][0] + te_splat(xn[to_3 * 8 + 4][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][2][0] = vh_acc_v[h_11 - h_10][2][0] + te_splat(xn[to_3 * 6 + 2][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][2][1] = vh_acc_v[h_11 - h_10][2][1] + te_splat(xn[to_3 * 6 + 2][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][2][2] = vh_acc_v[h_11 - h_10][2][2] + te_splat(xn[to_3 * 6 + 2][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][2][3] = vh_acc_v[h_11 - h_10][2][3] + te_splat(xn[to_3 * 6 + 2][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][5][0] = vh_acc_v[h_11 - h_10][5][0] + te_splat(xn[to_3 * 8 + 5][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][3][0] = vh_acc_v[h_11 - h_10][3][0] + te_splat(xn[to_3 * 6 + 3][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][3][1] = vh_acc_v[h_11 - h_10][3][1] + te_splat(xn[to_3 * 6 + 3][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][3][2] = vh_acc_v[h_11 - h_10][3][2] + te_splat(xn[to_3 * 6 + 3][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][3][3] = vh_acc_v[h_11 - h_10][3][3] + te_splat(xn[to_3 * 6 + 3][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][6][0] = vh_acc_v[h_11 - h_10][6][0] + te_splat(xn[to_3 * 8 + 6][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][4][0] = vh_acc_v[h_11 - h_10][4][0] + te_splat(xn[to_3 * 6 + 4][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][4][1] = vh_acc_v[h_11 - h_10][4][1] + te_splat(xn[to_3 * 6 + 4][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][4][2] = vh_acc_v[h_11 - h_10][4][2] + te_splat(xn[to_3 * 6 + 4][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][4][3] = vh_acc_v[h_11 - h_10][4][3] + te_splat(xn[to_3 * 6 + 4][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                vh_acc_v[h_11 - h_10][7][0] = vh_acc_v[h_11 - h_10][7][0] + te_splat(xn[to_3 * 8 + 7][c_3]) * te_vload(&wv[c_3][h_11 * 16]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][5][0] = vh_acc_v[h_11 - h_10][5][0] + te_splat(xn[to_3 * 6 + 5][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][5][1] = vh_acc_v[h_11 - h_10][5][1] + te_splat(xn[to_3 * 6 + 5][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][5][2] = vh_acc_v[h_11 - h_10][5][2] + te_splat(xn[to_3 * 6 + 5][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][5][3] = vh_acc_v[h_11 - h_10][5][3] + te_splat(xn[to_3 * 6 + 5][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
                             }
                         }
                     }
-                    for (int64_t ti_3 = 0; ti_3 < 8; ti_3++) {
-                        /* di: 16 lanes as 1 vectors of 16 */
-                        te_vstore(&vh[h_10][to_3 * 8 + ti_3][do_4 * 16], te_vload(&vh_acc[0][ti_3][do_4 * 16]));
+                    for (int64_t ti_3 = 0; ti_3 < 6; ti_3++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&vh[h_10][to_3 * 6 + ti_3][do_4 * 64], te_vload(&vh_acc[0][ti_3][do_4 * 64]));
+                        te_vstore(&vh[h_10][to_3 * 6 + ti_3][do_4 * 64 + 16], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 16]));
+                        te_vstore(&vh[h_10][to_3 * 6 + ti_3][do_4 * 64 + 32], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 32]));
+                        te_vstore(&vh[h_10][to_3 * 6 + ti_3][do_4 * 64 + 48], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 48]));
+                    }
+                }
+            }
+            for (int64_t to_3 = 85; to_3 < 86; to_3++) {
+                {
+                    te_v16f vh_acc_v[1][6][4];
+                    float (*vh_acc)[6][64] = (float (*)[6][64])vh_acc_v;
+                    (void)vh_acc; /* used by the scalar edge loops, if any */
+                    for (int64_t h_11 = h_10; h_11 < h_10 + 1; h_11++) {
+                        /* t: unrolled 2 times */
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            vh_acc_v[h_11 - h_10][0][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][0][3] = te_splat(0.0f);
+                        }
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            vh_acc_v[h_11 - h_10][1][0] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][1] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][2] = te_splat(0.0f);
+                            vh_acc_v[h_11 - h_10][1][3] = te_splat(0.0f);
+                        }
+                        for (int64_t c_3 = 0; c_3 < 768; c_3++) {
+                            /* prefetch c: what iteration c_3 + 8 reads */
+                            if (c_3 + 8 < 768) {
+                                const int64_t c_ahead_6 = c_3 + 8;
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_6][0], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_6][16], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_6][32], 0, 3);
+                                __builtin_prefetch(&wv_packed[h_11][c_ahead_6][48], 0, 3);
+                            }
+                            /* t: unrolled 2 times */
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][0][0] = vh_acc_v[h_11 - h_10][0][0] + te_splat(xn[510][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][0][1] = vh_acc_v[h_11 - h_10][0][1] + te_splat(xn[510][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][0][2] = vh_acc_v[h_11 - h_10][0][2] + te_splat(xn[510][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][0][3] = vh_acc_v[h_11 - h_10][0][3] + te_splat(xn[510][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
+                            }
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                vh_acc_v[h_11 - h_10][1][0] = vh_acc_v[h_11 - h_10][1][0] + te_splat(xn[511][c_3]) * te_vload(&wv_packed[h_11][c_3][0]);
+                                vh_acc_v[h_11 - h_10][1][1] = vh_acc_v[h_11 - h_10][1][1] + te_splat(xn[511][c_3]) * te_vload(&wv_packed[h_11][c_3][16]);
+                                vh_acc_v[h_11 - h_10][1][2] = vh_acc_v[h_11 - h_10][1][2] + te_splat(xn[511][c_3]) * te_vload(&wv_packed[h_11][c_3][32]);
+                                vh_acc_v[h_11 - h_10][1][3] = vh_acc_v[h_11 - h_10][1][3] + te_splat(xn[511][c_3]) * te_vload(&wv_packed[h_11][c_3][48]);
+                            }
+                        }
+                    }
+                    for (int64_t ti_3 = 0; ti_3 < 2; ti_3++) {
+                        /* di: 64 lanes as 4 vectors of 16 */
+                        te_vstore(&vh[h_10][ti_3 + 510][do_4 * 64], te_vload(&vh_acc[0][ti_3][do_4 * 64]));
+                        te_vstore(&vh[h_10][ti_3 + 510][do_4 * 64 + 16], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 16]));
+                        te_vstore(&vh[h_10][ti_3 + 510][do_4 * 64 + 32], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 32]));
+                        te_vstore(&vh[h_10][ti_3 + 510][do_4 * 64 + 48], te_vload(&vh_acc[0][ti_3][do_4 * 64 + 48]));
                     }
                 }
             }
@@ -1278,95 +1757,183 @@ static void transformer_block_ctx_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_ctx_h_ctx *te_ctx = te_arg;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict prob)[32][32] = (float (*)[32][32])(te_workspace + 16384);
-    float (*restrict psum)[32] = (float (*)[32])(te_workspace + 40960);
-    float (*restrict vh)[32][16] = (float (*)[32][16])(te_workspace + 0);
-    float (*restrict ctx)[32][16] = (float (*)[32][16])(te_workspace + 8192);
+    float (*restrict prob)[512][512] = (float (*)[512][512])(te_workspace + 12582912);
+    float (*restrict psum)[512] = (float (*)[512])(te_workspace + 3145728);
+    float (*restrict vh)[512][64] = (float (*)[512][64])(te_workspace + 0);
+    float (*restrict ctx)[512][64] = (float (*)[512][64])(te_workspace + 1572864);
     for (int64_t h_12 = te_lo; h_12 < te_hi; h_12++) {
         for (int64_t do_5 = 0; do_5 < 1; do_5++) {
-            for (int64_t io_3 = 0; io_3 < 4; io_3++) {
+            for (int64_t io_3 = 0; io_3 < 85; io_3++) {
                 {
-                    te_v16f ctx_acc_v[1][8][1];
-                    float (*ctx_acc)[8][16] = (float (*)[8][16])ctx_acc_v;
+                    te_v16f ctx_acc_v[1][6][4];
+                    float (*ctx_acc)[6][64] = (float (*)[6][64])ctx_acc_v;
                     (void)ctx_acc; /* used by the scalar edge loops, if any */
                     for (int64_t h_13 = h_12; h_13 < h_12 + 1; h_13++) {
-                        /* i: unrolled 8 times */
+                        /* i: unrolled 6 times */
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][0][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][1][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][2][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][2][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][2][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][2][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][3][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][3][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][3][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][3][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][4][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][4][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][4][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][4][3] = te_splat(0.0f);
                         }
                         {
-                            /* d: 16 lanes as 1 vectors of 16 */
+                            /* d: 64 lanes as 4 vectors of 16 */
                             ctx_acc_v[h_13 - h_12][5][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][5][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][5][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][5][3] = te_splat(0.0f);
                         }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            ctx_acc_v[h_13 - h_12][6][0] = te_splat(0.0f);
-                        }
-                        {
-                            /* d: 16 lanes as 1 vectors of 16 */
-                            ctx_acc_v[h_13 - h_12][7][0] = te_splat(0.0f);
-                        }
-                        for (int64_t t_7 = 0; t_7 < 32; t_7++) {
+                        for (int64_t t_7 = 0; t_7 < 512; t_7++) {
                             /* prefetch t: what iteration t_7 + 8 reads */
-                            if (t_7 + 8 < 32) {
+                            if (t_7 + 8 < 512) {
                                 const int64_t t_ahead = t_7 + 8;
                                 __builtin_prefetch(&vh[h_13][t_ahead][0], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead][16], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead][32], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead][48], 0, 3);
                             }
-                            /* i: unrolled 8 times */
+                            /* i: unrolled 6 times */
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][0][0] = ctx_acc_v[h_13 - h_12][0][0] + te_splat(prob[h_13][io_3 * 8][t_7]) * te_vload(&vh[h_13][t_7][0]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][1][0] = ctx_acc_v[h_13 - h_12][1][0] + te_splat(prob[h_13][io_3 * 8 + 1][t_7]) * te_vload(&vh[h_13][t_7][0]);
-                            }
-                            {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][2][0] = ctx_acc_v[h_13 - h_12][2][0] + te_splat(prob[h_13][io_3 * 8 + 2][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][0][0] = ctx_acc_v[h_13 - h_12][0][0] + te_splat(prob[h_13][io_3 * 6][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][0][1] = ctx_acc_v[h_13 - h_12][0][1] + te_splat(prob[h_13][io_3 * 6][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][0][2] = ctx_acc_v[h_13 - h_12][0][2] + te_splat(prob[h_13][io_3 * 6][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][0][3] = ctx_acc_v[h_13 - h_12][0][3] + te_splat(prob[h_13][io_3 * 6][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][3][0] = ctx_acc_v[h_13 - h_12][3][0] + te_splat(prob[h_13][io_3 * 8 + 3][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][1][0] = ctx_acc_v[h_13 - h_12][1][0] + te_splat(prob[h_13][io_3 * 6 + 1][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][1][1] = ctx_acc_v[h_13 - h_12][1][1] + te_splat(prob[h_13][io_3 * 6 + 1][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][1][2] = ctx_acc_v[h_13 - h_12][1][2] + te_splat(prob[h_13][io_3 * 6 + 1][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][1][3] = ctx_acc_v[h_13 - h_12][1][3] + te_splat(prob[h_13][io_3 * 6 + 1][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][4][0] = ctx_acc_v[h_13 - h_12][4][0] + te_splat(prob[h_13][io_3 * 8 + 4][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][2][0] = ctx_acc_v[h_13 - h_12][2][0] + te_splat(prob[h_13][io_3 * 6 + 2][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][2][1] = ctx_acc_v[h_13 - h_12][2][1] + te_splat(prob[h_13][io_3 * 6 + 2][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][2][2] = ctx_acc_v[h_13 - h_12][2][2] + te_splat(prob[h_13][io_3 * 6 + 2][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][2][3] = ctx_acc_v[h_13 - h_12][2][3] + te_splat(prob[h_13][io_3 * 6 + 2][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][5][0] = ctx_acc_v[h_13 - h_12][5][0] + te_splat(prob[h_13][io_3 * 8 + 5][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][3][0] = ctx_acc_v[h_13 - h_12][3][0] + te_splat(prob[h_13][io_3 * 6 + 3][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][3][1] = ctx_acc_v[h_13 - h_12][3][1] + te_splat(prob[h_13][io_3 * 6 + 3][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][3][2] = ctx_acc_v[h_13 - h_12][3][2] + te_splat(prob[h_13][io_3 * 6 + 3][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][3][3] = ctx_acc_v[h_13 - h_12][3][3] + te_splat(prob[h_13][io_3 * 6 + 3][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][6][0] = ctx_acc_v[h_13 - h_12][6][0] + te_splat(prob[h_13][io_3 * 8 + 6][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][4][0] = ctx_acc_v[h_13 - h_12][4][0] + te_splat(prob[h_13][io_3 * 6 + 4][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][4][1] = ctx_acc_v[h_13 - h_12][4][1] + te_splat(prob[h_13][io_3 * 6 + 4][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][4][2] = ctx_acc_v[h_13 - h_12][4][2] + te_splat(prob[h_13][io_3 * 6 + 4][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][4][3] = ctx_acc_v[h_13 - h_12][4][3] + te_splat(prob[h_13][io_3 * 6 + 4][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                             {
-                                /* d: 16 lanes as 1 vectors of 16 */
-                                ctx_acc_v[h_13 - h_12][7][0] = ctx_acc_v[h_13 - h_12][7][0] + te_splat(prob[h_13][io_3 * 8 + 7][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][5][0] = ctx_acc_v[h_13 - h_12][5][0] + te_splat(prob[h_13][io_3 * 6 + 5][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][5][1] = ctx_acc_v[h_13 - h_12][5][1] + te_splat(prob[h_13][io_3 * 6 + 5][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][5][2] = ctx_acc_v[h_13 - h_12][5][2] + te_splat(prob[h_13][io_3 * 6 + 5][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][5][3] = ctx_acc_v[h_13 - h_12][5][3] + te_splat(prob[h_13][io_3 * 6 + 5][t_7]) * te_vload(&vh[h_13][t_7][48]);
                             }
                         }
                     }
-                    for (int64_t ii_3 = 0; ii_3 < 8; ii_3++) {
-                        /* di: 16 lanes as 1 vectors of 16 */
-                        te_vstore(&ctx[h_12][io_3 * 8 + ii_3][do_5 * 16], te_vload(&ctx_acc[0][ii_3][do_5 * 16]) * te_splat(1.0f / psum[h_12][io_3 * 8 + ii_3]));
+                    for (int64_t ii_3 = 0; ii_3 < 6; ii_3++) {
+                        {
+                            const float inv_2 = 1.0f / psum[h_12][io_3 * 6 + ii_3]; /* the same for every lane */
+                            /* di: 64 lanes as 4 vectors of 16 */
+                            te_vstore(&ctx[h_12][io_3 * 6 + ii_3][do_5 * 64], te_vload(&ctx_acc[0][ii_3][do_5 * 64]) * te_splat(inv_2));
+                            te_vstore(&ctx[h_12][io_3 * 6 + ii_3][do_5 * 64 + 16], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 16]) * te_splat(inv_2));
+                            te_vstore(&ctx[h_12][io_3 * 6 + ii_3][do_5 * 64 + 32], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 32]) * te_splat(inv_2));
+                            te_vstore(&ctx[h_12][io_3 * 6 + ii_3][do_5 * 64 + 48], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 48]) * te_splat(inv_2));
+                        }
+                    }
+                }
+            }
+            for (int64_t io_3 = 85; io_3 < 86; io_3++) {
+                {
+                    te_v16f ctx_acc_v[1][6][4];
+                    float (*ctx_acc)[6][64] = (float (*)[6][64])ctx_acc_v;
+                    (void)ctx_acc; /* used by the scalar edge loops, if any */
+                    for (int64_t h_13 = h_12; h_13 < h_12 + 1; h_13++) {
+                        /* i: unrolled 2 times */
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            ctx_acc_v[h_13 - h_12][0][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][0][3] = te_splat(0.0f);
+                        }
+                        {
+                            /* d: 64 lanes as 4 vectors of 16 */
+                            ctx_acc_v[h_13 - h_12][1][0] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][1] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][2] = te_splat(0.0f);
+                            ctx_acc_v[h_13 - h_12][1][3] = te_splat(0.0f);
+                        }
+                        for (int64_t t_7 = 0; t_7 < 512; t_7++) {
+                            /* prefetch t: what iteration t_7 + 8 reads */
+                            if (t_7 + 8 < 512) {
+                                const int64_t t_ahead_2 = t_7 + 8;
+                                __builtin_prefetch(&vh[h_13][t_ahead_2][0], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead_2][16], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead_2][32], 0, 3);
+                                __builtin_prefetch(&vh[h_13][t_ahead_2][48], 0, 3);
+                            }
+                            /* i: unrolled 2 times */
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][0][0] = ctx_acc_v[h_13 - h_12][0][0] + te_splat(prob[h_13][510][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][0][1] = ctx_acc_v[h_13 - h_12][0][1] + te_splat(prob[h_13][510][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][0][2] = ctx_acc_v[h_13 - h_12][0][2] + te_splat(prob[h_13][510][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][0][3] = ctx_acc_v[h_13 - h_12][0][3] + te_splat(prob[h_13][510][t_7]) * te_vload(&vh[h_13][t_7][48]);
+                            }
+                            {
+                                /* d: 64 lanes as 4 vectors of 16 */
+                                ctx_acc_v[h_13 - h_12][1][0] = ctx_acc_v[h_13 - h_12][1][0] + te_splat(prob[h_13][511][t_7]) * te_vload(&vh[h_13][t_7][0]);
+                                ctx_acc_v[h_13 - h_12][1][1] = ctx_acc_v[h_13 - h_12][1][1] + te_splat(prob[h_13][511][t_7]) * te_vload(&vh[h_13][t_7][16]);
+                                ctx_acc_v[h_13 - h_12][1][2] = ctx_acc_v[h_13 - h_12][1][2] + te_splat(prob[h_13][511][t_7]) * te_vload(&vh[h_13][t_7][32]);
+                                ctx_acc_v[h_13 - h_12][1][3] = ctx_acc_v[h_13 - h_12][1][3] + te_splat(prob[h_13][511][t_7]) * te_vload(&vh[h_13][t_7][48]);
+                            }
+                        }
+                    }
+                    for (int64_t ii_3 = 0; ii_3 < 2; ii_3++) {
+                        {
+                            const float inv_3 = 1.0f / psum[h_12][ii_3 + 510]; /* the same for every lane */
+                            /* di: 64 lanes as 4 vectors of 16 */
+                            te_vstore(&ctx[h_12][ii_3 + 510][do_5 * 64], te_vload(&ctx_acc[0][ii_3][do_5 * 64]) * te_splat(inv_3));
+                            te_vstore(&ctx[h_12][ii_3 + 510][do_5 * 64 + 16], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 16]) * te_splat(inv_3));
+                            te_vstore(&ctx[h_12][ii_3 + 510][do_5 * 64 + 32], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 32]) * te_splat(inv_3));
+                            te_vstore(&ctx[h_12][ii_3 + 510][do_5 * 64 + 48], te_vload(&ctx_acc[0][ii_3][do_5 * 64 + 48]) * te_splat(inv_3));
+                        }
                     }
                 }
             }
@@ -1377,7 +1944,7 @@ static void transformer_block_ctx_h(void *te_arg, int64_t te_lo, int64_t te_hi)
 /* r's parallel loop jo: what its iterations read from around it */
 struct transformer_block_r_jo_ctx {
     const float *x_;
-    const float *wo_;
+    const float *wo_packed_;
     const float *bo_;
     char *te_workspace;
 };
@@ -1386,178 +1953,132 @@ struct transformer_block_r_jo_ctx {
 static void transformer_block_r_jo(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_r_jo_ctx *te_ctx = te_arg;
-    const float (*restrict x)[64] = (const float (*)[64])te_ctx->x_;
-    const float (*restrict wo)[64] = (const float (*)[64])te_ctx->wo_;
+    const float (*restrict x)[768] = (const float (*)[768])te_ctx->x_;
+    const float (*restrict wo_packed)[768][48] = (const float (*)[768][48])te_ctx->wo_packed_;
     const float *restrict bo = te_ctx->bo_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict ctx)[32][16] = (float (*)[32][16])(te_workspace + 8192);
-    float (*restrict r)[64] = (float (*)[64])(te_workspace + 32768);
+    float (*restrict ctx)[512][64] = (float (*)[512][64])(te_workspace + 1572864);
+    float (*restrict r)[768] = (float (*)[768])(te_workspace + 6291456);
     for (int64_t jo = te_lo; jo < te_hi; jo++) {
-        for (int64_t io_4 = 0; io_4 < 5; io_4++) {
+        for (int64_t io_4 = 0; io_4 < 64; io_4++) {
             {
-                te_v16f r_acc_v[6][4];
-                float (*r_acc)[64] = (float (*)[64])r_acc_v;
+                te_v16f r_acc_v[8][3];
+                float (*r_acc)[48] = (float (*)[48])r_acc_v;
                 (void)r_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 6 times */
+                /* i: unrolled 8 times */
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[0][0] = te_splat(0.0f);
                     r_acc_v[0][1] = te_splat(0.0f);
                     r_acc_v[0][2] = te_splat(0.0f);
-                    r_acc_v[0][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[1][0] = te_splat(0.0f);
                     r_acc_v[1][1] = te_splat(0.0f);
                     r_acc_v[1][2] = te_splat(0.0f);
-                    r_acc_v[1][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[2][0] = te_splat(0.0f);
                     r_acc_v[2][1] = te_splat(0.0f);
                     r_acc_v[2][2] = te_splat(0.0f);
-                    r_acc_v[2][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[3][0] = te_splat(0.0f);
                     r_acc_v[3][1] = te_splat(0.0f);
                     r_acc_v[3][2] = te_splat(0.0f);
-                    r_acc_v[3][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[4][0] = te_splat(0.0f);
                     r_acc_v[4][1] = te_splat(0.0f);
                     r_acc_v[4][2] = te_splat(0.0f);
-                    r_acc_v[4][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     r_acc_v[5][0] = te_splat(0.0f);
                     r_acc_v[5][1] = te_splat(0.0f);
                     r_acc_v[5][2] = te_splat(0.0f);
-                    r_acc_v[5][3] = te_splat(0.0f);
-                }
-                for (int64_t h_14 = 0; h_14 < 4; h_14++) {
-                    for (int64_t d_6 = 0; d_6 < 16; d_6++) {
-                        /* prefetch d: what iteration d_6 + 8 reads */
-                        if (d_6 + 8 < 16) {
-                            const int64_t d_ahead_2 = d_6 + 8;
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_2)][0], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_2)][16], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_2)][32], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_2)][48], 0, 3);
-                        }
-                        /* i: unrolled 6 times */
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[0][0] = r_acc_v[0][0] + te_splat(ctx[h_14][io_4 * 6][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[0][1] = r_acc_v[0][1] + te_splat(ctx[h_14][io_4 * 6][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[0][2] = r_acc_v[0][2] + te_splat(ctx[h_14][io_4 * 6][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[0][3] = r_acc_v[0][3] + te_splat(ctx[h_14][io_4 * 6][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[1][0] = r_acc_v[1][0] + te_splat(ctx[h_14][io_4 * 6 + 1][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[1][1] = r_acc_v[1][1] + te_splat(ctx[h_14][io_4 * 6 + 1][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[1][2] = r_acc_v[1][2] + te_splat(ctx[h_14][io_4 * 6 + 1][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[1][3] = r_acc_v[1][3] + te_splat(ctx[h_14][io_4 * 6 + 1][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[2][0] = r_acc_v[2][0] + te_splat(ctx[h_14][io_4 * 6 + 2][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[2][1] = r_acc_v[2][1] + te_splat(ctx[h_14][io_4 * 6 + 2][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[2][2] = r_acc_v[2][2] + te_splat(ctx[h_14][io_4 * 6 + 2][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[2][3] = r_acc_v[2][3] + te_splat(ctx[h_14][io_4 * 6 + 2][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[3][0] = r_acc_v[3][0] + te_splat(ctx[h_14][io_4 * 6 + 3][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[3][1] = r_acc_v[3][1] + te_splat(ctx[h_14][io_4 * 6 + 3][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[3][2] = r_acc_v[3][2] + te_splat(ctx[h_14][io_4 * 6 + 3][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[3][3] = r_acc_v[3][3] + te_splat(ctx[h_14][io_4 * 6 + 3][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[4][0] = r_acc_v[4][0] + te_splat(ctx[h_14][io_4 * 6 + 4][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[4][1] = r_acc_v[4][1] + te_splat(ctx[h_14][io_4 * 6 + 4][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[4][2] = r_acc_v[4][2] + te_splat(ctx[h_14][io_4 * 6 + 4][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[4][3] = r_acc_v[4][3] + te_splat(ctx[h_14][io_4 * 6 + 4][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                        {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[5][0] = r_acc_v[5][0] + te_splat(ctx[h_14][io_4 * 6 + 5][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[5][1] = r_acc_v[5][1] + te_splat(ctx[h_14][io_4 * 6 + 5][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[5][2] = r_acc_v[5][2] + te_splat(ctx[h_14][io_4 * 6 + 5][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[5][3] = r_acc_v[5][3] + te_splat(ctx[h_14][io_4 * 6 + 5][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
-                        }
-                    }
-                }
-                for (int64_t ii_4 = 0; ii_4 < 6; ii_4++) {
-                    /* ji: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&r[io_4 * 6 + ii_4][jo * 64], te_vload(&x[io_4 * 6 + ii_4][jo * 64]) + te_vload(&r_acc[ii_4][jo * 64]) + te_vload(&bo[jo * 64]));
-                    te_vstore(&r[io_4 * 6 + ii_4][jo * 64 + 16], te_vload(&x[io_4 * 6 + ii_4][jo * 64 + 16]) + te_vload(&r_acc[ii_4][jo * 64 + 16]) + te_vload(&bo[jo * 64 + 16]));
-                    te_vstore(&r[io_4 * 6 + ii_4][jo * 64 + 32], te_vload(&x[io_4 * 6 + ii_4][jo * 64 + 32]) + te_vload(&r_acc[ii_4][jo * 64 + 32]) + te_vload(&bo[jo * 64 + 32]));
-                    te_vstore(&r[io_4 * 6 + ii_4][jo * 64 + 48], te_vload(&x[io_4 * 6 + ii_4][jo * 64 + 48]) + te_vload(&r_acc[ii_4][jo * 64 + 48]) + te_vload(&bo[jo * 64 + 48]));
-                }
-            }
-        }
-        for (int64_t io_4 = 5; io_4 < 6; io_4++) {
-            {
-                te_v16f r_acc_v[6][4];
-                float (*r_acc)[64] = (float (*)[64])r_acc_v;
-                (void)r_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 2 times */
-                {
-                    /* j: 64 lanes as 4 vectors of 16 */
-                    r_acc_v[0][0] = te_splat(0.0f);
-                    r_acc_v[0][1] = te_splat(0.0f);
-                    r_acc_v[0][2] = te_splat(0.0f);
-                    r_acc_v[0][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
-                    r_acc_v[1][0] = te_splat(0.0f);
-                    r_acc_v[1][1] = te_splat(0.0f);
-                    r_acc_v[1][2] = te_splat(0.0f);
-                    r_acc_v[1][3] = te_splat(0.0f);
+                    /* j: 48 lanes as 3 vectors of 16 */
+                    r_acc_v[6][0] = te_splat(0.0f);
+                    r_acc_v[6][1] = te_splat(0.0f);
+                    r_acc_v[6][2] = te_splat(0.0f);
                 }
-                for (int64_t h_14 = 0; h_14 < 4; h_14++) {
-                    for (int64_t d_6 = 0; d_6 < 16; d_6++) {
+                {
+                    /* j: 48 lanes as 3 vectors of 16 */
+                    r_acc_v[7][0] = te_splat(0.0f);
+                    r_acc_v[7][1] = te_splat(0.0f);
+                    r_acc_v[7][2] = te_splat(0.0f);
+                }
+                for (int64_t h_14 = 0; h_14 < 12; h_14++) {
+                    for (int64_t d_6 = 0; d_6 < 64; d_6++) {
                         /* prefetch d: what iteration d_6 + 8 reads */
-                        if (d_6 + 8 < 16) {
+                        if (d_6 + 8 < 64) {
                             const int64_t d_ahead_3 = d_6 + 8;
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_3)][0], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_3)][16], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_3)][32], 0, 3);
-                            __builtin_prefetch(&wo[te_add_i32(h_14 * 16, d_ahead_3)][48], 0, 3);
+                            __builtin_prefetch(&wo_packed[jo][te_add_i32(h_14 * 64, d_ahead_3)][0], 0, 3);
+                            __builtin_prefetch(&wo_packed[jo][te_add_i32(h_14 * 64, d_ahead_3)][16], 0, 3);
+                            __builtin_prefetch(&wo_packed[jo][te_add_i32(h_14 * 64, d_ahead_3)][32], 0, 3);
                         }
-                        /* i: unrolled 2 times */
+                        /* i: unrolled 8 times */
                         {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[0][0] = r_acc_v[0][0] + te_splat(ctx[h_14][30][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[0][1] = r_acc_v[0][1] + te_splat(ctx[h_14][30][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[0][2] = r_acc_v[0][2] + te_splat(ctx[h_14][30][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[0][3] = r_acc_v[0][3] + te_splat(ctx[h_14][30][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[0][0] = r_acc_v[0][0] + te_splat(ctx[h_14][io_4 * 8][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[0][1] = r_acc_v[0][1] + te_splat(ctx[h_14][io_4 * 8][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[0][2] = r_acc_v[0][2] + te_splat(ctx[h_14][io_4 * 8][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
                         }
                         {
-                            /* j: 64 lanes as 4 vectors of 16 */
-                            r_acc_v[1][0] = r_acc_v[1][0] + te_splat(ctx[h_14][31][d_6]) * te_vload(&wo[h_14 * 16 + d_6][0]);
-                            r_acc_v[1][1] = r_acc_v[1][1] + te_splat(ctx[h_14][31][d_6]) * te_vload(&wo[h_14 * 16 + d_6][16]);
-                            r_acc_v[1][2] = r_acc_v[1][2] + te_splat(ctx[h_14][31][d_6]) * te_vload(&wo[h_14 * 16 + d_6][32]);
-                            r_acc_v[1][3] = r_acc_v[1][3] + te_splat(ctx[h_14][31][d_6]) * te_vload(&wo[h_14 * 16 + d_6][48]);
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[1][0] = r_acc_v[1][0] + te_splat(ctx[h_14][io_4 * 8 + 1][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[1][1] = r_acc_v[1][1] + te_splat(ctx[h_14][io_4 * 8 + 1][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[1][2] = r_acc_v[1][2] + te_splat(ctx[h_14][io_4 * 8 + 1][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[2][0] = r_acc_v[2][0] + te_splat(ctx[h_14][io_4 * 8 + 2][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[2][1] = r_acc_v[2][1] + te_splat(ctx[h_14][io_4 * 8 + 2][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[2][2] = r_acc_v[2][2] + te_splat(ctx[h_14][io_4 * 8 + 2][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[3][0] = r_acc_v[3][0] + te_splat(ctx[h_14][io_4 * 8 + 3][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[3][1] = r_acc_v[3][1] + te_splat(ctx[h_14][io_4 * 8 + 3][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[3][2] = r_acc_v[3][2] + te_splat(ctx[h_14][io_4 * 8 + 3][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[4][0] = r_acc_v[4][0] + te_splat(ctx[h_14][io_4 * 8 + 4][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[4][1] = r_acc_v[4][1] + te_splat(ctx[h_14][io_4 * 8 + 4][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[4][2] = r_acc_v[4][2] + te_splat(ctx[h_14][io_4 * 8 + 4][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[5][0] = r_acc_v[5][0] + te_splat(ctx[h_14][io_4 * 8 + 5][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[5][1] = r_acc_v[5][1] + te_splat(ctx[h_14][io_4 * 8 + 5][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[5][2] = r_acc_v[5][2] + te_splat(ctx[h_14][io_4 * 8 + 5][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[6][0] = r_acc_v[6][0] + te_splat(ctx[h_14][io_4 * 8 + 6][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[6][1] = r_acc_v[6][1] + te_splat(ctx[h_14][io_4 * 8 + 6][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[6][2] = r_acc_v[6][2] + te_splat(ctx[h_14][io_4 * 8 + 6][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
+                        }
+                        {
+                            /* j: 48 lanes as 3 vectors of 16 */
+                            r_acc_v[7][0] = r_acc_v[7][0] + te_splat(ctx[h_14][io_4 * 8 + 7][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][0]);
+                            r_acc_v[7][1] = r_acc_v[7][1] + te_splat(ctx[h_14][io_4 * 8 + 7][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][16]);
+                            r_acc_v[7][2] = r_acc_v[7][2] + te_splat(ctx[h_14][io_4 * 8 + 7][d_6]) * te_vload(&wo_packed[jo][h_14 * 64 + d_6][32]);
                         }
                     }
                 }
-                for (int64_t ii_4 = 0; ii_4 < 2; ii_4++) {
-                    /* ji: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&r[ii_4 + 30][jo * 64], te_vload(&x[ii_4 + 30][jo * 64]) + te_vload(&r_acc[ii_4][jo * 64]) + te_vload(&bo[jo * 64]));
-                    te_vstore(&r[ii_4 + 30][jo * 64 + 16], te_vload(&x[ii_4 + 30][jo * 64 + 16]) + te_vload(&r_acc[ii_4][jo * 64 + 16]) + te_vload(&bo[jo * 64 + 16]));
-                    te_vstore(&r[ii_4 + 30][jo * 64 + 32], te_vload(&x[ii_4 + 30][jo * 64 + 32]) + te_vload(&r_acc[ii_4][jo * 64 + 32]) + te_vload(&bo[jo * 64 + 32]));
-                    te_vstore(&r[ii_4 + 30][jo * 64 + 48], te_vload(&x[ii_4 + 30][jo * 64 + 48]) + te_vload(&r_acc[ii_4][jo * 64 + 48]) + te_vload(&bo[jo * 64 + 48]));
+                for (int64_t ii_4 = 0; ii_4 < 8; ii_4++) {
+                    /* ji: 48 lanes as 3 vectors of 16 */
+                    te_vstore(&r[io_4 * 8 + ii_4][jo * 48], te_vload(&x[io_4 * 8 + ii_4][jo * 48]) + r_acc_v[ii_4][0] + te_vload(&bo[jo * 48]));
+                    te_vstore(&r[io_4 * 8 + ii_4][jo * 48 + 16], te_vload(&x[io_4 * 8 + ii_4][jo * 48 + 16]) + r_acc_v[ii_4][1] + te_vload(&bo[jo * 48 + 16]));
+                    te_vstore(&r[io_4 * 8 + ii_4][jo * 48 + 32], te_vload(&x[io_4 * 8 + ii_4][jo * 48 + 32]) + r_acc_v[ii_4][2] + te_vload(&bo[jo * 48 + 32]));
                 }
             }
         }
@@ -1578,8 +2099,8 @@ static void transformer_block_rn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
     const float *restrict ln2_g = te_ctx->ln2_g_;
     const float *restrict ln2_b = te_ctx->ln2_b_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict r)[64] = (float (*)[64])(te_workspace + 32768);
-    float (*restrict rn)[64] = (float (*)[64])(te_workspace + 40960);
+    float (*restrict r)[768] = (float (*)[768])(te_workspace + 6291456);
+    float (*restrict rn)[768] = (float (*)[768])(te_workspace + 7864320);
     for (int64_t i_11 = te_lo; i_11 < te_hi; i_11++) {
         {
             float mean2[1] __attribute__((aligned(64)));
@@ -1587,8 +2108,8 @@ static void transformer_block_rn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                 mean2[i_12 - i_11] = 0.0f;
                 {
                     int64_t j_5 = 0;
-                    const int64_t te_end = 64;
-                    /* j: a sum over 64 lanes in 4 vectors of 16, then folded */
+                    const int64_t te_end = 768;
+                    /* j: a sum over 768 lanes in 4 vectors of 16, then folded */
                     te_v16f te_acc[4];
                     for (int te_g = 0; te_g < 4; te_g++)
                         te_acc[te_g] = te_splat(0.0f);
@@ -1609,7 +2130,7 @@ static void transformer_block_rn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                         mean2[i_12 - i_11] = mean2[i_12 - i_11] + r[i_12][j_5];
                     }
                 }
-                mean2[i_12 - i_11] = mean2[i_12 - i_11] * 0.015625f;
+                mean2[i_12 - i_11] = mean2[i_12 - i_11] * 0.00130208337f;
             }
             {
                 float var2[1] __attribute__((aligned(64)));
@@ -1617,8 +2138,8 @@ static void transformer_block_rn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                     var2[i_13 - i_11] = 0.0f;
                     {
                         int64_t j_6 = 0;
-                        const int64_t te_end = 64;
-                        /* j: a sum over 64 lanes in 4 vectors of 16, then folded */
+                        const int64_t te_end = 768;
+                        /* j: a sum over 768 lanes in 4 vectors of 16, then folded */
                         te_v16f te_acc[4];
                         for (int te_g = 0; te_g < 4; te_g++)
                             te_acc[te_g] = te_splat(0.0f);
@@ -1639,13 +2160,28 @@ static void transformer_block_rn_i(void *te_arg, int64_t te_lo, int64_t te_hi)
                             var2[i_13 - i_11] = var2[i_13 - i_11] + (r[i_13][j_6] - mean2[i_13 - i_11]) * (r[i_13][j_6] - mean2[i_13 - i_11]);
                         }
                     }
-                    var2[i_13 - i_11] = var2[i_13 - i_11] * 0.015625f;
+                    var2[i_13 - i_11] = var2[i_13 - i_11] * 0.00130208337f;
                 }
-                /* j: 64 lanes as 4 vectors of 16 */
-                te_vstore(&rn[i_11][0], (te_vload(&r[i_11][0]) - te_splat(mean2[0])) * te_splat(te_rsqrt_f32(var2[0] + 1e-05f)) * te_vload(&ln2_g[0]) + te_vload(&ln2_b[0]));
-                te_vstore(&rn[i_11][16], (te_vload(&r[i_11][16]) - te_splat(mean2[0])) * te_splat(te_rsqrt_f32(var2[0] + 1e-05f)) * te_vload(&ln2_g[16]) + te_vload(&ln2_b[16]));
-                te_vstore(&rn[i_11][32], (te_vload(&r[i_11][32]) - te_splat(mean2[0])) * te_splat(te_rsqrt_f32(var2[0] + 1e-05f)) * te_vload(&ln2_g[32]) + te_vload(&ln2_b[32]));
-                te_vstore(&rn[i_11][48], (te_vload(&r[i_11][48]) - te_splat(mean2[0])) * te_splat(te_rsqrt_f32(var2[0] + 1e-05f)) * te_vload(&ln2_g[48]) + te_vload(&ln2_b[48]));
+                {
+                    const float inv_4 = te_rsqrt_f32(var2[0] + 1e-05f); /* the same for every lane */
+                    {
+                        int64_t j_7 = 0;
+                        const int64_t te_end = 768;
+                        /* j: 768 lanes, 4 vectors of 16 a step */
+                        for (; j_7 <= te_end - 64; j_7 += 64) {
+                            te_vstore(&rn[i_11][j_7], (te_vload(&r[i_11][j_7]) - te_splat(mean2[0])) * te_splat(inv_4) * te_vload(&ln2_g[j_7]) + te_vload(&ln2_b[j_7]));
+                            te_vstore(&rn[i_11][j_7 + 16], (te_vload(&r[i_11][j_7 + 16]) - te_splat(mean2[0])) * te_splat(inv_4) * te_vload(&ln2_g[j_7 + 16]) + te_vload(&ln2_b[j_7 + 16]));
+                            te_vstore(&rn[i_11][j_7 + 32], (te_vload(&r[i_11][j_7 + 32]) - te_splat(mean2[0])) * te_splat(inv_4) * te_vload(&ln2_g[j_7 + 32]) + te_vload(&ln2_b[j_7 + 32]));
+                            te_vstore(&rn[i_11][j_7 + 48], (te_vload(&r[i_11][j_7 + 48]) - te_splat(mean2[0])) * te_splat(inv_4) * te_vload(&ln2_g[j_7 + 48]) + te_vload(&ln2_b[j_7 + 48]));
+                        }
+                        for (; j_7 <= te_end - 16; j_7 += 16) {
+                            te_vstore(&rn[i_11][j_7], (te_vload(&r[i_11][j_7]) - te_splat(mean2[0])) * te_splat(inv_4) * te_vload(&ln2_g[j_7]) + te_vload(&ln2_b[j_7]));
+                        }
+                        for (; j_7 < te_end; j_7++) {
+                            rn[i_11][j_7] = (r[i_11][j_7] - mean2[0]) * te_rsqrt_f32(var2[0] + 1e-05f) * ln2_g[j_7] + ln2_b[j_7];
+                        }
+                    }
+                }
             }
         }
     }
@@ -1662,173 +2198,129 @@ struct transformer_block_act_no_ctx {
 static void transformer_block_act_no(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_act_no_ctx *te_ctx = te_arg;
-    const float (*restrict w1_packed)[64][64] = (const float (*)[64][64])te_ctx->w1_packed_;
+    const float (*restrict w1_packed)[768][48] = (const float (*)[768][48])te_ctx->w1_packed_;
     const float *restrict b1 = te_ctx->b1_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict rn)[64] = (float (*)[64])(te_workspace + 40960);
-    float (*restrict act)[256] = (float (*)[256])(te_workspace + 0);
+    float (*restrict rn)[768] = (float (*)[768])(te_workspace + 7864320);
+    float (*restrict act)[3072] = (float (*)[3072])(te_workspace + 0);
     for (int64_t no = te_lo; no < te_hi; no++) {
-        for (int64_t io_5 = 0; io_5 < 5; io_5++) {
+        for (int64_t io_5 = 0; io_5 < 64; io_5++) {
             {
-                te_v16f act_acc_v[6][4];
-                float (*act_acc)[64] = (float (*)[64])act_acc_v;
+                te_v16f act_acc_v[8][3];
+                float (*act_acc)[48] = (float (*)[48])act_acc_v;
                 (void)act_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 6 times */
+                /* i: unrolled 8 times */
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[0][0] = te_splat(0.0f);
                     act_acc_v[0][1] = te_splat(0.0f);
                     act_acc_v[0][2] = te_splat(0.0f);
-                    act_acc_v[0][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[1][0] = te_splat(0.0f);
                     act_acc_v[1][1] = te_splat(0.0f);
                     act_acc_v[1][2] = te_splat(0.0f);
-                    act_acc_v[1][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[2][0] = te_splat(0.0f);
                     act_acc_v[2][1] = te_splat(0.0f);
                     act_acc_v[2][2] = te_splat(0.0f);
-                    act_acc_v[2][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[3][0] = te_splat(0.0f);
                     act_acc_v[3][1] = te_splat(0.0f);
                     act_acc_v[3][2] = te_splat(0.0f);
-                    act_acc_v[3][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[4][0] = te_splat(0.0f);
                     act_acc_v[4][1] = te_splat(0.0f);
                     act_acc_v[4][2] = te_splat(0.0f);
-                    act_acc_v[4][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
+                    /* n: 48 lanes as 3 vectors of 16 */
                     act_acc_v[5][0] = te_splat(0.0f);
                     act_acc_v[5][1] = te_splat(0.0f);
                     act_acc_v[5][2] = te_splat(0.0f);
-                    act_acc_v[5][3] = te_splat(0.0f);
-                }
-                for (int64_t c_4 = 0; c_4 < 64; c_4++) {
-                    /* prefetch c: what iteration c_4 + 8 reads */
-                    if (c_4 + 8 < 64) {
-                        const int64_t c_ahead_4 = c_4 + 8;
-                        __builtin_prefetch(&w1_packed[no][c_ahead_4][0], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_4][16], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_4][32], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_4][48], 0, 3);
-                    }
-                    /* i: unrolled 6 times */
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[0][0] = act_acc_v[0][0] + te_splat(rn[io_5 * 6][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[0][1] = act_acc_v[0][1] + te_splat(rn[io_5 * 6][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[0][2] = act_acc_v[0][2] + te_splat(rn[io_5 * 6][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[0][3] = act_acc_v[0][3] + te_splat(rn[io_5 * 6][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[1][0] = act_acc_v[1][0] + te_splat(rn[io_5 * 6 + 1][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[1][1] = act_acc_v[1][1] + te_splat(rn[io_5 * 6 + 1][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[1][2] = act_acc_v[1][2] + te_splat(rn[io_5 * 6 + 1][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[1][3] = act_acc_v[1][3] + te_splat(rn[io_5 * 6 + 1][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[2][0] = act_acc_v[2][0] + te_splat(rn[io_5 * 6 + 2][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[2][1] = act_acc_v[2][1] + te_splat(rn[io_5 * 6 + 2][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[2][2] = act_acc_v[2][2] + te_splat(rn[io_5 * 6 + 2][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[2][3] = act_acc_v[2][3] + te_splat(rn[io_5 * 6 + 2][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[3][0] = act_acc_v[3][0] + te_splat(rn[io_5 * 6 + 3][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[3][1] = act_acc_v[3][1] + te_splat(rn[io_5 * 6 + 3][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[3][2] = act_acc_v[3][2] + te_splat(rn[io_5 * 6 + 3][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[3][3] = act_acc_v[3][3] + te_splat(rn[io_5 * 6 + 3][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[4][0] = act_acc_v[4][0] + te_splat(rn[io_5 * 6 + 4][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[4][1] = act_acc_v[4][1] + te_splat(rn[io_5 * 6 + 4][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[4][2] = act_acc_v[4][2] + te_splat(rn[io_5 * 6 + 4][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[4][3] = act_acc_v[4][3] + te_splat(rn[io_5 * 6 + 4][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                    {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[5][0] = act_acc_v[5][0] + te_splat(rn[io_5 * 6 + 5][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[5][1] = act_acc_v[5][1] + te_splat(rn[io_5 * 6 + 5][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[5][2] = act_acc_v[5][2] + te_splat(rn[io_5 * 6 + 5][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[5][3] = act_acc_v[5][3] + te_splat(rn[io_5 * 6 + 5][c_4]) * te_vload(&w1_packed[no][c_4][48]);
-                    }
-                }
-                for (int64_t ii_5 = 0; ii_5 < 6; ii_5++) {
-                    /* ni: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&act[io_5 * 6 + ii_5][no * 64], te_vgelu(act_acc_v[ii_5][0] + te_vload(&b1[no * 64])));
-                    te_vstore(&act[io_5 * 6 + ii_5][no * 64 + 16], te_vgelu(act_acc_v[ii_5][1] + te_vload(&b1[no * 64 + 16])));
-                    te_vstore(&act[io_5 * 6 + ii_5][no * 64 + 32], te_vgelu(act_acc_v[ii_5][2] + te_vload(&b1[no * 64 + 32])));
-                    te_vstore(&act[io_5 * 6 + ii_5][no * 64 + 48], te_vgelu(act_acc_v[ii_5][3] + te_vload(&b1[no * 64 + 48])));
-                }
-            }
-        }
-        for (int64_t io_5 = 5; io_5 < 6; io_5++) {
-            {
-                te_v16f act_acc_v[6][4];
-                float (*act_acc)[64] = (float (*)[64])act_acc_v;
-                (void)act_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 2 times */
-                {
-                    /* n: 64 lanes as 4 vectors of 16 */
-                    act_acc_v[0][0] = te_splat(0.0f);
-                    act_acc_v[0][1] = te_splat(0.0f);
-                    act_acc_v[0][2] = te_splat(0.0f);
-                    act_acc_v[0][3] = te_splat(0.0f);
                 }
                 {
-                    /* n: 64 lanes as 4 vectors of 16 */
-                    act_acc_v[1][0] = te_splat(0.0f);
-                    act_acc_v[1][1] = te_splat(0.0f);
-                    act_acc_v[1][2] = te_splat(0.0f);
-                    act_acc_v[1][3] = te_splat(0.0f);
+                    /* n: 48 lanes as 3 vectors of 16 */
+                    act_acc_v[6][0] = te_splat(0.0f);
+                    act_acc_v[6][1] = te_splat(0.0f);
+                    act_acc_v[6][2] = te_splat(0.0f);
                 }
-                for (int64_t c_4 = 0; c_4 < 64; c_4++) {
+                {
+                    /* n: 48 lanes as 3 vectors of 16 */
+                    act_acc_v[7][0] = te_splat(0.0f);
+                    act_acc_v[7][1] = te_splat(0.0f);
+                    act_acc_v[7][2] = te_splat(0.0f);
+                }
+                for (int64_t c_4 = 0; c_4 < 768; c_4++) {
                     /* prefetch c: what iteration c_4 + 8 reads */
-                    if (c_4 + 8 < 64) {
-                        const int64_t c_ahead_5 = c_4 + 8;
-                        __builtin_prefetch(&w1_packed[no][c_ahead_5][0], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_5][16], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_5][32], 0, 3);
-                        __builtin_prefetch(&w1_packed[no][c_ahead_5][48], 0, 3);
+                    if (c_4 + 8 < 768) {
+                        const int64_t c_ahead_7 = c_4 + 8;
+                        __builtin_prefetch(&w1_packed[no][c_ahead_7][0], 0, 3);
+                        __builtin_prefetch(&w1_packed[no][c_ahead_7][16], 0, 3);
+                        __builtin_prefetch(&w1_packed[no][c_ahead_7][32], 0, 3);
                     }
-                    /* i: unrolled 2 times */
+                    /* i: unrolled 8 times */
                     {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[0][0] = act_acc_v[0][0] + te_splat(rn[30][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[0][1] = act_acc_v[0][1] + te_splat(rn[30][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[0][2] = act_acc_v[0][2] + te_splat(rn[30][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[0][3] = act_acc_v[0][3] + te_splat(rn[30][c_4]) * te_vload(&w1_packed[no][c_4][48]);
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[0][0] = act_acc_v[0][0] + te_splat(rn[io_5 * 8][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[0][1] = act_acc_v[0][1] + te_splat(rn[io_5 * 8][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[0][2] = act_acc_v[0][2] + te_splat(rn[io_5 * 8][c_4]) * te_vload(&w1_packed[no][c_4][32]);
                     }
                     {
-                        /* n: 64 lanes as 4 vectors of 16 */
-                        act_acc_v[1][0] = act_acc_v[1][0] + te_splat(rn[31][c_4]) * te_vload(&w1_packed[no][c_4][0]);
-                        act_acc_v[1][1] = act_acc_v[1][1] + te_splat(rn[31][c_4]) * te_vload(&w1_packed[no][c_4][16]);
-                        act_acc_v[1][2] = act_acc_v[1][2] + te_splat(rn[31][c_4]) * te_vload(&w1_packed[no][c_4][32]);
-                        act_acc_v[1][3] = act_acc_v[1][3] + te_splat(rn[31][c_4]) * te_vload(&w1_packed[no][c_4][48]);
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[1][0] = act_acc_v[1][0] + te_splat(rn[io_5 * 8 + 1][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[1][1] = act_acc_v[1][1] + te_splat(rn[io_5 * 8 + 1][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[1][2] = act_acc_v[1][2] + te_splat(rn[io_5 * 8 + 1][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[2][0] = act_acc_v[2][0] + te_splat(rn[io_5 * 8 + 2][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[2][1] = act_acc_v[2][1] + te_splat(rn[io_5 * 8 + 2][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[2][2] = act_acc_v[2][2] + te_splat(rn[io_5 * 8 + 2][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[3][0] = act_acc_v[3][0] + te_splat(rn[io_5 * 8 + 3][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[3][1] = act_acc_v[3][1] + te_splat(rn[io_5 * 8 + 3][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[3][2] = act_acc_v[3][2] + te_splat(rn[io_5 * 8 + 3][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[4][0] = act_acc_v[4][0] + te_splat(rn[io_5 * 8 + 4][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[4][1] = act_acc_v[4][1] + te_splat(rn[io_5 * 8 + 4][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[4][2] = act_acc_v[4][2] + te_splat(rn[io_5 * 8 + 4][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[5][0] = act_acc_v[5][0] + te_splat(rn[io_5 * 8 + 5][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[5][1] = act_acc_v[5][1] + te_splat(rn[io_5 * 8 + 5][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[5][2] = act_acc_v[5][2] + te_splat(rn[io_5 * 8 + 5][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[6][0] = act_acc_v[6][0] + te_splat(rn[io_5 * 8 + 6][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[6][1] = act_acc_v[6][1] + te_splat(rn[io_5 * 8 + 6][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[6][2] = act_acc_v[6][2] + te_splat(rn[io_5 * 8 + 6][c_4]) * te_vload(&w1_packed[no][c_4][32]);
+                    }
+                    {
+                        /* n: 48 lanes as 3 vectors of 16 */
+                        act_acc_v[7][0] = act_acc_v[7][0] + te_splat(rn[io_5 * 8 + 7][c_4]) * te_vload(&w1_packed[no][c_4][0]);
+                        act_acc_v[7][1] = act_acc_v[7][1] + te_splat(rn[io_5 * 8 + 7][c_4]) * te_vload(&w1_packed[no][c_4][16]);
+                        act_acc_v[7][2] = act_acc_v[7][2] + te_splat(rn[io_5 * 8 + 7][c_4]) * te_vload(&w1_packed[no][c_4][32]);
                     }
                 }
-                for (int64_t ii_5 = 0; ii_5 < 2; ii_5++) {
-                    /* ni: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&act[ii_5 + 30][no * 64], te_vgelu(act_acc_v[ii_5][0] + te_vload(&b1[no * 64])));
-                    te_vstore(&act[ii_5 + 30][no * 64 + 16], te_vgelu(act_acc_v[ii_5][1] + te_vload(&b1[no * 64 + 16])));
-                    te_vstore(&act[ii_5 + 30][no * 64 + 32], te_vgelu(act_acc_v[ii_5][2] + te_vload(&b1[no * 64 + 32])));
-                    te_vstore(&act[ii_5 + 30][no * 64 + 48], te_vgelu(act_acc_v[ii_5][3] + te_vload(&b1[no * 64 + 48])));
+                for (int64_t ii_5 = 0; ii_5 < 8; ii_5++) {
+                    /* ni: 48 lanes as 3 vectors of 16 */
+                    te_vstore(&act[io_5 * 8 + ii_5][no * 48], te_vgelu(act_acc_v[ii_5][0] + te_vload(&b1[no * 48])));
+                    te_vstore(&act[io_5 * 8 + ii_5][no * 48 + 16], te_vgelu(act_acc_v[ii_5][1] + te_vload(&b1[no * 48 + 16])));
+                    te_vstore(&act[io_5 * 8 + ii_5][no * 48 + 32], te_vgelu(act_acc_v[ii_5][2] + te_vload(&b1[no * 48 + 32])));
                 }
             }
         }
@@ -1837,7 +2329,7 @@ static void transformer_block_act_no(void *te_arg, int64_t te_lo, int64_t te_hi)
 
 /* y's parallel loop jo: what its iterations read from around it */
 struct transformer_block_y_jo_ctx {
-    const float *w2_;
+    const float *w2_packed_;
     const float *b2_;
     float *y_;
     char *te_workspace;
@@ -1847,211 +2339,177 @@ struct transformer_block_y_jo_ctx {
 static void transformer_block_y_jo(void *te_arg, int64_t te_lo, int64_t te_hi)
 {
     const struct transformer_block_y_jo_ctx *te_ctx = te_arg;
-    const float (*restrict w2)[64] = (const float (*)[64])te_ctx->w2_;
+    const float (*restrict w2_packed)[3072][48] = (const float (*)[3072][48])te_ctx->w2_packed_;
     const float *restrict b2 = te_ctx->b2_;
-    float (*restrict y)[64] = (float (*)[64])te_ctx->y_;
+    float (*restrict y)[768] = (float (*)[768])te_ctx->y_;
     char *te_workspace = te_ctx->te_workspace;
-    float (*restrict r)[64] = (float (*)[64])(te_workspace + 32768);
-    float (*restrict act)[256] = (float (*)[256])(te_workspace + 0);
+    float (*restrict r)[768] = (float (*)[768])(te_workspace + 6291456);
+    float (*restrict act)[3072] = (float (*)[3072])(te_workspace + 0);
     for (int64_t jo_2 = te_lo; jo_2 < te_hi; jo_2++) {
-        for (int64_t io_6 = 0; io_6 < 5; io_6++) {
+        for (int64_t io_6 = 0; io_6 < 64; io_6++) {
             {
-                te_v16f y_acc_v[6][4];
-                float (*y_acc)[64] = (float (*)[64])y_acc_v;
+                te_v16f y_acc_v[8][3];
+                float (*y_acc)[48] = (float (*)[48])y_acc_v;
                 (void)y_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 6 times */
+                /* i: unrolled 8 times */
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[0][0] = te_splat(0.0f);
                     y_acc_v[0][1] = te_splat(0.0f);
                     y_acc_v[0][2] = te_splat(0.0f);
-                    y_acc_v[0][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[1][0] = te_splat(0.0f);
                     y_acc_v[1][1] = te_splat(0.0f);
                     y_acc_v[1][2] = te_splat(0.0f);
-                    y_acc_v[1][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[2][0] = te_splat(0.0f);
                     y_acc_v[2][1] = te_splat(0.0f);
                     y_acc_v[2][2] = te_splat(0.0f);
-                    y_acc_v[2][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[3][0] = te_splat(0.0f);
                     y_acc_v[3][1] = te_splat(0.0f);
                     y_acc_v[3][2] = te_splat(0.0f);
-                    y_acc_v[3][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[4][0] = te_splat(0.0f);
                     y_acc_v[4][1] = te_splat(0.0f);
                     y_acc_v[4][2] = te_splat(0.0f);
-                    y_acc_v[4][3] = te_splat(0.0f);
                 }
                 {
-                    /* j: 64 lanes as 4 vectors of 16 */
+                    /* j: 48 lanes as 3 vectors of 16 */
                     y_acc_v[5][0] = te_splat(0.0f);
                     y_acc_v[5][1] = te_splat(0.0f);
                     y_acc_v[5][2] = te_splat(0.0f);
-                    y_acc_v[5][3] = te_splat(0.0f);
                 }
-                for (int64_t n_2 = 0; n_2 < 256; n_2++) {
+                {
+                    /* j: 48 lanes as 3 vectors of 16 */
+                    y_acc_v[6][0] = te_splat(0.0f);
+                    y_acc_v[6][1] = te_splat(0.0f);
+                    y_acc_v[6][2] = te_splat(0.0f);
+                }
+                {
+                    /* j: 48 lanes as 3 vectors of 16 */
+                    y_acc_v[7][0] = te_splat(0.0f);
+                    y_acc_v[7][1] = te_splat(0.0f);
+                    y_acc_v[7][2] = te_splat(0.0f);
+                }
+                for (int64_t n_2 = 0; n_2 < 3072; n_2++) {
                     /* prefetch n: what iteration n_2 + 8 reads */
-                    if (n_2 + 8 < 256) {
+                    if (n_2 + 8 < 3072) {
                         const int64_t n_ahead = n_2 + 8;
-                        __builtin_prefetch(&w2[n_ahead][0], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead][16], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead][32], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead][48], 0, 3);
+                        __builtin_prefetch(&w2_packed[jo_2][n_ahead][0], 0, 3);
+                        __builtin_prefetch(&w2_packed[jo_2][n_ahead][16], 0, 3);
+                        __builtin_prefetch(&w2_packed[jo_2][n_ahead][32], 0, 3);
                     }
-                    /* i: unrolled 6 times */
+                    /* i: unrolled 8 times */
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[0][0] = y_acc_v[0][0] + te_splat(act[io_6 * 6][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[0][1] = y_acc_v[0][1] + te_splat(act[io_6 * 6][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[0][2] = y_acc_v[0][2] + te_splat(act[io_6 * 6][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[0][3] = y_acc_v[0][3] + te_splat(act[io_6 * 6][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[0][0] = y_acc_v[0][0] + te_splat(act[io_6 * 8][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[0][1] = y_acc_v[0][1] + te_splat(act[io_6 * 8][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[0][2] = y_acc_v[0][2] + te_splat(act[io_6 * 8][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[1][0] = y_acc_v[1][0] + te_splat(act[io_6 * 6 + 1][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[1][1] = y_acc_v[1][1] + te_splat(act[io_6 * 6 + 1][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[1][2] = y_acc_v[1][2] + te_splat(act[io_6 * 6 + 1][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[1][3] = y_acc_v[1][3] + te_splat(act[io_6 * 6 + 1][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[1][0] = y_acc_v[1][0] + te_splat(act[io_6 * 8 + 1][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[1][1] = y_acc_v[1][1] + te_splat(act[io_6 * 8 + 1][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[1][2] = y_acc_v[1][2] + te_splat(act[io_6 * 8 + 1][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[2][0] = y_acc_v[2][0] + te_splat(act[io_6 * 6 + 2][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[2][1] = y_acc_v[2][1] + te_splat(act[io_6 * 6 + 2][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[2][2] = y_acc_v[2][2] + te_splat(act[io_6 * 6 + 2][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[2][3] = y_acc_v[2][3] + te_splat(act[io_6 * 6 + 2][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[2][0] = y_acc_v[2][0] + te_splat(act[io_6 * 8 + 2][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[2][1] = y_acc_v[2][1] + te_splat(act[io_6 * 8 + 2][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[2][2] = y_acc_v[2][2] + te_splat(act[io_6 * 8 + 2][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[3][0] = y_acc_v[3][0] + te_splat(act[io_6 * 6 + 3][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[3][1] = y_acc_v[3][1] + te_splat(act[io_6 * 6 + 3][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[3][2] = y_acc_v[3][2] + te_splat(act[io_6 * 6 + 3][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[3][3] = y_acc_v[3][3] + te_splat(act[io_6 * 6 + 3][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[3][0] = y_acc_v[3][0] + te_splat(act[io_6 * 8 + 3][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[3][1] = y_acc_v[3][1] + te_splat(act[io_6 * 8 + 3][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[3][2] = y_acc_v[3][2] + te_splat(act[io_6 * 8 + 3][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[4][0] = y_acc_v[4][0] + te_splat(act[io_6 * 6 + 4][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[4][1] = y_acc_v[4][1] + te_splat(act[io_6 * 6 + 4][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[4][2] = y_acc_v[4][2] + te_splat(act[io_6 * 6 + 4][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[4][3] = y_acc_v[4][3] + te_splat(act[io_6 * 6 + 4][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[4][0] = y_acc_v[4][0] + te_splat(act[io_6 * 8 + 4][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[4][1] = y_acc_v[4][1] + te_splat(act[io_6 * 8 + 4][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[4][2] = y_acc_v[4][2] + te_splat(act[io_6 * 8 + 4][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                     {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[5][0] = y_acc_v[5][0] + te_splat(act[io_6 * 6 + 5][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[5][1] = y_acc_v[5][1] + te_splat(act[io_6 * 6 + 5][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[5][2] = y_acc_v[5][2] + te_splat(act[io_6 * 6 + 5][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[5][3] = y_acc_v[5][3] + te_splat(act[io_6 * 6 + 5][n_2]) * te_vload(&w2[n_2][48]);
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[5][0] = y_acc_v[5][0] + te_splat(act[io_6 * 8 + 5][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[5][1] = y_acc_v[5][1] + te_splat(act[io_6 * 8 + 5][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[5][2] = y_acc_v[5][2] + te_splat(act[io_6 * 8 + 5][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
+                    }
+                    {
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[6][0] = y_acc_v[6][0] + te_splat(act[io_6 * 8 + 6][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[6][1] = y_acc_v[6][1] + te_splat(act[io_6 * 8 + 6][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[6][2] = y_acc_v[6][2] + te_splat(act[io_6 * 8 + 6][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
+                    }
+                    {
+                        /* j: 48 lanes as 3 vectors of 16 */
+                        y_acc_v[7][0] = y_acc_v[7][0] + te_splat(act[io_6 * 8 + 7][n_2]) * te_vload(&w2_packed[jo_2][n_2][0]);
+                        y_acc_v[7][1] = y_acc_v[7][1] + te_splat(act[io_6 * 8 + 7][n_2]) * te_vload(&w2_packed[jo_2][n_2][16]);
+                        y_acc_v[7][2] = y_acc_v[7][2] + te_splat(act[io_6 * 8 + 7][n_2]) * te_vload(&w2_packed[jo_2][n_2][32]);
                     }
                 }
-                for (int64_t ii_6 = 0; ii_6 < 6; ii_6++) {
-                    /* ji: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&y[io_6 * 6 + ii_6][jo_2 * 64], te_vload(&r[io_6 * 6 + ii_6][jo_2 * 64]) + te_vload(&y_acc[ii_6][jo_2 * 64]) + te_vload(&b2[jo_2 * 64]));
-                    te_vstore(&y[io_6 * 6 + ii_6][jo_2 * 64 + 16], te_vload(&r[io_6 * 6 + ii_6][jo_2 * 64 + 16]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 16]) + te_vload(&b2[jo_2 * 64 + 16]));
-                    te_vstore(&y[io_6 * 6 + ii_6][jo_2 * 64 + 32], te_vload(&r[io_6 * 6 + ii_6][jo_2 * 64 + 32]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 32]) + te_vload(&b2[jo_2 * 64 + 32]));
-                    te_vstore(&y[io_6 * 6 + ii_6][jo_2 * 64 + 48], te_vload(&r[io_6 * 6 + ii_6][jo_2 * 64 + 48]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 48]) + te_vload(&b2[jo_2 * 64 + 48]));
-                }
-            }
-        }
-        for (int64_t io_6 = 5; io_6 < 6; io_6++) {
-            {
-                te_v16f y_acc_v[6][4];
-                float (*y_acc)[64] = (float (*)[64])y_acc_v;
-                (void)y_acc; /* used by the scalar edge loops, if any */
-                /* i: unrolled 2 times */
-                {
-                    /* j: 64 lanes as 4 vectors of 16 */
-                    y_acc_v[0][0] = te_splat(0.0f);
-                    y_acc_v[0][1] = te_splat(0.0f);
-                    y_acc_v[0][2] = te_splat(0.0f);
-                    y_acc_v[0][3] = te_splat(0.0f);
-                }
-                {
-                    /* j: 64 lanes as 4 vectors of 16 */
-                    y_acc_v[1][0] = te_splat(0.0f);
-                    y_acc_v[1][1] = te_splat(0.0f);
-                    y_acc_v[1][2] = te_splat(0.0f);
-                    y_acc_v[1][3] = te_splat(0.0f);
-                }
-                for (int64_t n_2 = 0; n_2 < 256; n_2++) {
-                    /* prefetch n: what iteration n_2 + 8 reads */
-                    if (n_2 + 8 < 256) {
-                        const int64_t n_ahead_2 = n_2 + 8;
-                        __builtin_prefetch(&w2[n_ahead_2][0], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead_2][16], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead_2][32], 0, 3);
-                        __builtin_prefetch(&w2[n_ahead_2][48], 0, 3);
-                    }
-                    /* i: unrolled 2 times */
-                    {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[0][0] = y_acc_v[0][0] + te_splat(act[30][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[0][1] = y_acc_v[0][1] + te_splat(act[30][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[0][2] = y_acc_v[0][2] + te_splat(act[30][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[0][3] = y_acc_v[0][3] + te_splat(act[30][n_2]) * te_vload(&w2[n_2][48]);
-                    }
-                    {
-                        /* j: 64 lanes as 4 vectors of 16 */
-                        y_acc_v[1][0] = y_acc_v[1][0] + te_splat(act[31][n_2]) * te_vload(&w2[n_2][0]);
-                        y_acc_v[1][1] = y_acc_v[1][1] + te_splat(act[31][n_2]) * te_vload(&w2[n_2][16]);
-                        y_acc_v[1][2] = y_acc_v[1][2] + te_splat(act[31][n_2]) * te_vload(&w2[n_2][32]);
-                        y_acc_v[1][3] = y_acc_v[1][3] + te_splat(act[31][n_2]) * te_vload(&w2[n_2][48]);
-                    }
-                }
-                for (int64_t ii_6 = 0; ii_6 < 2; ii_6++) {
-                    /* ji: 64 lanes as 4 vectors of 16 */
-                    te_vstore(&y[ii_6 + 30][jo_2 * 64], te_vload(&r[ii_6 + 30][jo_2 * 64]) + te_vload(&y_acc[ii_6][jo_2 * 64]) + te_vload(&b2[jo_2 * 64]));
-                    te_vstore(&y[ii_6 + 30][jo_2 * 64 + 16], te_vload(&r[ii_6 + 30][jo_2 * 64 + 16]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 16]) + te_vload(&b2[jo_2 * 64 + 16]));
-                    te_vstore(&y[ii_6 + 30][jo_2 * 64 + 32], te_vload(&r[ii_6 + 30][jo_2 * 64 + 32]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 32]) + te_vload(&b2[jo_2 * 64 + 32]));
-                    te_vstore(&y[ii_6 + 30][jo_2 * 64 + 48], te_vload(&r[ii_6 + 30][jo_2 * 64 + 48]) + te_vload(&y_acc[ii_6][jo_2 * 64 + 48]) + te_vload(&b2[jo_2 * 64 + 48]));
+                for (int64_t ii_6 = 0; ii_6 < 8; ii_6++) {
+                    /* ji: 48 lanes as 3 vectors of 16 */
+                    te_vstore(&y[io_6 * 8 + ii_6][jo_2 * 48], te_vload(&r[io_6 * 8 + ii_6][jo_2 * 48]) + y_acc_v[ii_6][0] + te_vload(&b2[jo_2 * 48]));
+                    te_vstore(&y[io_6 * 8 + ii_6][jo_2 * 48 + 16], te_vload(&r[io_6 * 8 + ii_6][jo_2 * 48 + 16]) + y_acc_v[ii_6][1] + te_vload(&b2[jo_2 * 48 + 16]));
+                    te_vstore(&y[io_6 * 8 + ii_6][jo_2 * 48 + 32], te_vload(&r[io_6 * 8 + ii_6][jo_2 * 48 + 32]) + y_acc_v[ii_6][2] + te_vload(&b2[jo_2 * 48 + 32]));
                 }
             }
         }
     }
 }
 
-void transformer_block_packed_ws(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_, const float *restrict wk_, const float *restrict wv_, const float *restrict wo_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_packed_, const float *restrict b1_, const float *restrict w2_, const float *restrict b2_, float *restrict y_, void *te_workspace_)
+void transformer_block_packed_ws(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_packed_, const float *restrict wk_packed_, const float *restrict wv_packed_, const float *restrict wo_packed_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_packed_, const float *restrict b1_, const float *restrict w2_packed_, const float *restrict b2_, float *restrict y_, void *te_workspace_)
 {
     char *te_workspace = te_workspace_;
-    te_parallel_for(transformer_block_xn_i, &(struct transformer_block_xn_i_ctx){ x_, ln1_g_, ln1_b_, te_workspace }, 0, 32);
-    te_parallel_for(transformer_block_kh_h, &(struct transformer_block_kh_h_ctx){ wk_, te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_kh_packed_a0, &(struct transformer_block_kh_packed_a0_ctx){ te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_q_h, &(struct transformer_block_q_h_ctx){ wq_, te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_score_h, &(struct transformer_block_score_h_ctx){ te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_prob_h, &(struct transformer_block_prob_h_ctx){ te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_psum_h, &(struct transformer_block_psum_h_ctx){ te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_vh_h, &(struct transformer_block_vh_h_ctx){ wv_, te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_ctx_h, &(struct transformer_block_ctx_h_ctx){ te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_r_jo, &(struct transformer_block_r_jo_ctx){ x_, wo_, bo_, te_workspace }, 0, 1);
-    te_parallel_for(transformer_block_rn_i, &(struct transformer_block_rn_i_ctx){ ln2_g_, ln2_b_, te_workspace }, 0, 32);
-    te_parallel_for(transformer_block_act_no, &(struct transformer_block_act_no_ctx){ w1_packed_, b1_, te_workspace }, 0, 4);
-    te_parallel_for(transformer_block_y_jo, &(struct transformer_block_y_jo_ctx){ w2_, b2_, y_, te_workspace }, 0, 1);
+    te_parallel_for(transformer_block_xn_i, &(struct transformer_block_xn_i_ctx){ x_, ln1_g_, ln1_b_, te_workspace }, 0, 512);
+    te_parallel_for(transformer_block_kh_h, &(struct transformer_block_kh_h_ctx){ wk_packed_, te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_kh_packed_a0, &(struct transformer_block_kh_packed_a0_ctx){ te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_q_h, &(struct transformer_block_q_h_ctx){ wq_packed_, te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_score_h, &(struct transformer_block_score_h_ctx){ te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_prob_h, &(struct transformer_block_prob_h_ctx){ te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_psum_h, &(struct transformer_block_psum_h_ctx){ te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_vh_h, &(struct transformer_block_vh_h_ctx){ wv_packed_, te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_ctx_h, &(struct transformer_block_ctx_h_ctx){ te_workspace }, 0, 12);
+    te_parallel_for(transformer_block_r_jo, &(struct transformer_block_r_jo_ctx){ x_, wo_packed_, bo_, te_workspace }, 0, 16);
+    te_parallel_for(transformer_block_rn_i, &(struct transformer_block_rn_i_ctx){ ln2_g_, ln2_b_, te_workspace }, 0, 512);
+    te_parallel_for(transformer_block_act_no, &(struct transformer_block_act_no_ctx){ w1_packed_, b1_, te_workspace }, 0, 64);
+    te_parallel_for(transformer_block_y_jo, &(struct transformer_block_y_jo_ctx){ w2_packed_, b2_, y_, te_workspace }, 0, 16);
 }
 
-void transformer_block_packed(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_, const float *restrict wk_, const float *restrict wv_, const float *restrict wo_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_packed_, const float *restrict b1_, const float *restrict w2_, const float *restrict b2_, float *restrict y_)
+void transformer_block_packed(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_packed_, const float *restrict wk_packed_, const float *restrict wv_packed_, const float *restrict wo_packed_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_packed_, const float *restrict b1_, const float *restrict w2_packed_, const float *restrict b2_, float *restrict y_)
 {
     void *te_workspace = te_alloc(TRANSFORMER_BLOCK_WORKSPACE_BYTES);
-    transformer_block_packed_ws(x_, ln1_g_, ln1_b_, wq_, wk_, wv_, wo_, bo_, ln2_g_, ln2_b_, w1_packed_, b1_, w2_, b2_, y_, te_workspace);
+    transformer_block_packed_ws(x_, ln1_g_, ln1_b_, wq_packed_, wk_packed_, wv_packed_, wo_packed_, bo_, ln2_g_, ln2_b_, w1_packed_, b1_, w2_packed_, b2_, y_, te_workspace);
     free(te_workspace);
 }
 
 void transformer_block_ws(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_, const float *restrict wk_, const float *restrict wv_, const float *restrict wo_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_, const float *restrict b1_, const float *restrict w2_, const float *restrict b2_, float *restrict y_, void *te_workspace_)
 {
+    float *w2_packed_ = te_alloc(TRANSFORMER_BLOCK_W2_PACKED_ELEMS * sizeof(float));
     float *w1_packed_ = te_alloc(TRANSFORMER_BLOCK_W1_PACKED_ELEMS * sizeof(float));
-    transformer_block_prepack(w1_, w1_packed_);
-    transformer_block_packed_ws(x_, ln1_g_, ln1_b_, wq_, wk_, wv_, wo_, bo_, ln2_g_, ln2_b_, w1_packed_, b1_, w2_, b2_, y_, te_workspace_);
+    float *wo_packed_ = te_alloc(TRANSFORMER_BLOCK_WO_PACKED_ELEMS * sizeof(float));
+    float *wk_packed_ = te_alloc(TRANSFORMER_BLOCK_WK_PACKED_ELEMS * sizeof(float));
+    float *wq_packed_ = te_alloc(TRANSFORMER_BLOCK_WQ_PACKED_ELEMS * sizeof(float));
+    float *wv_packed_ = te_alloc(TRANSFORMER_BLOCK_WV_PACKED_ELEMS * sizeof(float));
+    transformer_block_prepack(wq_, wk_, wv_, wo_, w1_, w2_, w2_packed_, w1_packed_, wo_packed_, wk_packed_, wq_packed_, wv_packed_);
+    transformer_block_packed_ws(x_, ln1_g_, ln1_b_, wq_packed_, wk_packed_, wv_packed_, wo_packed_, bo_, ln2_g_, ln2_b_, w1_packed_, b1_, w2_packed_, b2_, y_, te_workspace_);
+    free(w2_packed_);
     free(w1_packed_);
+    free(wo_packed_);
+    free(wk_packed_);
+    free(wq_packed_);
+    free(wv_packed_);
 }
 
 void transformer_block(const float *restrict x_, const float *restrict ln1_g_, const float *restrict ln1_b_, const float *restrict wq_, const float *restrict wk_, const float *restrict wv_, const float *restrict wo_, const float *restrict bo_, const float *restrict ln2_g_, const float *restrict ln2_b_, const float *restrict w1_, const float *restrict b1_, const float *restrict w2_, const float *restrict b2_, float *restrict y_)
@@ -2063,15 +2521,15 @@ void transformer_block(const float *restrict x_, const float *restrict ln1_g_, c
 
 size_t transformer_block_prepacked_bytes(void)
 {
-    return 65536;
+    return 28311552;
 }
 
 void transformer_block_prepack_args(void *const *args, void *packed)
 {
-    transformer_block_prepack((const float *)args[10], (float *)((char *)packed + 0));
+    transformer_block_prepack((const float *)args[3], (const float *)args[4], (const float *)args[5], (const float *)args[6], (const float *)args[10], (const float *)args[12], (float *)((char *)packed + 0), (float *)((char *)packed + 9437184), (float *)((char *)packed + 18874368), (float *)((char *)packed + 21233664), (float *)((char *)packed + 23592960), (float *)((char *)packed + 25952256));
 }
 
 void transformer_block_packed_args(void *const *args, const void *packed)
 {
-    transformer_block_packed((const float *)args[0], (const float *)args[1], (const float *)args[2], (const float *)args[3], (const float *)args[4], (const float *)args[5], (const float *)args[6], (const float *)args[7], (const float *)args[8], (const float *)args[9], (const float *)((const char *)packed + 0), (const float *)args[11], (const float *)args[12], (const float *)args[13], (float *)args[14]);
+    transformer_block_packed((const float *)args[0], (const float *)args[1], (const float *)args[2], (const float *)((const char *)packed + 23592960), (const float *)((const char *)packed + 21233664), (const float *)((const char *)packed + 25952256), (const float *)((const char *)packed + 18874368), (const float *)args[7], (const float *)args[8], (const float *)args[9], (const float *)((const char *)packed + 9437184), (const float *)args[11], (const float *)((const char *)packed + 0), (const float *)args[13], (float *)args[14]);
 }

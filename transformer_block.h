@@ -12,34 +12,34 @@
 extern "C" {
 #endif
 
-#define TRANSFORMER_BLOCK_S 32
-#define TRANSFORMER_BLOCK_D 64
-#define TRANSFORMER_BLOCK_H 4
-#define TRANSFORMER_BLOCK_DH 16
-#define TRANSFORMER_BLOCK_F 256
+#define TRANSFORMER_BLOCK_S 512
+#define TRANSFORMER_BLOCK_D 768
+#define TRANSFORMER_BLOCK_H 12
+#define TRANSFORMER_BLOCK_DH 64
+#define TRANSFORMER_BLOCK_F 3072
 
 /*
- * input  x : f32[32, 64]
- * input  ln1_g : const f32[64]
- * input  ln1_b : const f32[64]
- * input  wq : const f32[64, 64]
- * input  wk : const f32[64, 64]
- * input  wv : const f32[64, 64]
- * input  wo : const f32[64, 64]
- * input  bo : const f32[64]
- * input  ln2_g : const f32[64]
- * input  ln2_b : const f32[64]
- * input  w1 : const f32[64, 256]
- * input  b1 : const f32[256]
- * input  w2 : const f32[256, 64]
- * input  b2 : const f32[64]
- * output y : f32[32, 64]
+ * input  x : f32[512, 768]
+ * input  ln1_g : const f32[768]
+ * input  ln1_b : const f32[768]
+ * input  wq : const f32[768, 768]
+ * input  wk : const f32[768, 768]
+ * input  wv : const f32[768, 768]
+ * input  wo : const f32[768, 768]
+ * input  bo : const f32[768]
+ * input  ln2_g : const f32[768]
+ * input  ln2_b : const f32[768]
+ * input  w1 : const f32[768, 3072]
+ * input  b1 : const f32[3072]
+ * input  w2 : const f32[3072, 768]
+ * input  b2 : const f32[768]
+ * output y : f32[512, 768]
  */
 void transformer_block(const float *x, const float *ln1_g, const float *ln1_b, const float *wq, const float *wk, const float *wv, const float *wo, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1, const float *b1, const float *w2, const float *b2, float *y);
 
 /* The intermediates' bytes: one workspace, laid out by texc's memory
  * plan (texc --dump=memory); 0 when there are none. */
-#define TRANSFORMER_BLOCK_WORKSPACE_BYTES 49152
+#define TRANSFORMER_BLOCK_WORKSPACE_BYTES 26738688
 size_t transformer_block_workspace_size(void);
 
 /* transformer_block with its intermediates in WORKSPACE instead of memory of its own:
@@ -50,16 +50,31 @@ size_t transformer_block_workspace_size(void);
 void transformer_block_ws(const float *x, const float *ln1_g, const float *ln1_b, const float *wq, const float *wk, const float *wv, const float *wo, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1, const float *b1, const float *w2, const float *b2, float *y, void *workspace);
 
 /* Prepacked weights (texc's layout assignment): the kernel reads
- * w1 in panels of 64 along its last dimension, w1_packed[p][..][l] =
- * w1[..][p*64 + l], zero past the end.
+ * w2 in panels of 48 along its last dimension, w2_packed[p][..][l] =
+ * w2[..][p*48 + l], zero past the end;
+ * w1 in panels of 48 along its last dimension, w1_packed[p][..][l] =
+ * w1[..][p*48 + l], zero past the end;
+ * wo in panels of 48 along its last dimension, wo_packed[p][..][l] =
+ * wo[..][p*48 + l], zero past the end;
+ * wk in panels of 64 along its last dimension, wk_packed[p][..][l] =
+ * wk[..][p*64 + l], zero past the end;
+ * wq in panels of 64 along its last dimension, wq_packed[p][..][l] =
+ * wq[..][p*64 + l], zero past the end;
+ * wv in panels of 64 along its last dimension, wv_packed[p][..][l] =
+ * wv[..][p*64 + l], zero past the end.
  * transformer_block_prepack puts the weights in that layout; a program that calls the
  * kernel many times with the same weights calls it once and then
  * transformer_block_packed (or transformer_block_packed_ws with a workspace).  transformer_block and transformer_block_ws pack
  * into buffers of their own on every call. */
-#define TRANSFORMER_BLOCK_W1_PACKED_ELEMS 16384 /* elements of w1_packed */
-void transformer_block_prepack(const float *w1, float *w1_packed);
-void transformer_block_packed(const float *x, const float *ln1_g, const float *ln1_b, const float *wq, const float *wk, const float *wv, const float *wo, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1_packed, const float *b1, const float *w2, const float *b2, float *y);
-void transformer_block_packed_ws(const float *x, const float *ln1_g, const float *ln1_b, const float *wq, const float *wk, const float *wv, const float *wo, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1_packed, const float *b1, const float *w2, const float *b2, float *y, void *workspace);
+#define TRANSFORMER_BLOCK_W2_PACKED_ELEMS 2359296 /* elements of w2_packed */
+#define TRANSFORMER_BLOCK_W1_PACKED_ELEMS 2359296 /* elements of w1_packed */
+#define TRANSFORMER_BLOCK_WO_PACKED_ELEMS 589824 /* elements of wo_packed */
+#define TRANSFORMER_BLOCK_WK_PACKED_ELEMS 589824 /* elements of wk_packed */
+#define TRANSFORMER_BLOCK_WQ_PACKED_ELEMS 589824 /* elements of wq_packed */
+#define TRANSFORMER_BLOCK_WV_PACKED_ELEMS 589824 /* elements of wv_packed */
+void transformer_block_prepack(const float *wq, const float *wk, const float *wv, const float *wo, const float *w1, const float *w2, float *w2_packed, float *w1_packed, float *wo_packed, float *wk_packed, float *wq_packed, float *wv_packed);
+void transformer_block_packed(const float *x, const float *ln1_g, const float *ln1_b, const float *wq_packed, const float *wk_packed, const float *wv_packed, const float *wo_packed, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1_packed, const float *b1, const float *w2_packed, const float *b2, float *y);
+void transformer_block_packed_ws(const float *x, const float *ln1_g, const float *ln1_b, const float *wq_packed, const float *wk_packed, const float *wv_packed, const float *wo_packed, const float *bo, const float *ln2_g, const float *ln2_b, const float *w1_packed, const float *b1, const float *w2_packed, const float *b2, float *y, void *workspace);
 
 /* For test harnesses and the tuner, the same calls with ARGS the inputs
  * then the outputs, in transformer_block's order: transformer_block_prepack_args packs into PACKED

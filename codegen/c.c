@@ -1164,6 +1164,18 @@ static Stmt *subst_stmt(Emitter *e, const Stmt *s, Subst map, bool fold)
     case S_ALLOC:
         c->body = subst_stmt(e, s->body, map, fold);
         break;
+    case S_FLASH: {
+        SchFlash *f = arena_alloc(e->p.a, sizeof *f);
+        *f = *s->flash;
+        f->batch_at = arena_alloc(e->p.a, sizeof *f->batch_at * (size_t)(f->nbatch + 1));
+        for (int d = 0; d < f->nbatch; d++)
+            f->batch_at[d] = sch_subst(e->p.a, s->flash->batch_at[d], map);
+        f->q = sch_subst(e->p.a, s->flash->q, map);
+        f->k = sch_subst(e->p.a, s->flash->k, map);
+        f->v = sch_subst(e->p.a, s->flash->v, map);
+        c->flash = f;
+        break;
+    }
     }
     return c;
 }
@@ -1202,6 +1214,7 @@ static void emit_prefetch_nest(Emitter *e, const Stmt *s)
         emit_if(e, s, emit_prefetch_nest);
         break;
     case S_ALLOC:
+    case S_FLASH:
         break;
     }
 }
@@ -1296,6 +1309,8 @@ static void stream_loads(Emitter *e, const Stmt *s, const IterVar *v, const Stmt
     case S_STORE:
         stream_loads_in(e, s->value, v, vec, out);
         break;
+    case S_FLASH: /* its kernel streams its own tiles */
+        break;
     case S_IF:
     case S_ALLOC:
         stream_loads(e, s->body, v, vec, out);
@@ -1327,6 +1342,7 @@ static void first_values(const Stmt *s, IterVar **vars, Expr **values, int *n, i
         first_values(s->body, vars, values, n, cap);
         break;
     case S_STORE:
+    case S_FLASH:
         break;
     }
 }
@@ -1598,6 +1614,8 @@ static bool pairs_only_in(Emitter *e, const Stmt *s, const IterVar *v, int *n)
         return !sch_uses_var(s->cond, v) && pairs_only_in(e, s->body, v, n);
     case S_ALLOC:
         return pairs_only_in(e, s->body, v, n);
+    case S_FLASH:
+        return false;
     case S_STORE: {
         bool moves = sch_uses_var(s->value, v);
         for (int d = 0; d < s->buf->rank; d++)
@@ -1692,6 +1710,186 @@ static void emit_dims(Emitter *e, const Tensor *t, int from)
     }
 }
 
+/* ------------------------------------------------------------------ */
+/* flash (sched/flash.c): attention's online softmax, one batch point.  */
+
+static int64_t round_up(int64_t x, int64_t m)
+{
+    return (x + m - 1) / m * m;
+}
+
+/* S_FLASH: the output's rows at one batch point (SchFlash's chain).  The
+ * queries first, then for each tile of BK keys: the tile of K transposed
+ * and of V copied (zeros past the last key), and for each block of 6
+ * query rows the scores in 6 x 4 vector registers, each row's new
+ * maximum, the exponentials, the rescale of its running sum and of its
+ * weighted sums, and the tile's weighted sums added in 6 x 4 registers.
+ * The output is the weighted sums over the sum, once every key is in.
+ * The copies read Q, K and V through their own expressions (plain or
+ * prepacked tensors), once a tile: a small part of the work. */
+static void emit_flash(Emitter *e, const Stmt *s)
+{
+    const SchFlash *f = s->flash;
+    CgPrinter *p = &e->p;
+    enum { BQ = 6 };
+    long long sq = f->sq, sk = f->sk, dk = f->dk, dv = f->dv, bk = f->bk;
+    long long sqp = round_up(sq, BQ), dvp = round_up(dv, 16);
+    int nvk = (int)((bk < 64 ? bk : 64) / 16), nvv = dvp % 64 == 0 ? 4 : dvp % 32 == 0 ? 2 : 1;
+    /* the buffers, each from a multiple of 16 floats */
+    long long oo = round_up(sqp * dk, 16), om = oo + sqp * dvp, ol = om + round_up(sqp, 16),
+              ok = ol + round_up(sqp, 16), ov = ok + round_up(dk * bk, 16), os = ov + bk * dvp,
+              total = os + BQ * bk;
+    const char *qi = cg_var_name(p, f->qi), *kt = cg_var_name(p, f->kt), *dd = cg_var_name(p, f->dd);
+    cg_line(p, "{\n");
+    p->indent++;
+    cg_line(p, "/* flash: %s = softmax(%s) v over %lld keys in tiles of %lld, online: %s, %s, %s "
+            "and %s are never stored */\n",
+            s->buf->name, f->stages[0]->name, sk, bk, f->stages[0]->name, f->stages[1]->name,
+            f->stages[2]->name, f->stages[3]->name);
+    cg_line(p, "float *te_fq = te_alloc(sizeof(float) * %lld); /* the queries [%lld][%lld] */\n",
+            total, sqp, dk);
+    cg_line(p, "float *te_fo = te_fq + %lld; /* the weighted sums [%lld][%lld] */\n", oo, sqp, dvp);
+    cg_line(p, "float *te_fm = te_fq + %lld; /* each row's running maximum */\n", om);
+    cg_line(p, "float *te_fl = te_fq + %lld; /* each row's running sum */\n", ol);
+    cg_line(p, "float *te_fk = te_fq + %lld; /* the key tile, transposed [%lld][%lld] */\n", ok, dk, bk);
+    cg_line(p, "float *te_fv = te_fq + %lld; /* the value tile [%lld][%lld] */\n", ov, bk, dvp);
+    cg_line(p, "float *te_fs = te_fq + %lld; /* a block's scores [%d][%lld] */\n", os, BQ, bk);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++) {\n", qi, qi, sqp, qi);
+    p->indent++;
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dk, dd);
+    cg_line(p, "    te_fq[%s * %lld + %s] = %s < %lld ? ", qi, dk, dd, qi, sq);
+    cg_emit_expr(p, f->q, 13);
+    fputs(" : 0.0f;\n", p->out);
+    cg_line(p, "te_fm[%s] = -INFINITY;\n", qi);
+    cg_line(p, "te_fl[%s] = 0.0f;\n", qi);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dvp, dd);
+    cg_line(p, "    te_fo[%s * %lld + %s] = 0.0f;\n", qi, dvp, dd);
+    p->indent--;
+    cg_line(p, "}\n");
+    cg_line(p, "for (int64_t te_t0 = 0; te_t0 < %lld; te_t0 += %lld) {\n", sk, bk);
+    p->indent++;
+    cg_line(p, "/* the tiles of K and V: zeros past the last key */\n");
+    cg_line(p, "for (int64_t %s = te_t0; %s < te_t0 + %lld; %s++) {\n", kt, kt, bk, kt);
+    p->indent++;
+    cg_line(p, "const bool te_in = %s < %lld;\n", kt, sk);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dk, dd);
+    cg_line(p, "    te_fk[%s * %lld + (%s - te_t0)] = te_in ? ", dd, bk, kt);
+    cg_emit_expr(p, f->k, 13);
+    fputs(" : 0.0f;\n", p->out);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dvp, dd);
+    cg_line(p, "    te_fv[(%s - te_t0) * %lld + %s] = te_in && %s < %lld ? ", kt, dvp, dd, dd, dv);
+    cg_emit_expr(p, f->v, 13);
+    fputs(" : 0.0f;\n", p->out);
+    p->indent--;
+    cg_line(p, "}\n");
+    cg_line(p, "for (int64_t te_i0 = 0; te_i0 < %lld; te_i0 += %d) {\n", sq, BQ);
+    p->indent++;
+    /* the scores */
+    cg_line(p, "/* the scores: %d rows by %d keys at a time, in registers */\n", BQ, 16 * nvk);
+    cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += %d) {\n", bk, 16 * nvk);
+    p->indent++;
+    for (int r = 0; r < BQ; r++)
+        for (int v = 0; v < nvk; v++)
+            cg_line(p, "te_v16f te_s%d_%d = te_splat(0.0f);\n", r, v);
+    cg_line(p, "for (int64_t te_d = 0; te_d < %lld; te_d++) {\n", dk);
+    p->indent++;
+    for (int v = 0; v < nvk; v++)
+        cg_line(p, "const te_v16f te_k%d = te_vload(&te_fk[te_d * %lld + te_c + %d]);\n", v, bk, 16 * v);
+    for (int r = 0; r < BQ; r++) {
+        cg_line(p, "const te_v16f te_q%d = te_splat(te_fq[(te_i0 + %d) * %lld + te_d]);\n", r, r, dk);
+        for (int v = 0; v < nvk; v++)
+            cg_line(p, "te_s%d_%d += te_q%d * te_k%d;\n", r, v, r, v);
+    }
+    p->indent--;
+    cg_line(p, "}\n");
+    for (int r = 0; r < BQ; r++)
+        for (int v = 0; v < nvk; v++) {
+            cg_line(p, "te_vstore(&te_fs[%lld + te_c + %d], te_s%d_%d", r * bk, 16 * v, r, v);
+            if (f->scale != 1 || f->scale_div) {
+                fputs(f->scale_div ? " / te_splat(" : " * te_splat(", p->out);
+                cg_emit_expr(p, ex_const(p->a, (Span){ 0, 0 }, DT_F32, f->scale), 0);
+                fputc(')', p->out);
+            }
+            fputs(");\n", p->out);
+        }
+    p->indent--;
+    cg_line(p, "}\n");
+    if (sk % bk) {
+        cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) { /* past the last key */\n",
+                sk, bk);
+        for (int r = 0; r < BQ; r++)
+            cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
+        cg_line(p, "}\n");
+    }
+    /* the online softmax */
+    cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
+    cg_line(p, "float te_al[%d];\n", BQ);
+    cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
+    p->indent++;
+    cg_line(p, "float *te_row = &te_fs[te_r * %lld];\n", bk);
+    cg_line(p, "te_v16f te_mx = te_vload(te_row);\n");
+    cg_line(p, "for (int64_t te_c = 16; te_c < %lld; te_c += 16)\n", bk);
+    cg_line(p, "    te_mx = te_vmax(te_mx, te_vload(te_row + te_c));\n");
+    cg_line(p, "const float te_mo = te_fm[te_i0 + te_r];\n");
+    cg_line(p, "const float te_mn = te_max_f32(te_mo, te_hmax(te_mx));\n");
+    cg_line(p, "te_v16f te_sum = te_splat(0.0f);\n");
+    cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += 16) {\n", bk);
+    cg_line(p, "    const te_v16f te_p = te_vexp(te_vload(te_row + te_c) - te_splat(te_mn));\n");
+    cg_line(p, "    te_vstore(te_row + te_c, te_p);\n");
+    cg_line(p, "    te_sum += te_p;\n");
+    cg_line(p, "}\n");
+    cg_line(p, "te_al[te_r] = expf(te_mo - te_mn);\n");
+    cg_line(p, "te_fl[te_i0 + te_r] = te_fl[te_i0 + te_r] * te_al[te_r] + te_hsum(te_sum);\n");
+    cg_line(p, "te_fm[te_i0 + te_r] = te_mn;\n");
+    p->indent--;
+    cg_line(p, "}\n");
+    /* the weighted sums */
+    cg_line(p, "/* the weighted sums: %d rows by %d columns at a time, in registers */\n", BQ, 16 * nvv);
+    cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += %d) {\n", dvp, 16 * nvv);
+    p->indent++;
+    for (int r = 0; r < BQ; r++)
+        for (int v = 0; v < nvv; v++)
+            cg_line(p, "te_v16f te_o%d_%d = te_vload(&te_fo[(te_i0 + %d) * %lld + te_c + %d]) * te_splat(te_al[%d]);\n",
+                    r, v, r, dvp, 16 * v, r);
+    cg_line(p, "for (int64_t te_t = 0; te_t < %lld; te_t++) {\n", bk);
+    p->indent++;
+    for (int v = 0; v < nvv; v++)
+        cg_line(p, "const te_v16f te_v%d = te_vload(&te_fv[te_t * %lld + te_c + %d]);\n", v, dvp, 16 * v);
+    for (int r = 0; r < BQ; r++) {
+        cg_line(p, "const te_v16f te_p%d = te_splat(te_fs[%lld + te_t]);\n", r, r * bk);
+        for (int v = 0; v < nvv; v++)
+            cg_line(p, "te_o%d_%d += te_p%d * te_v%d;\n", r, v, r, v);
+    }
+    p->indent--;
+    cg_line(p, "}\n");
+    for (int r = 0; r < BQ; r++)
+        for (int v = 0; v < nvv; v++)
+            cg_line(p, "te_vstore(&te_fo[(te_i0 + %d) * %lld + te_c + %d], te_o%d_%d);\n", r, dvp, 16 * v,
+                    r, v);
+    p->indent--;
+    cg_line(p, "}\n");
+    p->indent--;
+    cg_line(p, "}\n"); /* te_i0 */
+    p->indent--;
+    cg_line(p, "}\n"); /* te_t0 */
+    /* the output */
+    Expr **idx = arena_alloc(p->a, sizeof *idx * (size_t)(f->nbatch + 3));
+    for (int d = 0; d < f->nbatch; d++)
+        idx[d] = f->batch_at[d];
+    idx[f->nbatch] = ex_var(p->a, (Span){ 0, 0 }, f->qi);
+    idx[f->nbatch + 1] = ex_var(p->a, (Span){ 0, 0 }, f->dd);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", qi, qi, sq, qi);
+    cg_line(p, "    for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dv, dd);
+    cg_line(p, "        ");
+    emit_index(e, s->buf, idx);
+    fprintf(p->out, f->recip ? " = te_fo[%s * %lld + %s] * (1.0f / te_fl[%s]);\n"
+                             : " = te_fo[%s * %lld + %s] / te_fl[%s];\n",
+            qi, dvp, dd, qi);
+    cg_line(p, "free(te_fq);\n");
+    p->indent--;
+    cg_line(p, "}\n");
+}
+
 static void emit_stmt(Emitter *e, const Stmt *s)
 {
     if (!s)
@@ -1706,6 +1904,9 @@ static void emit_stmt(Emitter *e, const Stmt *s)
         break;
     case S_STORE:
         emit_store(e, s);
+        break;
+    case S_FLASH:
+        emit_flash(e, s);
         break;
     case S_IF:
         emit_if(e, s, emit_stmt);

@@ -331,6 +331,8 @@ static bool reads_any(const Stmt *s, const PtrVec *bufs)
     if (!s)
         return false;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
         return expr_reads_any(s->min, bufs) || expr_reads_any(s->extent, bufs) ||
                reads_any(s->body, bufs);
@@ -365,6 +367,8 @@ static void axes_bound(const Stmt *s, bool bound[GPU_AXIS_COUNT])
     if (!s)
         return;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
         if (s->loop->kind == LOOP_BOUND)
             bound[s->loop->gpu_axis] = true;
@@ -388,6 +392,8 @@ static bool has_thread_loop(const Stmt *s)
     if (!s)
         return false;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
         return is_thread_loop(s) || has_thread_loop(s->body);
     case S_SEQ:
@@ -411,6 +417,8 @@ static void shared_writes(Emitter *e, const Stmt *s, PtrVec *inner, PtrVec *out)
     if (!s)
         return;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
     case S_IF:
         shared_writes(e, s->body, inner, out);
@@ -442,6 +450,8 @@ static void find_dims(Emitter *e, const Stmt *s, const Loop **enclosing)
     if (!s)
         return;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR: {
         const Loop *l = s->loop;
         if (l->kind != LOOP_BOUND) {
@@ -577,6 +587,8 @@ static void plan_buffers(Emitter *e, const Stmt *s, bool uniform)
         return;
     }
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR: {
         const Loop *l = s->loop;
         if (uniform && l->pipeline >= 2 && l->kind != LOOP_BOUND) {
@@ -650,6 +662,8 @@ static const Stmt *find_stmt(const Stmt *s, StmtMatch *match, const void *arg)
     if (match(s, arg))
         return s;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
     case S_IF:
     case S_ALLOC:
@@ -1403,6 +1417,8 @@ static void emit_stmt(Emitter *e, const Stmt *s, bool uniform)
         return;
     }
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR: {
         Pipe *p = uniform ? pipe_of(e, s) : NULL;
         if (p)
@@ -2144,6 +2160,8 @@ static void scan_stmt(Emitter *e, const Stmt *s, bool *wide)
     if (!s)
         return;
     switch (s->kind) {
+    case S_FLASH: /* a cpu kernel: sched/flash.c refuses cuda */
+        TE_UNREACHABLE();
     case S_FOR:
         scan_expr(e, s->min, wide);
         scan_expr(e, s->extent, wide);

@@ -21,7 +21,7 @@ int cg_kernel_steps(Arena *a, const SchedState *st, const LoweredFunc *fn,
     PtrVec r = {0};
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *s = st->stages.items[i];
-        if (!s->inlined && !s->attach && !te_prepacked(s->tensor)) /* prepack: fn->prepack */
+        if (!s->inlined && !s->attach && !s->flashed && !te_prepacked(s->tensor)) /* prepack: fn->prepack */
             vec_push(a, &r, (void *)s);
     }
     int n = r.len;
@@ -88,6 +88,15 @@ static void stmt_uses(Arena *a, CgUses *u, const Stmt *s, bool outside)
         return;
     case S_ALLOC: /* parallel loops inside stay where they are */
         stmt_uses(a, u, s->body, false);
+        return;
+    case S_FLASH: /* the kernel reads Q, K and V, stores the output */
+        note_use(a, u, &u->tensors, s->buf);
+        map_put(a, &u->stored, s->buf, 0);
+        expr_uses(a, u, s->flash->q);
+        expr_uses(a, u, s->flash->k);
+        expr_uses(a, u, s->flash->v);
+        for (int d = 0; d < s->flash->nbatch; d++)
+            expr_uses(a, u, s->flash->batch_at[d]);
         return;
     }
     TE_UNREACHABLE();

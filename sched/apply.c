@@ -785,9 +785,10 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
                        t ? stmt->args[1].name : stmt->stage);
             return false;
         }
-        if (c->mma) {
+        if (c->mma || c->flash || c->flashed) {
             diag_error(src, stmt->args[1].span,
-                       "stage '%s' is tensorized: its kernel stages its operands itself", c->name);
+                       "stage '%s' is %s: its kernel stages its operands itself", c->name,
+                       c->mma ? "tensorized" : "computed by a flash kernel");
             return false;
         }
         ok = do_cache_read(st, stmt, t, c);
@@ -811,8 +812,44 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
                    s->name);
         return false;
     }
+    if (s->flashed) {
+        diag_error(src, stmt->stage_span,
+                   "stage '%s' is computed inside the flash kernel of '%s': it has no loops of its "
+                   "own to schedule",
+                   s->name, s->flashed->name);
+        return false;
+    }
     Loop *l = NULL, *l2 = NULL;
+    if (s->flash) {
+        /* the kernel takes every loop but the batch loops as it is */
+        if (prim != PR_PARALLEL) {
+            diag_error(src, stmt->prim_span,
+                       "stage '%s' is computed by its flash kernel: only its batch loops can be "
+                       "scheduled (parallel)",
+                       s->name);
+            return false;
+        }
+        if (!(l = need_loop(st, s, stmt->stage, &stmt->args[0])))
+            return false;
+        bool batch = false;
+        for (int k = 0; k < s->flash->nbatch; k++)
+            batch |= s->loops.items[k] == l;
+        if (!batch) {
+            diag_error(src, stmt->args[0].span,
+                       "stage '%s' is computed by its flash kernel: '%s' is not one of its batch "
+                       "loops, the only ones that run in parallel",
+                       s->name, l->name);
+            return false;
+        }
+        ok = do_annotate(st, s, stmt, prim, l);
+        if (ok)
+            vec_push(st->arena, &st->trace, resolved(st, stmt));
+        return ok;
+    }
     switch (prim) {
+    case PR_FLASH:
+        ok = sch_flash(st, s, stmt);
+        break;
     case PR_TENSORIZE:
         ok = sch_tensorize(st, s, stmt);
         break;
@@ -864,6 +901,10 @@ bool sch_apply(SchedState *st, const SchedStmt *stmt)
             diag_error(src, stmt->args[0].span,
                        "stage '%s' is tensorized: nothing is computed inside its kernel",
                        c->name);
+        else if (c->flash || c->flashed)
+            diag_error(src, stmt->args[0].span,
+                       "stage '%s' is computed %s flash kernel: nothing else is computed inside it",
+                       c->name, c->flash ? "by its" : "inside another stage's");
         else if ((l = need_loop(st, c, stmt->args[0].name, &stmt->args[1])))
             ok = do_compute_at(st, s, stmt, c, l);
         break;

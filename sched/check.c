@@ -269,6 +269,7 @@ static const char *signature(Prim prim)
     case PR_PIPELINE: return "(loop, stages)";
     case PR_PREFETCH: return "(loop, distance)";
     case PR_TENSORIZE: return "(block rows, block columns, warp rows, warp columns[, k step[, stages]])";
+    case PR_FLASH: return "(key loop, key tile)";
     default: return "(loop)";
     }
 }
@@ -391,6 +392,10 @@ static bool check_stmt(Checker *c, const SchedStmt *st)
     }
     if (prim == PR_TENSORIZE && c->sched->target != TARGET_CUDA) {
         diag_error(src, st->prim_span, "tensorize is a cuda primitive: a cpu has no tensor cores");
+        return false;
+    }
+    if (prim == PR_FLASH && c->sched->target != TARGET_CPU) {
+        diag_error(src, st->prim_span, "flash is a cpu primitive (its kernel is C for a cpu)");
         return false;
     }
     if (prim == PR_BIND && c->sched->target != TARGET_CUDA) {

@@ -377,6 +377,47 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
     }
 }
 
+/* Attention chains whose scores outgrow the caches (sch_flash_pays),
+ * none of their stages named by WRITTEN: flash, 64 keys a tile, the
+ * outermost batch loop in parallel.  Also a stage that WRITTEN's flash
+ * put in a kernel.  The stages the kernels compute, by place in
+ * st->stages: the default leaves them alone. */
+static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
+{
+    int n = st->stages.len;
+    bool *flashed = arena_alloc(st->arena, sizeof *flashed * (size_t)(n + 1));
+    PtrMap place = { 0 };
+    for (int i = 0; i < n; i++) {
+        SStage *s = st->stages.items[i];
+        map_put(st->arena, &place, s, i);
+        flashed[i] = s->flash || s->flashed;
+    }
+    for (int i = 0; i < n && st->target == TARGET_CPU; i++) {
+        SStage *s = st->stages.items[i];
+        SchFlash f = { .bk = 64 };
+        const char *why;
+        if (!s->is_reduce || sch_mentioned(written, s) || !sch_flash_match(st, s, &f, &why) ||
+            !sch_flash_pays(&f))
+            continue;
+        bool untouched = true;
+        for (int k = 0; k < 4; k++)
+            untouched = untouched && !sch_mentioned(written, f.stages[k]) &&
+                   !flashed[map_get(&place, f.stages[k])];
+        if (!untouched)
+            continue;
+        b->span = s->tensor->span;
+        SchedStmt *fl = emit(b, s->name, "flash", 2);
+        fl->args[0] = sch_name_arg(s->rvars[0]->name);
+        fl->args[1] = (SchedArg){ .kind = SA_INT, .span = b->span, .ival = f.bk };
+        if (f.nbatch > 0)
+            annotate(b, s->name, "parallel", s->svars[0]->name);
+        flashed[i] = true;
+        for (int k = 0; k < 4; k++)
+            flashed[map_get(&place, f.stages[k])] = true;
+    }
+    return flashed;
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -389,10 +430,13 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     double *cost = arena_alloc(st->arena, sizeof *cost * (size_t)(st->g->ntensors + 1));
     bool *kept = arena_alloc(st->arena, sizeof *kept * (size_t)(st->stages.len + 1));
     bool *inl = arena_alloc(st->arena, sizeof *inl * (size_t)(st->stages.len + 1));
+    bool *flashed = default_flash(st, &b, written);
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
         inl[i] = s->inlined;
+        if (flashed[i])
+            continue;
         if (!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
             !sch_mentioned(written, s) && !selects_for_reduction(st, s)) {
             int id = s->tensor->id, n = st->g->ntensors;
@@ -415,9 +459,14 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
     }
     int *at = arena_alloc(st->arena, sizeof *at * (size_t)(st->stages.len + 1));
     plan_rows(st, written, inl, kept, at);
+    for (int i = 0; i < st->stages.len; i++)
+        if (flashed[i] || (at[i] >= 0 && flashed[at[i]]))
+            at[i] = -1;
     for (int i = 0; i < st->stages.len; i++) {
         SStage *s = st->stages.items[i];
         b.span = s->tensor->span;
+        if (flashed[i])
+            continue;
         if ((!s->tensor->is_output && !s->is_reduce && !s->tensor->packs &&
              !selects_for_reduction(st, s) && !kept[i]) ||
             s->nsvars == 0 || sch_mentioned(written, s) || s->attach)

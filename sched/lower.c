@@ -836,6 +836,32 @@ static Stmt *lower_stage(Lower *L, SStage *s)
     return build(L, &nest, 0, both);
 }
 
+/* Stage S computed by its flash kernel (sched/flash.c): S's batch loops
+ * (the first ones: flash leaves S's loops as they are, but for parallel)
+ * around one S_FLASH, its operands in those loops' variables. */
+static Stmt *lower_flash(Lower *L, SStage *s)
+{
+    Arena *a = L->a;
+    SchFlash *f = arena_alloc(a, sizeof *f);
+    *f = *s->flash;
+    int nb = f->nbatch;
+    f->batch_at = arena_alloc(a, sizeof *f->batch_at * (size_t)(nb + 1));
+    for (int d = 0; d < nb; d++)
+        f->batch_at[d] = s->value_of[d];
+    f->q = te_subst_vars(a, f->q, f->batch, f->batch_at, nb);
+    f->k = te_subst_vars(a, f->k, f->batch, f->batch_at, nb);
+    f->v = te_subst_vars(a, f->v, f->batch, f->batch_at, nb);
+    Nest nest = { s, arena_alloc(a, sizeof(bool) * (size_t)(s->loops.len + 1)), 0, false };
+    for (int i = 0; i < s->loops.len; i++) {
+        whole_range(L, s, s->loops.items[i]);
+        nest.in_nest[i] = i < nb;
+    }
+    Stmt *leaf = stmt_new(L, S_FLASH);
+    leaf->buf = s->storage;
+    leaf->flash = f;
+    return build(L, &nest, 0, leaf);
+}
+
 bool sch_lower(SchedState *st, LoweredFunc *out)
 {
     Lower L = { .st = st, .a = st->arena, .out = out };
@@ -920,7 +946,7 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
     Stmt *body = NULL;
     for (int i = 0; i < st->stages.len && !L.failed; i++) {
         SStage *s = st->stages.items[i];
-        if (s->inlined || s->attach)
+        if (s->inlined || s->attach || s->flashed)
             continue;
         s->storage = s->tensor;
         if (te_prepacked(s->tensor)) { /* computed ahead of time: NAME_prepack */
@@ -930,7 +956,7 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
         }
         if (!s->tensor->is_output)
             vec_push(st->arena, &out->temps, s->tensor);
-        body = seq2(&L, body, lower_stage(&L, s));
+        body = seq2(&L, body, s->flash ? lower_flash(&L, s) : lower_stage(&L, s));
     }
     /* the edge tiles out of the full tiles' loops: last, on the whole
      * nest, since a min comes from a guard of one stage or from the

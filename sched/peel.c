@@ -185,6 +185,8 @@ static void find_edge(Peel *p, const Stmt *s)
     case S_ALLOC:
         find_edge(p, s->body);
         break;
+    case S_FLASH: /* its batch loops are whole: no edges */
+        break;
     }
 }
 
@@ -279,6 +281,18 @@ static Stmt *rewrite_stmt(Peel *p, const Stmt *s)
     case S_ALLOC:
         c->body = rewrite_stmt(p, s->body);
         break;
+    case S_FLASH: {
+        SchFlash *f = arena_alloc(p->a, sizeof *f);
+        *f = *s->flash;
+        f->batch_at = arena_alloc(p->a, sizeof *f->batch_at * (size_t)(f->nbatch + 1));
+        for (int d = 0; d < f->nbatch; d++)
+            f->batch_at[d] = rewrite(p, s->flash->batch_at[d], true);
+        f->q = rewrite(p, s->flash->q, false);
+        f->k = rewrite(p, s->flash->k, false);
+        f->v = rewrite(p, s->flash->v, false);
+        c->flash = f;
+        break;
+    }
     }
     return c;
 }
@@ -300,6 +314,7 @@ static int stmt_count(const Stmt *s, int limit)
         n += stmt_count(s->body, limit - 1);
         break;
     case S_STORE:
+    case S_FLASH:
         break;
     }
     return n;
@@ -477,6 +492,7 @@ static Stmt *peel_stmt(Walk *w, Stmt *s, int depth)
         s->body = peel_stmt(w, s->body, depth);
         return s;
     case S_STORE:
+    case S_FLASH:
         return s;
     }
     TE_UNREACHABLE();

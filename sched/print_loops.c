@@ -32,6 +32,10 @@ void sch_print_stages(FILE *out, const SchedState *st)
             fputs(": inlined\n", out);
             continue;
         }
+        if (s->flashed) {
+            fprintf(out, ": in the flash kernel of %s\n", s->flashed->name);
+            continue;
+        }
         if (s->attach)
             fprintf(out, " at %s.%s", s->attach->name, s->attach_loop->name);
         fputc(':', out);
@@ -121,5 +125,22 @@ void sch_print_stmt(FILE *out, const Stmt *s, int indent)
         fputs("]:\n", out);
         sch_print_stmt(out, s->body, indent + 2);
         break;
+    case S_FLASH: {
+        const SchFlash *f = s->flash;
+        fprintf(out, "%*sflash %s[", indent, "", s->buf->name);
+        for (int d = 0; d < f->nbatch; d++) {
+            te_print_expr(out, f->batch_at[d]);
+            fputs(", ", out);
+        }
+        fprintf(out, "0..%lld, 0..%lld] over %lld keys in tiles of %lld: q = ", (long long)f->sq,
+                (long long)f->dv, (long long)f->sk, (long long)f->bk);
+        te_print_expr(out, f->q);
+        fputs(", k = ", out);
+        te_print_expr(out, f->k);
+        fputs(", v = ", out);
+        te_print_expr(out, f->v);
+        fputc('\n', out);
+        break;
+    }
     }
 }

@@ -102,7 +102,8 @@ typedef struct Schedule {
     X(PR_CACHE_WRITE, "cache_write", "C", -1, 1, 1)                   \
     X(PR_PIPELINE, "pipeline", "LN", -1, 0, 0)                         \
     X(PR_PREFETCH, "prefetch", "LN", -1, 0, 0)                         \
-    X(PR_TENSORIZE, "tensorize", "NNNNN?N?", -1, 0, 0)
+    X(PR_TENSORIZE, "tensorize", "NNNNN?N?", -1, 0, 0)                \
+    X(PR_FLASH, "flash", "LN", -1, 0, 0)
 
 typedef enum Prim { SCHED_PRIMS(TE_ENUM_ITEM) PR_COUNT } Prim;
 
@@ -231,8 +232,46 @@ typedef struct SchMma {
     int64_t m, n, kext;  /* their extents */
 } SchMma;
 
-/* A stage being scheduled: its computation and its loop nest. */
 typedef struct SStage SStage;
+
+/* flash: attention without the scores written out (sched/flash.c,
+ * codegen/c.c's emit_flash).  The chain, over any leading batch axes b
+ * that all five stages share:
+ *
+ *     score[b, i, t] = (sum(d) Q(b, i, d) * K(b, t, d)) [* c | / c]
+ *     smax[b, i]     = max(t) score[b, i, t]
+ *     prob[b, i, t]  = exp(score[b, i, t] - smax[b, i])
+ *     psum[b, i]     = sum(t) prob[b, i, t]
+ *     ctx[b, i, e]   = (sum(t) prob[b, i, t] * V(b, t, e)) / psum[b, i]
+ *                      (or * (1 / psum[b, i]))
+ *
+ * is computed by ctx's kernel as an online softmax over tiles of BK keys:
+ * a running maximum m and sum l per query row, the partial products
+ * rescaled by exp(m_old - m_new) as the maximum grows.  Q, K and V are any
+ * expressions (loads of plain or prepacked tensors); the kernel copies
+ * each key tile of K (transposed) and of V, and the queries, into buffers
+ * of its own, so it needs only their values. */
+typedef struct SchFlash {
+    int64_t bk;           /* keys a tile: 16, 32, 64, 128 or 256 */
+    Span span;            /* the statement */
+    int nbatch;           /* the leading batch axes */
+    int64_t sq, sk;       /* query rows (i), keys (t) */
+    int64_t dk, dv;       /* Q.K's length (d), V's width (e) */
+    IterVar *qi, *kt, *dd; /* the kernel's own variables: a query row, a
+                              key, an element along d or e */
+    IterVar **batch;      /* ctx's batch variables (its first svars) */
+    Expr **batch_at;      /* lowered: each batch variable's value in
+                             ctx's loops (NULL before lowering) */
+    Expr *q, *k, *v;      /* Q at (batch, qi, dd), K at (batch, kt, dd),
+                             V at (batch, kt, dd) */
+    double scale;         /* score's factor (1 if none) ... */
+    bool scale_div;       /* ... divided by rather than multiplied */
+    bool recip;           /* ctx's epilogue multiplies by 1 / psum */
+    SStage *stages[4];    /* score, smax, prob, psum: ctx's kernel
+                             computes them; never stored */
+} SchFlash;
+
+/* A stage being scheduled: its computation and its loop nest. */
 struct SStage {
     const char *name;
     Tensor *tensor;      /* what it computes (a cache stage has its own) */
@@ -271,6 +310,11 @@ struct SStage {
     Expr *region_lo[TE_MAX_RANK]; /* storage index d = index d - region_lo[d] */
     const char *mma_why; /* the default schedule's reason for not
                             tensorizing a matmul-like reduction, for -v */
+    SchFlash *flash;     /* flash: this stage's kernel computes the chain
+                            (its loops other than the batch loops are
+                            not lowered: codegen/c.c writes the kernel) */
+    SStage *flashed;     /* computed inside that stage's flash kernel:
+                            no loops, no storage */
     SchMma *mma;         /* tensorize: computed by the tensor cores; its
                             loops are then not scheduled (nor lowered for
                             the kernel: codegen/cuda.c writes it) */
@@ -341,7 +385,8 @@ typedef struct SchedState {
     X(S_SEQ)   /* stmts[0..n) in order                                  */ \
     X(S_STORE) /* buf[index] = value  (buf: a Tensor; index: one per dim) */ \
     X(S_IF)    /* if (cond) body                                        */ \
-    X(S_ALLOC) /* buf lives in scope while body runs                    */
+    X(S_ALLOC) /* buf lives in scope while body runs                    */ \
+    X(S_FLASH) /* flash's kernel for one batch point (buf: the output)  */
 
 typedef enum StmtKind { SCH_STMT_KINDS(TE_ENUM_ITEM) } StmtKind;
 
@@ -359,6 +404,7 @@ struct Stmt {
     Expr **index;   /* S_STORE */
     Expr *value;    /* S_STORE */
     Expr *cond;     /* S_IF */
+    SchFlash *flash; /* S_FLASH: the chain, batch_at set */
 };
 
 /* The lowered program: one function's body and the buffers it needs. */
@@ -571,6 +617,13 @@ void sch_mma_default(SchMma *m, int sm);
 Expr *sch_mma_epilogue(Arena *a, const SStage *s, Expr **idx);
 /* mma.c: tensorize's checks and effect (apply.c's PR_TENSORIZE) */
 bool sch_tensorize(SchedState *st, SStage *s, const SchedStmt *stmt);
+/* flash.c: can ctx-like stage S head flash's chain (SchFlash)?  Fills F
+ * (bk left as is); else *WHY says why not. */
+bool sch_flash_match(SchedState *st, SStage *s, SchFlash *f, const char **why);
+/* flash.c: flash's checks and effect (apply.c's PR_FLASH) */
+bool sch_flash(SchedState *st, SStage *s, const SchedStmt *stmt);
+/* flash.c: does a flash kernel pay for chain F (the default's rule)? */
+bool sch_flash_pays(const SchFlash *f);
 /* mma.c: the tensor-core instructions' first architecture */
 #define SCH_MMA_MIN_SM 80
 /* The form a root stage takes (the default's rule; the tuner's plans
