@@ -98,20 +98,20 @@ static SStage *inner_stage(SchedState *st, const Tensor *t, const char *role, co
     SStage *p = sch_stage_of(st, t);
     Arena *a = st->arena;
     if (!p || t->kind != TK_STAGE) {
-        *why = arena_printf(a, "its %s '%s' is not a stage of the program", role, t->name);
+        *why = arena_printf(a, "'%s' (its %s) is not a stage of the program", t->name, role);
         return NULL;
     }
     if (t->is_output) {
-        *why = arena_printf(a, "its %s '%s' is an output: flash never stores it", role, t->name);
+        *why = arena_printf(a, "'%s' (its %s) is an output: flash never stores it", t->name, role);
         return NULL;
     }
     if (p->scheduled || p->inlined || p->attach || p->flashed || p->flash || p->cache_written) {
-        *why = arena_printf(a, "its %s '%s' is scheduled already: flash computes it itself", role,
-                            p->name);
+        *why = arena_printf(a, "'%s' (its %s) is scheduled already: flash computes it itself",
+                            p->name, role);
         return NULL;
     }
     if (t->dtype != DT_F32) {
-        *why = arena_printf(a, "its %s '%s' is not f32", role, t->name);
+        *why = arena_printf(a, "'%s' (its %s) is not f32", t->name, role);
         return NULL;
     }
     return p;
@@ -129,8 +129,8 @@ static bool only_read_by(SchedState *st, const SStage *last, SStage *const *chai
             ours = chain[k] == o;
         for (int k = 0; k < 4 && !ours && !o->inlined; k++)
             if (reads(o, chain[k]->tensor)) {
-                *why = arena_printf(st->arena, "'%s' reads its %s '%s' too, which flash never stores",
-                                    o->name, role[k], chain[k]->name);
+                *why = arena_printf(st->arena, "'%s' reads '%s' (its %s) too, which flash never stores",
+                                    o->name, chain[k]->name, role[k]);
                 return false;
             }
     }

@@ -5,7 +5,8 @@
 #
 # For each sample (the table at the bottom; tests/e2e/*.te are programs
 # of the tests' own, i32_wrap.te the i32 boundaries, lowp.te the 8-bit and
-# 16-bit inputs, conv_rows.te a convolution's micro-kernel rows along f)
+# 16-bit inputs, conv_rows.te a convolution's micro-kernel rows along f,
+# attention.te the chain flash computes in one kernel)
 # and each of its two
 # size sets
 # (one the sample's tiles divide, one they do not), the schedules are:
@@ -146,6 +147,7 @@ prepare transformer_block "S=16 D=32 H=2 F=64"    "S=13 D=36 H=3 F=40"
 prepare i32_wrap      "M=64"                      "M=37"  "$scheds/i32_wrap.te"
 prepare linear_t      "M=16 N=64 K=16"            "M=37 N=131 K=29" "$scheds/linear_t.te"
 prepare attn_keys     "H=2 S=64 D=64"             "H=3 S=37 D=19"   "$scheds/attn_keys.te"
+prepare attention     "B=2 H=2 S=64 T=64 D=16 E=32" "B=1 H=3 S=37 T=45 D=19 E=21" "$scheds/attention.te"
 prepare lowp          "M=16 N=64 K=32"            "M=13 N=37 K=67"  "$scheds/lowp.te"
 prepare conv_rows     "N=2 C=4 H=32 W=32 F=16"    "N=1 C=3 H=9 W=37 F=13" "$scheds/conv_rows.te"
 
