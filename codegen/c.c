@@ -1737,7 +1737,7 @@ static void emit_flash(Emitter *e, const Stmt *s)
     int nvk = (int)((bk < 64 ? bk : 64) / 16), nvv = dvp % 64 == 0 ? 4 : dvp % 32 == 0 ? 2 : 1;
     /* the buffers, each from a multiple of 16 floats */
     long long oo = round_up(sqp * dk, 16), om = oo + sqp * dvp, ol = om + round_up(sqp, 16),
-              ok = ol + round_up(sqp, 16), ov = ok + round_up(dk * bk, 16), os = ov + bk * dvp,
+              ok = ol + 16 * sqp, ov = ok + round_up(dk * bk, 16), os = ov + bk * dvp,
               total = os + BQ * bk;
     const char *qi = cg_var_name(p, f->qi), *kt = cg_var_name(p, f->kt), *dd = cg_var_name(p, f->dd);
     cg_line(p, "{\n");
@@ -1750,7 +1750,7 @@ static void emit_flash(Emitter *e, const Stmt *s)
             total, sqp, dk);
     cg_line(p, "float *te_fo = te_fq + %lld; /* the weighted sums [%lld][%lld] */\n", oo, sqp, dvp);
     cg_line(p, "float *te_fm = te_fq + %lld; /* each row's running maximum */\n", om);
-    cg_line(p, "float *te_fl = te_fq + %lld; /* each row's running sum */\n", ol);
+    cg_line(p, "float *te_fl = te_fq + %lld; /* each row's running sum, in 16 lanes */\n", ol);
     cg_line(p, "float *te_fk = te_fq + %lld; /* the key tile, transposed [%lld][%lld] */\n", ok, dk, bk);
     cg_line(p, "float *te_fv = te_fq + %lld; /* the value tile [%lld][%lld] */\n", ov, bk, dvp);
     cg_line(p, "float *te_fs = te_fq + %lld; /* a block's scores [%d][%lld] */\n", os, BQ, bk);
@@ -1761,7 +1761,7 @@ static void emit_flash(Emitter *e, const Stmt *s)
     cg_emit_expr(p, f->q, 13);
     fputs(" : 0.0f;\n", p->out);
     cg_line(p, "te_fm[%s] = -INFINITY;\n", qi);
-    cg_line(p, "te_fl[%s] = 0.0f;\n", qi);
+    cg_line(p, "te_vstore(&te_fl[%s * 16], te_splat(0.0f));\n", qi);
     cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dvp, dd);
     cg_line(p, "    te_fo[%s * %lld + %s] = 0.0f;\n", qi, dvp, dd);
     p->indent--;
@@ -1824,6 +1824,7 @@ static void emit_flash(Emitter *e, const Stmt *s)
     /* the online softmax */
     cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
     cg_line(p, "float te_al[%d];\n", BQ);
+    cg_line(p, "te_v16f te_dm = te_splat(0.0f), te_ps[%d];\n", BQ);
     cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
     p->indent++;
     cg_line(p, "float *te_row = &te_fs[te_r * %lld];\n", bk);
@@ -1832,16 +1833,22 @@ static void emit_flash(Emitter *e, const Stmt *s)
     cg_line(p, "    te_mx = te_vmax(te_mx, te_vload(te_row + te_c));\n");
     cg_line(p, "const float te_mo = te_fm[te_i0 + te_r];\n");
     cg_line(p, "const float te_mn = te_max_f32(te_mo, te_hmax(te_mx));\n");
-    cg_line(p, "te_v16f te_sum = te_splat(0.0f);\n");
+    cg_line(p, "te_ps[te_r] = te_splat(0.0f);\n");
     cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += 16) {\n", bk);
     cg_line(p, "    const te_v16f te_p = te_vexp(te_vload(te_row + te_c) - te_splat(te_mn));\n");
     cg_line(p, "    te_vstore(te_row + te_c, te_p);\n");
-    cg_line(p, "    te_sum += te_p;\n");
+    cg_line(p, "    te_ps[te_r] += te_p;\n");
     cg_line(p, "}\n");
-    cg_line(p, "te_al[te_r] = expf(te_mo - te_mn);\n");
-    cg_line(p, "te_fl[te_i0 + te_r] = te_fl[te_i0 + te_r] * te_al[te_r] + te_hsum(te_sum);\n");
+    cg_line(p, "te_dm[te_r] = te_mo - te_mn;\n");
     cg_line(p, "te_fm[te_i0 + te_r] = te_mn;\n");
     p->indent--;
+    cg_line(p, "}\n");
+    cg_line(p, "/* the rescale, exp(m_old - m_new), of the %d rows in one vector */\n", BQ);
+    cg_line(p, "const te_v16f te_alv = te_vexp(te_dm);\n");
+    cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
+    cg_line(p, "    te_al[te_r] = te_alv[te_r];\n");
+    cg_line(p, "    float *te_l = &te_fl[(te_i0 + te_r) * 16];\n");
+    cg_line(p, "    te_vstore(te_l, te_vload(te_l) * te_splat(te_al[te_r]) + te_ps[te_r]);\n");
     cg_line(p, "}\n");
     /* the weighted sums */
     cg_line(p, "/* the weighted sums: %d rows by %d columns at a time, in registers */\n", BQ, 16 * nvv);
@@ -1878,13 +1885,15 @@ static void emit_flash(Emitter *e, const Stmt *s)
         idx[d] = f->batch_at[d];
     idx[f->nbatch] = ex_var(p->a, (Span){ 0, 0 }, f->qi);
     idx[f->nbatch + 1] = ex_var(p->a, (Span){ 0, 0 }, f->dd);
-    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++)\n", qi, qi, sq, qi);
+    cg_line(p, "for (int64_t %s = 0; %s < %lld; %s++) {\n", qi, qi, sq, qi);
+    cg_line(p, "    const float te_sum = te_hsum(te_vload(&te_fl[%s * 16]));\n", qi);
     cg_line(p, "    for (int64_t %s = 0; %s < %lld; %s++)\n", dd, dd, dv, dd);
     cg_line(p, "        ");
     emit_index(e, s->buf, idx);
-    fprintf(p->out, f->recip ? " = te_fo[%s * %lld + %s] * (1.0f / te_fl[%s]);\n"
-                             : " = te_fo[%s * %lld + %s] / te_fl[%s];\n",
-            qi, dvp, dd, qi);
+    fprintf(p->out, f->recip ? " = te_fo[%s * %lld + %s] * (1.0f / te_sum);\n"
+                             : " = te_fo[%s * %lld + %s] / te_sum;\n",
+            qi, dvp, dd);
+    cg_line(p, "}\n");
     cg_line(p, "free(te_fq);\n");
     p->indent--;
     cg_line(p, "}\n");
