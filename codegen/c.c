@@ -104,6 +104,11 @@ static const char *storage_type(DType t)
     }
 }
 
+const char *cg_storage_type(DType t)
+{
+    return storage_type(t);
+}
+
 /* ------------------------------------------------------------------ */
 /* Expressions: cfamily.c prints them; a load reads through a view.    */
 
@@ -2314,6 +2319,16 @@ static void emit_sizes_header(Emitter *e, const CodegenOptions *o, FILE *h)
     fprintf(h, "const char *%s_strerror(int code);\n", o->name);
 }
 
+/* The C names of the inputs, then the outputs (in the header). */
+static const char *const *buffer_names(Emitter *e)
+{
+    const Graph *g = e->st->g;
+    const char **names = arena_alloc(e->p.a, sizeof *names * (size_t)(g->ninputs + g->noutputs + 1));
+    for (int i = 0; i < g->ninputs + g->noutputs; i++)
+        names[i] = cg_tensor_name(&e->p, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs]);
+    return names;
+}
+
 static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FILE *h)
 {
     Graph *g = e->st->g;
@@ -2422,6 +2437,8 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
                    "void %s_profile_reset(void);\n",
                 o->name, o->name, o->name, cg_upper(e->p.a, arena_printf(e->p.a, "%s_PROFILED", o->name)),
                 o->name, o->name);
+    if (o->weights)
+        cg_emit_weights_h(g, o->weights, o->name, buffer_names(e), h);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
 }
 
@@ -2898,6 +2915,14 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
     cg_claim(&e.p, arena_printf(a, "%s_prepacked_bytes", o->name));
     cg_claim(&e.p, arena_printf(a, "%s_prepack_args", o->name));
     cg_claim(&e.p, arena_printf(a, "%s_packed_args", o->name));
+    if (o->weights) { /* the weights' API (weights.c); NAME_run's parameter */
+        TE_ASSERT(!e.nrt && nvariants == 1);
+        static const char *const api[] = { "weights", "load_weights", "embedded_weights",
+                                            "free_weights", "weight", "run" };
+        for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
+            cg_claim(&e.p, arena_printf(a, "%s_%s", o->name, api[i]));
+        cg_claim(&e.p, "weights");
+    }
     if (f.prepack.n) {
         f.packed_name = cg_claim(&e.p, arena_printf(a, "%s_packed", o->name));
         f.packed_ws_name = cg_claim(&e.p, arena_printf(a, "%s_packed_ws", o->name));
@@ -2961,6 +2986,8 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         fprintf(c, "#include \"%s\"\n\n", o->header);
     else
         fprintf(c, "#include \"%s.h\"\n\n", o->name);
+    if (o->weights && !o->weights->embed) /* the weights' loader */
+        fputs("#include <errno.h>\n#include <stdarg.h>\n#include <stdio.h>\n", c);
     fputs("#include <math.h>\n#include <stdbool.h>\n#include <stdint.h>\n#include <stdlib.h>\n"
           "#include <string.h>\n\n", c);
     /* the functions first, to print only the helpers they use */
@@ -2982,6 +3009,8 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         fwrite(body, 1, len, c);
         if (e.profile)
             emit_profile_tail(&e, o, c);
+        if (o->weights)
+            ok = cg_emit_weights_c(a, g, o->weights, o->name, buffer_names(&e), c);
     }
     free(body);
     return ok && !ferror(out_c) && !ferror(out_h);

@@ -31,6 +31,9 @@ typedef struct CodegenOptions {
                                 where they are, which NAME and NAME_ws run
                                 instead of packing at every call (NULL:
                                 they pack); static programs only */
+    const struct CgWeights *weights; /* an imported model: the API that loads
+                                its weights and runs it (weights.c); NULL:
+                                none.  Static programs, cpu only */
 } CodegenOptions;
 
 /* workspace.c: the kernel steps of FN, in execution order: the root
@@ -86,11 +89,41 @@ bool cg_emit_c_variants(const CgVariant *variants, int n, const CodegenOptions *
 bool cg_emit_c(SchedState *st, const LoweredFunc *fn, const CodegenOptions *o,
                FILE *out_c, FILE *out_h);
 
+/* c.c: the C type the generated code stores an element of T in
+ * ("float"; bf16: "uint16_t"). */
+const char *cg_storage_type(DType t);
+
+/* weights.c: an imported model's weights, the NAME.weights file and the
+ * API over it (the file's layout and the API: see there). */
+#define CG_EMBED_MAX_BYTES ((int64_t)4 << 20) /* the most --embed-weights puts in C */
+typedef struct CgWeights {
+    int n;
+    const int *input; /* each weight's place among the program's inputs */
+    /* weight I's elements (its tensor's count of them) into OUT */
+    void (*values)(const void *ctx, int i, double *out);
+    const void *ctx;
+    bool embed;       /* --embed-weights: arrays in NAME.c, no file */
+} CgWeights;
+/* The bytes W's weights take (as the generated code stores them). */
+int64_t cg_weights_bytes(const Graph *g, const CgWeights *w);
+/* Writes the NAME.weights file of G's weights W to OUT (seekable); false
+ * when a write fails (the stream's error, or errno). */
+bool cg_write_weights(const Graph *g, const CgWeights *w, FILE *out);
+/* The API's declarations in NAME.h, and its definitions at the end of
+ * NAME.c; CNAMES: the C names of G's inputs, then its outputs. */
+void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
+                       const char *const *cnames, FILE *h);
+bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
+                       const char *const *cnames, FILE *c);
+
 /* parallel.c: te_parallel_for, which runs a parallel loop's function (C text). */
 extern const char cg_parallel_source[];
 
-/* harness.c: a main() running the kernel NAME on .npy files: see there. */
-bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *header, FILE *out);
+/* harness.c: a main() running the kernel NAME on .npy files: see there.
+ * WEIGHTS (or NULL): an imported model's, from NAME.weights (or
+ * embedded) through the API of weights.c. */
+bool cg_emit_harness(Arena *a, const Graph *g, const char *name, const char *header,
+                     const CgWeights *weights, FILE *out);
 /* The descr numpy reads a tensor of dtype T with ("<f4"; bf16: its bits, "<u2"). */
 const char *cg_npy_descr(DType t);
 

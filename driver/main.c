@@ -87,6 +87,7 @@ typedef struct Options {
     BucketSpec *buckets; /* --buckets DIM=LIST, one per dim */
     int nbuckets;
     bool emit_te;        /* --emit-te: write PREFIX.te (an ONNX model's program) */
+    bool embed_weights;  /* --embed-weights: an ONNX model's weights in NAME.c */
     const OxImport *onnx; /* FILE is an ONNX model: its program's weights */
 } Options;
 
@@ -97,7 +98,7 @@ static void usage(FILE *out)
             "       texc [options] MODEL.onnx\n"
             "\n"
             "Compiles a tensor-expression program, or an ONNX model imported as one\n"
-            "(its weights: PREFIX.WEIGHT.npy beside the outputs).\n"
+            "(its weights: PREFIX.weights beside PREFIX.h and PREFIX.c).\n"
             "\n"
             "options:\n"
             "  -o PREFIX           name outputs PREFIX.* (default: FILE's base name)\n"
@@ -143,7 +144,9 @@ static void usage(FILE *out)
             "                      after the optimizer); write PREFIX.OUTPUT.npy\n"
             "      --save-inputs   with --eval, also write PREFIX.in.INPUT.npy\n"
             "      --emit-te       MODEL.onnx: write the imported program as PREFIX.te, and its\n"
-            "                      weights as PREFIX.WEIGHT.npy\n"
+            "                      weights as PREFIX.WEIGHT.npy (--input files for it)\n"
+            "      --embed-weights MODEL.onnx: the weights in PREFIX.c, no PREFIX.weights (at\n"
+            "                      most 4 MiB of them)\n"
             "      --buckets DIM=LIST\n"
             "                      the buckets of a run-time dim, each compiled as a variant:\n"
             "                      sizes and inclusive ranges, e.g. M=1,2..16,17..4096\n"
@@ -255,7 +258,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     enum { OPT_TARGET = 256, OPT_ARCH, OPT_DUMP, OPT_EVAL, OPT_SEED, OPT_INPUT, OPT_CHECK,
            OPT_HARNESS, OPT_SAVE_INPUTS, OPT_TUNE, OPT_TRIALS, OPT_TIME_BUDGET, OPT_JOBS,
            OPT_LOG, OPT_LOG_SUMMARY, OPT_PLOT, OPT_EMBED, OPT_KEEP, OPT_TUNE_CACHE, OPT_TUNE_WHOLE, OPT_BUCKETS,
-           OPT_PROFILE, OPT_EMIT_TE };
+           OPT_PROFILE, OPT_EMIT_TE, OPT_EMBED_WEIGHTS };
     static const struct option longopts[] = {
         { "target", required_argument, NULL, OPT_TARGET },
         { "arch", required_argument, NULL, OPT_ARCH },
@@ -265,6 +268,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         { "harness", no_argument, NULL, OPT_HARNESS },
         { "profile", no_argument, NULL, OPT_PROFILE },
         { "emit-te", no_argument, NULL, OPT_EMIT_TE },
+        { "embed-weights", no_argument, NULL, OPT_EMBED_WEIGHTS },
         { "save-inputs", no_argument, NULL, OPT_SAVE_INPUTS },
         { "tune", no_argument, NULL, OPT_TUNE },
         { "trials", required_argument, NULL, OPT_TRIALS },
@@ -346,6 +350,9 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case OPT_EMIT_TE:
             o->emit_te = true;
+            break;
+        case OPT_EMBED_WEIGHTS:
+            o->embed_weights = true;
             break;
         case OPT_SAVE_INPUTS:
             o->save_inputs = true;
@@ -429,6 +436,11 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     if (o->profile && o->target == TARGET_CUDA)
         usage_error("--profile times the C target's kernels; the cuda target has no timers "
                     "(time its launches with cuEventRecord)");
+    if (o->embed_weights && o->emit_te)
+        usage_error("--embed-weights puts the weights in the generated C; --emit-te writes "
+                    "the program and its weights as .npy files");
+    if (o->embed_weights && o->target == TARGET_CUDA)
+        usage_error("--embed-weights is for the cpu target");
     if (o->log_summary && optind >= argc)
         return;
     if (optind >= argc)
@@ -509,8 +521,9 @@ static bool npy_member(OutputSet *set, const char *path, const Tensor *t, const 
     return false;
 }
 
-/* An ONNX model's weights as PREFIX.WEIGHT.npy, members of SET. */
-static bool write_weights(Arena *a, OutputSet *set, const OxImport *im, const char *prefix)
+/* An ONNX model's weights as PREFIX.WEIGHT.npy, members of SET: the
+ * --input files of the program --emit-te writes. */
+static bool write_weight_npys(Arena *a, OutputSet *set, const OxImport *im, const char *prefix)
 {
     for (int i = 0; im && i < im->nweights; i++) {
         const Tensor *t = im->weights[i].tensor;
@@ -536,7 +549,7 @@ static int emit_te(Arena *a, const Options *o, const Source *src)
     const char *path = arena_printf(a, "%s.te", prefix);
     FILE *f = cg_output_open(&set, path, false);
     bool ok = f && fwrite(src->text, 1, src->len, f) == src->len &&
-              write_weights(a, &set, o->onnx, prefix);
+              write_weight_npys(a, &set, o->onnx, prefix);
     if (!cg_output_commit(&set, ok))
         return 1;
     if (o->verbose)
@@ -606,6 +619,33 @@ done:
     for (int i = 0; i < g->noutputs; i++)
         free(out[i]);
     return status;
+}
+
+/* Weight I's values (CgWeights.values): CTX is the OxWeight of each. */
+static void weight_values(const void *ctx, int i, double *out)
+{
+    const OxWeight *const *weights = ctx;
+    ox_weight_values(weights[i], out);
+}
+
+/* An ONNX model's weights among G's inputs (those the import names), for
+ * NAME.weights and the API that loads it (codegen/weights.c). */
+static const CgWeights *model_weights(Arena *a, const Options *o, const Graph *g)
+{
+    CgWeights *w = arena_alloc(a, sizeof *w);
+    int *input = arena_alloc(a, sizeof *input * (size_t)(g->ninputs + 1));
+    const OxWeight **of = arena_alloc(a, sizeof *of * (size_t)(g->ninputs + 1));
+    for (int i = 0; i < g->ninputs; i++)
+        for (int k = 0; k < o->onnx->nweights; k++)
+            if (strcmp(o->onnx->weights[k].tensor->name, g->inputs[i]->name) == 0) {
+                input[w->n] = i;
+                of[w->n++] = &o->onnx->weights[k];
+            }
+    w->input = input;
+    w->values = weight_values;
+    w->ctx = of;
+    w->embed = o->embed_weights;
+    return w;
 }
 
 /* Runs ARGV (no shell) and waits; true if it exited 0. */
@@ -824,6 +864,18 @@ static Graph *plain_graph(Arena *a, const Options *o, const Source *src, const P
 
 static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_src, OptStats *stats)
 {
+    /* an ONNX model's weights: NAME.weights, or in NAME.c (cpu) */
+    const CgWeights *weights =
+        o->onnx && o->target == TARGET_CPU ? model_weights(a, o, g) : NULL;
+    int64_t weight_bytes = weights ? cg_weights_bytes(g, weights) : 0;
+    if (weights && weights->embed && weight_bytes > CG_EMBED_MAX_BYTES) {
+        fprintf(stderr, "%s: error: --embed-weights: the model's weights take %lld bytes, more "
+                        "than the %lld (%lld MiB) texc puts in C, whose compiler's time and memory "
+                        "grow with each literal; without --embed-weights they go to %s.weights\n",
+                o->file, (long long)weight_bytes, (long long)CG_EMBED_MAX_BYTES,
+                (long long)(CG_EMBED_MAX_BYTES >> 20), output_prefix(a, o));
+        return 1;
+    }
     const Schedule *written = sch_file_schedule(g, o->target);
     if (o->dump & DUMP_SPACE)
         tune_space_print(stdout, tune_space_new(a, g, written, o->target));
@@ -952,7 +1004,8 @@ static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_
                           .target = o->target,
                           .schedule_from = from,
                           .profile = o->profile,
-                          .plain = plain.st ? &plain : NULL };
+                          .plain = plain.st ? &plain : NULL,
+                          .weights = weights };
     if (o->target == TARGET_CUDA) {
         CudaOptions cuda = o->cuda;
         cuda.arch = o->arch;
@@ -968,17 +1021,24 @@ static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_
     const char *c_path = arena_printf(a, "%s.c", prefix);
     const char *h_path = arena_printf(a, "%s.h", prefix);
     const char *m_path = arena_printf(a, "%s_harness.c", prefix);
+    const char *w_path = arena_printf(a, "%s.weights", prefix);
     /* one set (codegen/output.c): all of them in place, or none */
     OutputSet out = { .arena = a };
     FILE *c = cg_output_open(&out, c_path, false), *h = cg_output_open(&out, h_path, false);
     FILE *m = o->harness ? cg_output_open(&out, m_path, false) : NULL;
+    FILE *w = weights && !weights->embed ? cg_output_open(&out, w_path, true) : NULL;
     bool ok = !out.failed && cg_emit_c_variants(variants, nvariants, &co, c, h) &&
-              (!o->harness || cg_emit_harness(a, g, co.name, co.header, m)) &&
-              write_weights(a, &out, o->onnx, prefix);
+              (!o->harness || cg_emit_harness(a, g, co.name, co.header, weights, m));
+    if (ok && w && !cg_write_weights(g, weights, w)) {
+        if (!ferror(w))
+            fprintf(stderr, "texc: cannot write %s: %s\n", w_path, strerror(errno));
+        ok = false;
+    }
     if (!cg_output_commit(&out, ok))
         return 1;
     if (o->verbose)
-        fprintf(stderr, "texc: wrote %s and %s\n", h_path, c_path);
+        fprintf(stderr, "texc: wrote %s and %s%s%s\n", h_path, c_path, w ? " and " : "",
+                w ? w_path : "");
     if (o->compile) {
         const char *obj = arena_printf(a, "%s.o", prefix);
         const char *words[] = { "-c", c_path, "-o", obj };
@@ -1087,6 +1147,9 @@ int main(int argc, char **argv)
                     o.inputs[k].name = im->te_names[j];
     } else if (o.emit_te) {
         usage_error("--emit-te writes the program an ONNX model imports; %s is not a .onnx file",
+                    o.file);
+    } else if (o.embed_weights) {
+        usage_error("--embed-weights embeds an ONNX model's weights; %s is not a .onnx file",
                     o.file);
     } else if (!src_load(&arena, &src, o.file)) {
         arena_free(&arena);

@@ -1,8 +1,9 @@
 #!/bin/sh
 # onnx.sh — texc MODEL.onnx (onnx/): PyTorch's models imported, evaluated,
-# compiled and run, against the outputs PyTorch gave; the program
-# --emit-te writes; -D for symbolic dims; the one error listing every
-# unsupported op; hostile models (every prefix, bit flips, crafted files)
+# compiled and run, against the outputs PyTorch gave; NAME.weights and
+# the API that loads it (tests/onnx_weights.c), --embed-weights; the
+# program --emit-te writes; -D for symbolic dims; the one error listing
+# every unsupported op; hostile models (every prefix, bit flips, crafted files)
 # refused with "FILE: error: ...", exit 1 and nothing written.
 #
 # The models and PyTorch's outputs are committed (tests/onnx/, written by
@@ -41,7 +42,7 @@ for m in mlp tiny encoder14 encoder17 cnn ops ops11; do
     fi
 done
 
-# 2. compiled: NAME.h + NAME.c and the weights as NAME.WEIGHT.npy, built
+# 2. compiled: NAME.h + NAME.c and the weights as NAME.weights, built
 # with the sanitizers and run by texc's harness on PyTorch's inputs
 for m in mlp cnn encoder17; do
     k=$tmp/k_$m
@@ -49,13 +50,11 @@ for m in mlp cnn encoder17; do
     run() {
         "$TEXC" "$d/$m.onnx" --emit-te -o "$k" || return 1
         "$TEXC" "$d/$m.onnx" --harness -o "$k" || return 1
-        [ -f "$k.h" ] && [ -f "$k.c" ] || return 1
-        # the function's inputs in the program's order: inputs, then weights
-        for n in $(sed -n 's/^input \([A-Za-z0-9_]*\) : const .*/\1/p' "$k.te"); do
-            args="$args $k.$n.npy"
-        done
+        [ -f "$k.h" ] && [ -f "$k.c" ] && [ -f "$k.weights" ] || return 1
+        # the harness's arguments: the real inputs in the program's order,
+        # then the weights' file
         args="$(sed -n 's/^input \([A-Za-z0-9_]*\) : [^c].*/\1/p' "$k.te" |
-            while read -r n; do printf '%s ' "$d/$m.in.$n.npy"; done)$args"
+            while read -r n; do printf '%s ' "$d/$m.in.$n.npy"; done)$k.weights"
         # shellcheck disable=SC2086
         ${CC:-cc} $KCFLAGS -I"$tmp" "$k.c" "${k}_harness.c" -lm -o "$k.run" || return 1
         outs=
@@ -76,6 +75,64 @@ for m in mlp cnn encoder17; do
         not_ok "$m.onnx compiled and run matches PyTorch" "$tmp/out"
     fi
 done
+
+# 2b. a C program of the model (tests/onnx_weights.c, with the
+# sanitizers): the weights loaded with one call, NAME_load_weights, then
+# NAME_run on the real input alone; --embed-weights the same with nothing
+# to load; the loader on damaged and crafted files, and another model's
+api() {  # api K [-DEMBEDDED]: K.api, the program built against K.h and K.c
+    # shellcheck disable=SC2086
+    ${CC:-cc} $KCFLAGS ${2:-} -DMODEL="${1##*/}" -include "$1.h" -I"${1%/*}" \
+        "${srcdir:-.}/tests/onnx_weights.c" "$1.c" -lm -o "$1.api"
+}
+mkdir "$tmp/emb"
+for m in mlp encoder17; do
+    k=$tmp/k_$m # k.h, k.c and k.weights: texc wrote them in 2.
+    if api "$k" >"$tmp/out" 2>&1 &&
+        "$k.api" run "$k.weights" "$d/$m.in.x.npy" "$d/$m.out.y.npy" "$tmp/api_$m.npy" >>"$tmp/out" 2>&1 &&
+        "$b/tests/npycmp" "$d/$m.out.y.npy" "$tmp/api_$m.npy" >>"$tmp/out" 2>&1; then
+        ok "$m: a C program loads k_$m.weights with one call and runs the model: PyTorch's numbers"
+    else
+        not_ok "$m: a C program loads k_$m.weights with one call and runs the model: PyTorch's numbers" "$tmp/out"
+    fi
+    e=$tmp/emb/k_$m
+    if "$TEXC" "$d/$m.onnx" --embed-weights --harness -o "$e" >"$tmp/out" 2>&1 && [ ! -e "$e.weights" ] &&
+        grep -q "^k_${m}_weights \*k_${m}_embedded_weights(void);" "$e.h" && ! grep -q load_weights "$e.h" &&
+        api "$e" -DEMBEDDED >>"$tmp/out" 2>&1 &&
+        "$e.api" run "$d/$m.in.x.npy" "$d/$m.out.y.npy" "$tmp/emb_$m.npy" >>"$tmp/out" 2>&1 &&
+        "$b/tests/npycmp" "$d/$m.out.y.npy" "$tmp/emb_$m.npy" >>"$tmp/out" 2>&1; then
+        ok "$m --embed-weights: no weights file; the same program with the embedded weights: PyTorch's numbers"
+    else
+        not_ok "$m --embed-weights: no weights file; the same program with the embedded weights: PyTorch's numbers" "$tmp/out"
+    fi
+done
+# the harness of --embed-weights takes no weights file
+e=$tmp/emb/k_mlp
+# shellcheck disable=SC2086
+check "mlp --embed-weights --harness: run on its input alone" sh -c "
+    ${CC:-cc} $KCFLAGS -I'$tmp/emb' '$e.c' '${e}_harness.c' -lm -o '$e.run' &&
+    '$e.run' '$d/mlp.in.x.npy' '$tmp/emb_h.npy' && '$b/tests/npycmp' '$d/mlp.out.y.npy' '$tmp/emb_h.npy'"
+# the loader on hostile files (its TAP lines, renumbered)
+mkdir "$tmp/hw"
+"$tmp/k_mlp.api" hostile "$tmp/k_mlp.weights" "$tmp/hw" >"$tmp/hostile" 2>&1
+rc=$?
+while read -r line; do
+    case $line in
+    "ok "*) ok "k_mlp_load_weights: ${line#* - }" ;;
+    "not ok "*) not_ok "k_mlp_load_weights: ${line#* - }" ;;
+    esac
+done <"$tmp/hostile"
+[ $rc -eq 0 ] || not_ok "onnx_weights hostile exited $rc" "$tmp/hostile"
+# another model's weights, given to the harness
+"$tmp/k_mlp.run" "$d/mlp.in.x.npy" "$tmp/k_cnn.weights" "$tmp/other.npy" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && [ ! -e "$tmp/other.npy" ] &&
+    grep -qF "harness: $tmp/k_cnn.weights: entry 0: the program takes no weight called 'conv1_Conv_B'" "$tmp/out"; then
+    ok "mlp's harness given cnn's weights: refused, saying why"
+else
+    echo "exit $rc" >>"$tmp/out"
+    not_ok "mlp's harness given cnn's weights: refused, saying why" "$tmp/out"
+fi
 
 # 3. --emit-te: names from the model, weights as const inputs, GELU as gelu;
 # the program evaluates to the model's numbers with the weights beside it,
@@ -100,14 +157,18 @@ check "the emitted program with its weights evaluates to PyTorch's numbers" \
 mkdir "$tmp/te" "$tmp/model"
 "$TEXC" "$te" -o "$tmp/te/m" 2>"$tmp/out"
 "$TEXC" "$d/mlp.onnx" -o "$tmp/model/m" 2>>"$tmp/out"
-# (the comments name the source file)
-sed '/generated by texc/d; /source:/d' "$tmp/model/m.c" >"$tmp/a.c"
+# (the comments name the source file; the model's C has its weights'
+# loader too, at the end, and the headers that uses)
+sed '/generated by texc/d; /source:/d; /^#include <\(errno\|stdarg\|stdio\)\.h>$/d' \
+    "$tmp/model/m.c" >"$tmp/a.c"
 sed '/generated by texc/d; /source:/d' "$tmp/te/m.c" >"$tmp/b.c"
-if [ -s "$tmp/a.c" ] && cmp -s "$tmp/a.c" "$tmp/b.c"; then
-    ok "the emitted program compiles to the model's C"
+n=$(wc -c <"$tmp/b.c")
+if [ -s "$tmp/b.c" ] && head -c "$n" "$tmp/a.c" | cmp -s - "$tmp/b.c" &&
+    tail -c +$((n + 1)) "$tmp/a.c" | grep -q '^m_weights \*m_load_weights(const char \*path'; then
+    ok "the emitted program compiles to the model's C, the model's with its weights' loader"
 else
     diff "$tmp/a.c" "$tmp/b.c" | head -20 >"$tmp/out"
-    not_ok "the emitted program compiles to the model's C" "$tmp/out"
+    not_ok "the emitted program compiles to the model's C, the model's with its weights' loader" "$tmp/out"
 fi
 
 # 4. symbolic dims: -D binds them
@@ -163,6 +224,22 @@ fails "external data above the model's folder" \
 fails "external data at an absolute path" \
     "bad_extabs.onnx: error: tensor 'w': external data location '/etc/passwd' is an absolute path" \
     "$d/bad_extabs.onnx"
+# --embed-weights above its limit: big_ext's [1025, 1024] f32 weight, as
+# external data written here (zeros), not committed
+mkdir "$tmp/big"
+cp "$d/big_ext.onnx" "$tmp/big/"
+head -c 4198400 /dev/zero >"$tmp/big/big_ext.bin"
+fails "--embed-weights of weights over 4 MiB" \
+    "big_ext.onnx: error: --embed-weights: the model's weights take 4198400 bytes, more than the 4194304 (4 MiB) texc puts in C" \
+    "$tmp/big/big_ext.onnx" --embed-weights
+"$TEXC" "${srcdir:-.}/samples/softmax.te" --embed-weights -o "$tmp/none/x" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q -- "--embed-weights embeds an ONNX model's weights" "$tmp/out" &&
+    [ -z "$(ls "$tmp/none")" ]; then
+    ok "--embed-weights of a .te file: a usage error"
+else
+    not_ok "--embed-weights of a .te file: a usage error" "$tmp/out"
+fi
 check "external data beside the model" \
     sh -c "'$TEXC' '$d/extdata.onnx' --eval --input x='$d/extdata.in.x.npy' -o '$tmp/ext' && \
            '$b/tests/npycmp' -s 0 '$d/extdata.out.y.npy' '$tmp/ext.y.npy'"

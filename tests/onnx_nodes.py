@@ -226,9 +226,9 @@ def compile_run(texc, cc, nodedir, workdir, name):
             return "texc %s: %s" % (extra[0], first_error(text))
     with open(k + ".te") as f:
         te = f.read()
-    # the function's arguments: real inputs (as the graph orders them), then weights
+    # the harness's arguments: real inputs (as the graph orders them), then
+    # the weights' file
     real = re.findall(r"^input ([A-Za-z0-9_]+) : (?!const)", te, re.M)
-    weights = re.findall(r"^input ([A-Za-z0-9_]+) : const", te, re.M)
     # the harness reads the program's dtypes: int64 data as its i32
     by_name = {}
     for i, (vi, arr) in enumerate(zip(case.inputs, case.in_arrays)):
@@ -236,7 +236,7 @@ def compile_run(texc, cc, nodedir, workdir, name):
             path = os.path.join(work, "in%d.npy" % i)
             np.save(path, arr.astype(np.int32) if arr.dtype == np.int64 else arr)
             by_name[c_safe(vi.name)] = path
-    args = [by_name[n] for n in real] + ["%s.%s.npy" % (k, n) for n in weights]
+    args = [by_name[n] for n in real] + [k + ".weights"]
     outs = ["%s.got.%s.npy" % (k, c_safe(n)) for n in case.outputs]
     p = subprocess.run([cc, "-std=gnu11", "-O1", "-fopenmp", "-I" + work, k + ".c",
                         k + "_harness.c", "-lm", "-o", k + ".run"],

@@ -614,7 +614,7 @@ static _Noreturn void build_child(Bench *b, Candidate *c, bool harness_only)
                           .profile = b->profile };
     CgVariant v = { st, &fn, b->bucket, NULL, NULL };
     bool ok = cg_emit_c_variants(&v, 1, &co, fc, fh) &&
-              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, b->profile ? h_path : NULL, fm)) &&
+              (!own_harness || cg_emit_harness(&a, b->g, b->kernel, b->profile ? h_path : NULL, NULL, fm)) &&
               (!plant || write_plant(fp, b, plant));
     ok = fclose(trace) == 0 && ok;
     ok = fclose(fc) == 0 && ok;

@@ -111,7 +111,7 @@ static _Noreturn void build_child(const Reference *r, Graph *g)
                           .schedule_from = "the tuner's compiled reference: naive, in double" };
     CgVariant v = { st, &fn, NULL, NULL, NULL };
     bool ok = cg_emit_c_variants(&v, 1, &co, fc, fh) &&
-              cg_emit_harness(&a, g, ref_name, "texc_reference.h", fm);
+              cg_emit_harness(&a, g, ref_name, "texc_reference.h", NULL, fm);
     ok = fclose(fc) == 0 && ok;
     ok = fclose(fh) == 0 && ok;
     ok = fclose(fm) == 0 && ok;
