@@ -2125,15 +2125,22 @@ static const CgHelper c_after[] = {
     { "te_vrelu", "static inline te_v16f te_vrelu(te_v16f x) { return te_vsel((x > te_splat(0.0f)) | (x != x), x, te_splat(0.0f)); }\n" },
     { "te_vpow", "TE_VMAP2(te_vpow, powf)\n" },
     { "TE_VFOLD",
-      "/* a vector folded to one float, halves first (a vectorized reduction) */\n"
+      "/* a vector folded to one float, halves first: lanes l and l + w\n"
+      "   combined for w = 8, 4, 2 and 1, each step one vector operation on\n"
+      "   the vector and a rotation of it (a vectorized reduction) */\n"
+      "#if defined(__clang__)\n"
+      "#define TE_VROT(v, w) __builtin_shufflevector(v, v, (w) & 15, (w + 1) & 15, (w + 2) & 15, (w + 3) & 15, (w + 4) & 15, (w + 5) & 15, (w + 6) & 15, (w + 7) & 15, (w + 8) & 15, (w + 9) & 15, (w + 10) & 15, (w + 11) & 15, (w + 12) & 15, (w + 13) & 15, (w + 14) & 15, (w + 15) & 15)\n"
+      "#else\n"
+      "#define TE_VROT(v, w) __builtin_shuffle(v, (te_v16m){ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 } + (w) & 15)\n"
+      "#endif\n"
       "#define TE_VFOLD(name, f) \\\n"
-      "    static inline float name(te_v16f v) { for (int w = 8; w > 0; w /= 2) for (int l = 0; l < w; l++) v[l] = f(v[l], v[l + w]); return v[0]; }\n" },
-    { "te_add_f32", "static inline float te_add_f32(float a, float b) { return a + b; }\n" },
-    { "te_mul_f32", "static inline float te_mul_f32(float a, float b) { return a * b; }\n" },
-    { "te_hsum", "TE_VFOLD(te_hsum, te_add_f32)\n" },
-    { "te_hprod", "TE_VFOLD(te_hprod, te_mul_f32)\n" },
-    { "te_hmax", "TE_VFOLD(te_hmax, te_max_f32)\n" },
-    { "te_hmin", "TE_VFOLD(te_hmin, te_min_f32)\n" },
+      "    static inline float name(te_v16f v) { v = f(v, TE_VROT(v, 8)); v = f(v, TE_VROT(v, 4)); v = f(v, TE_VROT(v, 2)); v = f(v, TE_VROT(v, 1)); return v[0]; }\n" },
+    { "te_vadd", "static inline te_v16f te_vadd(te_v16f a, te_v16f b) { return a + b; }\n" },
+    { "te_vmul", "static inline te_v16f te_vmul(te_v16f a, te_v16f b) { return a * b; }\n" },
+    { "te_hsum", "TE_VFOLD(te_hsum, te_vadd)\n" },
+    { "te_hprod", "TE_VFOLD(te_hprod, te_vmul)\n" },
+    { "te_hmax", "TE_VFOLD(te_hmax, te_vmax)\n" },
+    { "te_hmin", "TE_VFOLD(te_hmin, te_vmin)\n" },
     { "te_alloc",
       "static inline void *te_alloc(size_t bytes)\n"
       "{\n"

@@ -365,3 +365,29 @@ bool sch_flash_pays(const SchFlash *f)
        of a core or more: written out, they stream through memory twice */
     return f->sq * f->sk * 4 >= (int64_t)1 << 19;
 }
+
+bool sch_flash_scores(Graph *g, Target target, const Schedule *sched, const Tensor *stage)
+{
+    if (target != TARGET_CPU)
+        return false;
+    Arena scratch = { 0 };
+    SchedState *st = sch_state_new(&scratch, g, target);
+    bool flashed = false;
+    for (int i = 0; i < st->stages.len && !flashed; i++) {
+        SStage *s = st->stages.items[i];
+        SchFlash f = { .bk = 64 };
+        const char *why;
+        if (!s->is_reduce || !sch_flash_match(st, s, &f, &why) ||
+            strcmp(f.stages[0]->tensor->name, stage->name) != 0)
+            continue;
+        bool written = false, untouched = !sch_mentioned(sched, s);
+        for (int k = 0; sched && k < sched->nstmts; k++)
+            written = written || (strcmp(sched->stmts[k]->prim, "flash") == 0 &&
+                                  sch_tensor_named(s->tensor, sched->stmts[k]->stage));
+        for (int k = 0; k < 4; k++)
+            untouched = untouched && !sch_mentioned(sched, f.stages[k]);
+        flashed = written || (untouched && sch_flash_pays(&f));
+    }
+    arena_free(&scratch);
+    return flashed;
+}

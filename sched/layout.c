@@ -73,7 +73,8 @@
  * the schedule does not tile, a panel as wide as a weight whose j is last
  * already, and intermediates whose j is last (their producer writes them
  * in the consumer's kernel, fused, or the consumer's tile loops read them
- * with unit stride already).  The CUDA target stages W through shared
+ * with unit stride already), and the keys of scores that a flash kernel
+ * computes (sched/flash.c: it copies each key tile transposed itself).  The CUDA target stages W through shared
  * memory instead and asks for no panels.
  */
 #include <string.h>
@@ -480,6 +481,8 @@ static const char *assign(Arena *a, Graph *g, Tensor *w, Target target, const Sc
     if (!ahead && (last || te_fuse_reuse(reader->body, false, w, reader->vars, reader->shape,
                                          reader->rank, &axis) < 2))
         return NULL; /* a copy at every call only where it saves gathers */
+    if (!ahead && sch_flash_scores(g, target, sched, reader))
+        return NULL; /* the flash kernel copies its key tiles itself */
     int dim = 0;
     while (reader->vars[dim] != j)
         dim++;

@@ -624,6 +624,11 @@ bool sch_flash_match(SchedState *st, SStage *s, SchFlash *f, const char **why);
 bool sch_flash(SchedState *st, SStage *s, const SchedStmt *stmt);
 /* flash.c: does a flash kernel pay for chain F (the default's rule)? */
 bool sch_flash_pays(const SchFlash *f);
+/* flash.c: is STAGE the scores of a chain that a build of G with SCHED
+ * (NULL: none) computes in a flash kernel, SCHED's flash or the
+ * default's?  The layouts (layout.c) pack no keys for such scores: the
+ * kernel copies its key tiles itself. */
+bool sch_flash_scores(Graph *g, Target target, const Schedule *sched, const Tensor *stage);
 /* mma.c: the tensor-core instructions' first architecture */
 #define SCH_MMA_MIN_SM 80
 /* The form a root stage takes (the default's rule; the tuner's plans
