@@ -79,6 +79,7 @@ typedef struct Options {
     int ninputs;
     OptOptions opt; /* -fno-PASS, -fstrict-fp, --dump=after-PASS */
     bool no_layout;         /* -fno-layout: the build's layout step is off */
+    bool no_flash;          /* -fno-flash: the default schedule flashes nothing */
     bool dump_after_layout; /* --dump=after-layout */
     bool tune;          /* --tune */
     TuneOptions tuning; /* --trials, --time-budget, --jobs, --log, --plot */
@@ -117,6 +118,7 @@ static void usage(FILE *out)
     /* the build's first step (sched/build.c), turned off and dumped as if
        it were the optimizer's last pass */
     fprintf(out, "                        %-10s %s\n", SCH_LAYOUT_STEP, SCH_LAYOUT_DESCRIPTION);
+    fprintf(out, "                        %-10s %s\n", "flash", "the default schedule's flash kernels (attention)");
     fprintf(out, "  -fstrict-fp         only rewrites that are exact in the dtype (no reassociation)\n");
     fprintf(out,
             "      --check         check the program (and print dumps); write nothing\n"
@@ -315,6 +317,8 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
                 o->opt.strict_fp = true;
             } else if (strncmp(optarg, "no-", 3) == 0 && strcmp(optarg + 3, SCH_LAYOUT_STEP) == 0) {
                 o->no_layout = true;
+            } else if (strcmp(optarg, "no-flash") == 0) {
+                o->no_flash = true;
             } else if (strncmp(optarg, "no-", 3) == 0 && te_pass_lookup(optarg + 3) != PASS_COUNT) {
                 o->opt.disabled |= 1u << te_pass_lookup(optarg + 3);
             } else {
@@ -1195,6 +1199,7 @@ int main(int argc, char **argv)
            own (sched/build.c), unless -fno-layout */
         g->layouts = !o.no_layout;
     }
+    g->no_flash = o.no_flash;
     if (o.eval_optimized) {
         /* the graph a build under the file's schedule compiles */
         layout_step(&arena, &o, g, sch_file_schedule(g, o.target), &stats);

@@ -515,6 +515,8 @@ typedef struct Graph {
     int nschedules;
     bool layouts; /* builds assign layouts for their schedule's tiles
                      (sched/layout.c); false under -fno-layout */
+    bool no_flash; /* -fno-flash: the default schedule computes no
+                      attention in a flash kernel (sched/default.c) */
     bool strict_fp; /* optimized under -fstrict-fp: schedules may not
                        reassociate float reductions either */
     StageOrigin *origins; /* the stages before te_optimize, in dependency

@@ -378,8 +378,8 @@ static void plan_rows(const SchedState *st, const Schedule *written, const bool 
 }
 
 /* Attention chains whose scores outgrow the caches (sch_flash_pays),
- * none of their stages named by WRITTEN: flash, 64 keys a tile, the
- * outermost batch loop in parallel.  Also a stage that WRITTEN's flash
+ * none of their stages named by WRITTEN: flash, 64 keys a tile, a batch
+ * loop in parallel (sch_flash_parallel_loop).  Also a stage that WRITTEN's flash
  * put in a kernel.  The stages the kernels compute, by place in
  * st->stages: the default leaves them alone. */
 static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
@@ -392,7 +392,7 @@ static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
         map_put(st->arena, &place, s, i);
         flashed[i] = s->flash || s->flashed;
     }
-    for (int i = 0; i < n && st->target == TARGET_CPU; i++) {
+    for (int i = 0; i < n && st->target == TARGET_CPU && !st->g->no_flash; i++) {
         SStage *s = st->stages.items[i];
         SchFlash f = { .bk = 64 };
         const char *why;
@@ -410,7 +410,7 @@ static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
         fl->args[0] = sch_name_arg(s->rvars[0]->name);
         fl->args[1] = (SchedArg){ .kind = SA_INT, .span = b->span, .ival = f.bk };
         if (f.nbatch > 0)
-            annotate(b, s->name, "parallel", s->svars[0]->name);
+            annotate(b, s->name, "parallel", sch_flash_parallel_loop(s, &f));
         flashed[i] = true;
         for (int k = 0; k < 4; k++)
             flashed[map_get(&place, f.stages[k])] = true;

@@ -386,8 +386,16 @@ bool sch_flash_scores(Graph *g, Target target, const Schedule *sched, const Tens
                                   sch_tensor_named(s->tensor, sched->stmts[k]->stage));
         for (int k = 0; k < 4; k++)
             untouched = untouched && !sch_mentioned(sched, f.stages[k]);
-        flashed = written || (untouched && sch_flash_pays(&f));
+        flashed = written || (untouched && !g->no_flash && sch_flash_pays(&f));
     }
     arena_free(&scratch);
     return flashed;
+}
+
+const char *sch_flash_parallel_loop(const SStage *s, const SchFlash *f)
+{
+    for (int d = 0; d < f->nbatch; d++)
+        if (s->svars[d]->extent > 1)
+            return s->svars[d]->name;
+    return f->nbatch > 0 ? s->svars[0]->name : NULL;
 }

@@ -622,6 +622,9 @@ bool sch_tensorize(SchedState *st, SStage *s, const SchedStmt *stmt);
 bool sch_flash_match(SchedState *st, SStage *s, SchFlash *f, const char **why);
 /* flash.c: flash's checks and effect (apply.c's PR_FLASH) */
 bool sch_flash(SchedState *st, SStage *s, const SchedStmt *stmt);
+/* flash.c: the batch loop a flash kernel of S (match F) runs in parallel:
+ * the outermost with more than one iteration; NULL if S has none. */
+const char *sch_flash_parallel_loop(const SStage *s, const SchFlash *f);
 /* flash.c: does a flash kernel pay for chain F (the default's rule)? */
 bool sch_flash_pays(const SchFlash *f);
 /* flash.c: is STAGE the scores of a chain that a build of G with SCHED
@@ -645,6 +648,9 @@ typedef enum SchForm {
     SCH_FORM_CUDA_MMA,  /* cuda: a stage the tensor cores compute
                            (sch_mma_match, sm_80 and later): tensorize;
                            the tuner's, sch_form_of never says it */
+    SCH_FORM_FLASH,     /* cpu: the last stage of an attention chain
+                           (sch_flash_match): flash or not, and its key
+                           tile; the tuner's, sch_form_of never says it */
 } SchForm;
 SchForm sch_form_of(const SchedState *st, const SStage *s, int lanes);
 /* L's names for the tuner's points of FORM on S (a stage no statement has

@@ -141,6 +141,7 @@ enum { R_TK, R_PAR, R_VEC, R_COUNT };
 enum { C_BM, C_BN, C_TM, C_TN, C_BK, C_STAGE, C_PIPE, C_UNROLL, C_COUNT };
 enum { F_THREADS, F_TK, F_COUNT };
 enum { T_BM, T_BN, T_WM, T_WN, T_BK, T_STAGES, T_COUNT };
+enum { FL_BK, FL_COUNT };
 /* The most parameters a plan has: enumerate_plan's arrays. */
 enum { PLAN_PARAMS_MAX = M_COUNT };
 _Static_assert((int)C_COUNT <= (int)PLAN_PARAMS_MAX, "a cuda plan has too many parameters");
@@ -168,6 +169,12 @@ struct StagePlan {
     int staged_rank[TE_MAX_RANK], staged_bytes[TE_MAX_RANK];
     int64_t smem_limit;    /* the device's, or CUDA_DEFAULT_SMEM */
     int min_threads;       /* a warp, or all the tile allows */
+    /* flash: the chain's stages, the last one first (StagePlan.stage),
+       that a point with a key tile computes in one kernel, so that their
+       own plans emit nothing there; and the batch loop it runs in
+       parallel (NULL: none) */
+    const char *chain[5];
+    const char *batch0;
     /* the legal local points: nlegal tuples of nparams value indices */
     int *legal;
     int nlegal;
@@ -521,6 +528,34 @@ static void plan_cuda_mma(SpaceBuilder *b, SStage *s, int plan, int64_t smem_lim
     vec_push(a, &b->plans, p);
 }
 
+/* The last stage S of an attention chain (sched/flash.c, match F): its
+ * key tile, 0 for no flash kernel (the chain's stages then take their
+ * own plans), else 32 to 256 keys, a batch loop parallel
+ * (sch_flash_parallel_loop). */
+static void plan_flash(SpaceBuilder *b, SStage *s, int plan, const SchFlash *f)
+{
+    StagePlan *p = new_plan(b, s, SCH_FORM_FLASH);
+    Arena *a = b->a;
+    static const int64_t bk[] = { 0, 32, 64, 128, 256 };
+    add_param(b, arena_printf(a, "%s.flash", s->name), bk, 5, false, plan);
+    p->chain[0] = s->name;
+    for (int k = 0; k < 4; k++)
+        p->chain[k + 1] = f->stages[k]->name;
+    p->batch0 = sch_flash_parallel_loop(s, f);
+    p->nparams = FL_COUNT;
+    vec_push(a, &b->plans, p);
+}
+
+/* Is STAGE one that flash plan P computes in its kernel (P's own stage
+ * included)? */
+static bool in_chain(const StagePlan *p, const char *stage)
+{
+    for (int k = 0; k < 5; k++)
+        if (strcmp(p->chain[k], stage) == 0)
+            return true;
+    return false;
+}
+
 /* Any other root stage, as sched/default_cuda.c schedules it: its spatial
  * loops fused and split by THREADS into block.x and thread.x; a reduction
  * may split its longest axis by TK and unroll the inner part. */
@@ -679,6 +714,19 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
         b.a = keep;
         b.st = st;
         if (target == TARGET_CPU) {
+            /* attention chains first: flash or not (their stages' own
+               plans below serve the points without) */
+            for (int i = 0; i < st->stages.len; i++) {
+                SStage *s = st->stages.items[i];
+                SchFlash f = { .bk = 64 };
+                const char *why;
+                bool untouched = planned(s, written) && s->is_reduce &&
+                                 sch_flash_match(st, s, &f, &why);
+                for (int k = 0; k < 4 && untouched; k++)
+                    untouched = !sch_mentioned(written, f.stages[k]);
+                if (untouched)
+                    plan_flash(&b, s, b.plans.len, &f);
+            }
             for (int i = 0; i < st->stages.len; i++) {
                 SStage *s = st->stages.items[i];
                 if (!planned(s, written))
@@ -729,6 +777,10 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
                 p->loops.svar[k] = arena_strdup(keep, p->loops.svar[k]);
             for (int k = 0; k < p->loops.nrvars; k++)
                 p->loops.rvar[k] = arena_strdup(keep, p->loops.rvar[k]);
+            for (int k = 0; k < 5 && p->kind == SCH_FORM_FLASH; k++)
+                p->chain[k] = arena_strdup(keep, p->chain[k]);
+            if (p->batch0)
+                p->batch0 = arena_strdup(keep, p->batch0);
         }
         arena_free(&scratch);
     }
@@ -832,6 +884,7 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
         return true;
     }
     case SCH_FORM_CUDA_FLAT:
+    case SCH_FORM_FLASH:
         return true;
     case SCH_FORM_CUDA_MMA: {
         int64_t bm = v[T_BM], bn = v[T_BN], wm = v[T_WM], wn = v[T_WN];
@@ -851,6 +904,19 @@ static bool plan_legal(const StagePlan *p, const int64_t *v)
     return false;
 }
 
+/* The flash plan of SP whose kernel computes plan Q's stage at POINT
+ * (a key tile chosen), or NULL. */
+static const StagePlan *flashed_by(const Space *sp, const StagePlan *q, const int *point)
+{
+    for (int i = 0; i < sp->nplans; i++) {
+        const StagePlan *p = sp->plans[i];
+        if (p != q && p->kind == SCH_FORM_FLASH && sp->params[p->first].values[point[p->first]] > 0 &&
+            in_chain(p, q->stage))
+            return p;
+    }
+    return NULL;
+}
+
 bool tune_space_legal(const Space *sp, const int *point)
 {
     for (int i = 0; i < sp->nplans; i++) {
@@ -859,6 +925,12 @@ bool tune_space_legal(const Space *sp, const int *point)
         for (int k = 0; k < p->nparams; k++)
             v[k] = sp->params[p->first + k].values[point[p->first + k]];
         if (!plan_legal(p, v))
+            return false;
+        /* a stage a flash kernel computes emits nothing: its plan keeps
+           its first legal point, so that the space holds each schedule
+           once */
+        if (p->nlegal > 0 && flashed_by(sp, p, point) &&
+            memcmp(point + p->first, p->legal, sizeof *point * (size_t)p->nparams) != 0)
             return false;
     }
     return true;
@@ -925,6 +997,8 @@ static void emit_plan(SchEmit *e, const StagePlan *p, const int64_t *v)
     case SCH_FORM_CUDA_FLAT:
         sch_template_cuda_flat(e, l, &(SchCudaFlat){ .threads = v[F_THREADS], .tk = v[F_TK] });
         break;
+    case SCH_FORM_FLASH: /* tune_space_schedule writes it */
+        break;
     case SCH_FORM_CUDA_MMA:
         sch_template_cuda_mma(e, &(SchMma){ .bm = v[T_BM], .bn = v[T_BN], .wm = v[T_WM],
                                             .wn = v[T_WN], .bk = v[T_BK], .stages = v[T_STAGES] });
@@ -939,8 +1013,23 @@ Schedule *tune_space_schedule(Arena *a, const Space *sp, const int *point)
     s->stmts = (SchedStmt **)stmts.items;
     s->nstmts = stmts.len;
     s->stmts_cap = stmts.cap;
+    /* flash kernels first: the stages they compute take no statement */
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
+        int64_t bk = sp->params[p->first].values[point[p->first]];
+        if (p->kind != SCH_FORM_FLASH || bk == 0)
+            continue;
+        SchEmit e = { a, s, p->stage, { 0, 0 } };
+        SchedStmt *f = sch_emit(&e, "flash", 2);
+        f->args[0] = sch_name_arg(p->loops.rvar[0]);
+        f->args[1] = (SchedArg){ .kind = SA_INT, .ival = bk };
+        if (p->batch0)
+            sch_emit(&e, "parallel", 1)->args[0] = sch_name_arg(p->batch0);
+    }
+    for (int i = 0; i < sp->nplans; i++) {
+        const StagePlan *p = sp->plans[i];
+        if (p->kind == SCH_FORM_FLASH || flashed_by(sp, p, point))
+            continue;
         int64_t v[PLAN_PARAMS_MAX];
         for (int k = 0; k < p->nparams; k++)
             v[k] = sp->params[p->first + k].values[point[p->first + k]];
@@ -1099,7 +1188,7 @@ void tune_space_print(FILE *out, const Space *sp)
     }
     /* what each stage's points are */
     static const char *const kinds[] = { "matmul-like", "elementwise", "a reduction",
-                                         "tiled", "flat", "tensor cores" };
+                                         "tiled", "flat", "tensor cores", "attention" };
     for (int i = 0; i < sp->nplans; i++) {
         const StagePlan *p = sp->plans[i];
         fprintf(out, "texc:   %s: %s, %d point%s", p->stage, kinds[p->kind], p->nlegal,
@@ -1121,6 +1210,12 @@ void tune_space_print(FILE *out, const Space *sp)
         if (p->kind == SCH_FORM_CUDA_MMA) {
             fputs(": tensorize(bm, bn, wm, wn, bk, stages): blocks of bm x bn outputs, warps "
                   "of wm x wn, k steps of bk fetched stages - 1 ahead\n", out);
+            continue;
+        }
+        if (p->kind == SCH_FORM_FLASH) {
+            fprintf(out, ": flash(%s, keys) for keys > 0, computing %s, %s, %s and %s in its "
+                         "kernel (their plans then at their first point); 0: no flash\n",
+                    p->loops.rvar[0], p->chain[1], p->chain[2], p->chain[3], p->chain[4]);
             continue;
         }
         if (p->kind == SCH_FORM_CUDA_FLAT) {
@@ -1174,6 +1269,13 @@ bool tune_space_random(const Space *sp, uint64_t *rng, int *point)
             }
             const int *t = p->legal + (size_t)pick * p->nparams;
             memcpy(point + p->first, t, sizeof *point * (size_t)p->nparams);
+        }
+        /* the stages a flash kernel computes at their first point
+           (tune_space_legal) */
+        for (int i = 0; i < sp->nplans; i++) {
+            const StagePlan *p = sp->plans[i];
+            if (flashed_by(sp, p, point))
+                memcpy(point + p->first, p->legal, sizeof *point * (size_t)p->nparams);
         }
         return true;
     }

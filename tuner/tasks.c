@@ -105,7 +105,8 @@ static int tensor_named(const Graph *g, const char *name)
 }
 
 /* The stages of G the default schedule inlines into their readers
- * (INLINED, by id), and those of the rows it computes in one pass
+ * (INLINED, by id; also the stages of an attention chain it computes in
+ * one flash kernel), and those of the rows it computes in one pass
  * (ROW: a row statistic computed at its reader's row, and that reader):
  * a row is one loop nest of the default's, which a task of each of its
  * stages would break up (a tuned row statistic is a kernel of its own,
@@ -125,6 +126,19 @@ static bool *default_inlined(Arena *a, Graph *g, Target target, bool **row)
             continue; /* (a cache stage's: the micro-kernel's tile) */
         if (strcmp(s->prim, "compute_inline") == 0) {
             inl[i] = true;
+        } else if (strcmp(s->prim, "flash") == 0) {
+            /* an attention chain in one kernel: its stages are members of
+               the task of its last stage (inlined, as it were), whose
+               space offers flash or not (tuner/space.c) */
+            SchFlash f = { .bk = 64 };
+            const char *why;
+            SStage *c = sch_find_stage(st, s->stage);
+            if (c && sch_flash_match(st, c, &f, &why))
+                for (int m = 0; m < 4; m++) {
+                    int t = tensor_named(g, f.stages[m]->name);
+                    if (t >= 0)
+                        inl[t] = true;
+                }
         } else if (strcmp(s->prim, "compute_at") == 0 && s->nargs > 0) {
             int c = tensor_named(g, s->args[0].name);
             (*row)[i] = true;
