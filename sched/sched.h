@@ -625,7 +625,9 @@ bool sch_flash(SchedState *st, SStage *s, const SchedStmt *stmt);
 /* flash.c: the batch loop a flash kernel of S (match F) runs in parallel:
  * the outermost with more than one iteration; NULL if S has none. */
 const char *sch_flash_parallel_loop(const SStage *s, const SchFlash *f);
-/* flash.c: does a flash kernel pay for chain F (the default's rule)? */
+/* flash.c: does a flash kernel pay for chain F (the default's rule): do
+ * the scores of one batch point take SCH_FLASH_MIN_BYTES or more? */
+#define SCH_FLASH_MIN_BYTES ((int64_t)256 << 10)
 bool sch_flash_pays(const SchFlash *f);
 /* flash.c: is STAGE the scores of a chain that a build of G with SCHED
  * (NULL: none) computes in a flash kernel, SCHED's flash or the

@@ -148,6 +148,8 @@ prepare i32_wrap      "M=64"                      "M=37"  "$scheds/i32_wrap.te"
 prepare linear_t      "M=16 N=64 K=16"            "M=37 N=131 K=29" "$scheds/linear_t.te"
 prepare attn_keys     "H=2 S=64 D=64"             "H=3 S=37 D=19"   "$scheds/attn_keys.te"
 prepare attention     "B=2 H=2 S=64 T=64 D=16 E=32" "B=1 H=3 S=37 T=45 D=19 E=21" "$scheds/attention.te"
+# (the same at sizes where the default flashes it, 256 KiB of scores a head)
+prepare attention_big "B=1 H=2 S=256 T=256 D=16 E=16" "B=2 H=1 S=257 T=261 D=19 E=21" "$scheds/attention.te"
 prepare lowp          "M=16 N=64 K=32"            "M=13 N=37 K=67"  "$scheds/lowp.te"
 prepare conv_rows     "N=2 C=4 H=32 W=32 F=16"    "N=1 C=3 H=9 W=37 F=13" "$scheds/conv_rows.te"
 

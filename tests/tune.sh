@@ -242,6 +242,42 @@ check "micro-kernel point: its outputs match the reference" sh -c "
     '$builddir/tests/npycmp' '$tmp/mkref.y.npy' '$tmp/mk.y.npy' &&
     '$builddir/tests/npycmp' '$tmp/mkref.r.npy' '$tmp/mk.r.npy'"
 
+# --- 6c. the automatic space offers flash for an attention ----------------
+# (tests/e2e/attention.te at small sizes: the default does not flash; a
+# record of the space's flash point, made the log's winner, is built as
+# flash and computes the evaluator's numbers)
+att=$tmp/att.te
+strip_schedules "$srcdir/tests/e2e/attention.te" >"$att"
+ad="-D B=1 -D H=2 -D S=40 -D T=45 -D D=8 -D E=8"
+# shellcheck disable=SC2086 # $ad splits on purpose
+"$TEXC" "$att" $ad --dump=space -o "$tmp/asp" >"$tmp/asp.out" 2>"$tmp/asp.err"
+check "auto space: an attention's last stage may be flashed" sh -c "
+    grep -q 'ctx.flash *in \[0, 32, 64, 128, 256\]' '$tmp/asp.out' &&
+    grep -q 'ctx: attention, 5 points: flash(t, keys) for keys > 0, computing score, smax, prob and psum' '$tmp/asp.out'"
+alog=$tmp/att.jsonl
+# shellcheck disable=SC2086
+"$TEXC" "$att" $ad --tune --tune-whole --trials 2 --jobs 1 --log "$alog" -o "$tmp/at" >"$tmp/at.out" 2>"$tmp/at.err"
+line=$(grep '"status":"ok"' "$alog" | grep '"ctx.flash":' | head -1)
+printf '%s\n' "$line" | sed 's/"ctx.flash":[0-9]*/"ctx.flash":32/; s/"time_s":[-0-9.e+]*/"time_s":1e-09/' >"$tmp/flash.jsonl"
+# shellcheck disable=SC2086
+"$TEXC" "$att" $ad --log "$tmp/flash.jsonl" -o "$tmp/fk" --harness --dump=schedule \
+    >"$tmp/fk.out" 2>"$tmp/fk.err"
+check "flash point: the build applies it" sh -c "
+    grep -q 'ctx.flash(t, 32);' '$tmp/fk.out' && grep -q 'ctx.parallel(h);' '$tmp/fk.out' &&
+    ! grep -q 'score' '$tmp/fk.out' && grep -q 'using the tuned schedule' '$tmp/fk.err'"
+# shellcheck disable=SC2086
+"$TEXC" "$att" $ad --eval --save-inputs -o "$tmp/fkref" >/dev/null 2>&1
+if ${CC:-cc} -std=gnu11 -O1 -fopenmp -o "$tmp/fkrun" "$tmp/fk.c" "$tmp/fk_harness.c" -lm \
+    >"$tmp/fkcc.out" 2>&1 &&
+    "$tmp/fkrun" "$tmp/fkref.in.q.npy" "$tmp/fkref.in.k.npy" "$tmp/fkref.in.v.npy" \
+        "$tmp/fk.ctx.npy" -r 3 >"$tmp/fkrun.out" 2>&1 &&
+    "$builddir/tests/npycmp" "$tmp/fkref.ctx.npy" "$tmp/fk.ctx.npy" >>"$tmp/fkrun.out" 2>&1; then
+    ok "flash point: matches the evaluator"
+else
+    cat "$tmp/fkcc.out" >>"$tmp/fkrun.out"
+    not_ok "flash point: matches the evaluator" "$tmp/fkrun.out"
+fi
+
 # --- 7. odds and ends -------------------------------------------------------
 # (tests/tune_cuda.sh tests --tune --target cuda, with and without a device)
 "$TEXC" "$small" --tune --trials 1 -q -o "$tmp/q" >"$tmp/q.out" 2>"$tmp/q.err"
