@@ -124,48 +124,6 @@ int64_t cg_weights_bytes(const Graph *g, const CgWeights *w)
     return total;
 }
 
-/* V as an element of T where the generated code stores it, at P. */
-static void encode(DType t, double v, unsigned char *p)
-{
-    union {
-        float f;
-        uint32_t u;
-    } f32;
-    union {
-        double f;
-        uint64_t u;
-    } f64;
-    switch (t) {
-    case DT_BOOL:
-        p[0] = v != 0.0;
-        break;
-    case DT_I32:
-        put_le(p, (uint32_t)(int32_t)dtype_round(t, v), 4);
-        break;
-    case DT_U8:
-    case DT_I8: /* two's complement */
-        p[0] = (unsigned char)(int)dtype_round(t, v);
-        break;
-    case DT_F16:
-        put_le(p, dtype_f16_bits(v), 2);
-        break;
-    case DT_BF16: /* the top half of the f32 it rounds to */
-        f32.f = (float)dtype_round(t, v);
-        put_le(p, f32.u >> 16, 2);
-        break;
-    case DT_F32:
-        f32.f = (float)v;
-        put_le(p, f32.u, 4);
-        break;
-    case DT_F64:
-        f64.f = v;
-        put_le(p, f64.u, 8);
-        break;
-    default:
-        TE_UNREACHABLE();
-    }
-}
-
 /* Writes N bytes at P to OUT, adding them to the checksum H. */
 static bool put(FILE *out, const void *p, size_t n, uint64_t *h)
 {
@@ -230,7 +188,7 @@ bool cg_write_weights(const Graph *g, const CgWeights *w, FILE *out)
         if (ok) {
             w->values(w->ctx, i, v);
             for (int64_t k = 0; k < n; k++)
-                encode(t->dtype, v[k], bytes + k * size);
+                npy_encode(t->dtype, v[k], bytes + k * size, true);
             ok = put(out, bytes, (size_t)(n * size), &h);
         }
         if (!v || !bytes)

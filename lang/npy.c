@@ -69,8 +69,7 @@ static void format_shape(char *buf, size_t size, const int64_t *shape, int rank)
 
 /* Writing. */
 
-/* Encodes V as T's .npy element at P; returns its size. */
-static int encode(DType t, double v, unsigned char *p)
+int npy_encode(DType t, double v, unsigned char *p, bool bf16_bits)
 {
     union {
         float f;
@@ -94,7 +93,14 @@ static int encode(DType t, double v, unsigned char *p)
     case DT_F16:
         put_le(p, dtype_f16_bits(v), 2);
         return 2;
-    case DT_BF16: /* stored as f32, NumPy having no bf16 */
+    case DT_BF16:
+        f32.f = (float)dtype_round(t, v);
+        if (bf16_bits) { /* the top half of the f32 it rounds to */
+            put_le(p, f32.u >> 16, 2);
+            return 2;
+        }
+        put_le(p, f32.u, 4); /* as f32, NumPy having no bf16 */
+        return 4;
     case DT_F32:
         f32.f = (float)dtype_round(t, v);
         put_le(p, f32.u, 4);
@@ -151,7 +157,7 @@ static int write_npy(FILE *f, const Tensor *t, const double *data)
     int64_t n = tensor_elems(t);
     int rc = 0;
     for (int64_t i = 0; i < n && rc == 0; i++) {
-        fill += (size_t)encode(t->dtype, data[i], chunk + fill);
+        fill += (size_t)npy_encode(t->dtype, data[i], chunk + fill, false);
         if (fill > NPY_CHUNK - 8) {
             rc = write_all(f, chunk, fill);
             fill = 0;

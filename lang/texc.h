@@ -616,6 +616,10 @@ Tensor te_tensor_at(const Tensor *t, const int64_t *dims);
 /* Writes DATA (tensor_elems(t) doubles) converted to T's dtype.  Returns 0,
  * or -1 with errno set. */
 int npy_write(const char *path, const Tensor *t, const double *data);
+/* V as one little-endian element of dtype T at P, as a .npy file holds
+ * it (BF16_BITS false: bf16 as f32) or as the generated code stores it
+ * (true: bf16 as its 16 bits); returns its bytes. */
+int npy_encode(DType t, double v, unsigned char *p, bool bf16_bits);
 /* The same into the open stream F (errors: the stream's, for the caller's
  * fclose or ferror to find). */
 int npy_write_file(FILE *f, const Tensor *t, const double *data);

@@ -54,6 +54,15 @@ strip_schedules() {
     { print }' "$1"
 }
 
+relay_tap() {  # relay_tap FILE [PREFIX]: FILE's TAP lines as this script's checks
+    while read -r line; do
+        case $line in
+        "ok "*) ok "${2:-}${line#* - }" ;;
+        "not ok "*) not_ok "${2:-}${line#* - }" ;;
+        esac
+    done <"$1"
+}
+
 done_testing() {
     echo "1..$tap_n"
     [ "$tap_failed" -eq 0 ]

@@ -116,12 +116,7 @@ check "mlp --embed-weights --harness: run on its input alone" sh -c "
 mkdir "$tmp/hw"
 "$tmp/k_mlp.api" hostile "$tmp/k_mlp.weights" "$tmp/hw" >"$tmp/hostile" 2>&1
 rc=$?
-while read -r line; do
-    case $line in
-    "ok "*) ok "k_mlp_load_weights: ${line#* - }" ;;
-    "not ok "*) not_ok "k_mlp_load_weights: ${line#* - }" ;;
-    esac
-done <"$tmp/hostile"
+relay_tap "$tmp/hostile" "k_mlp_load_weights: "
 [ $rc -eq 0 ] || not_ok "onnx_weights hostile exited $rc" "$tmp/hostile"
 # another model's weights, given to the harness
 "$tmp/k_mlp.run" "$d/mlp.in.x.npy" "$tmp/k_cnn.weights" "$tmp/other.npy" >"$tmp/out" 2>&1
@@ -258,12 +253,7 @@ fi
 "$b/tests/onnx_hostile" -f 1000 "$d/mlp.onnx" "$d/tiny.onnx" "$d/encoder14.onnx" \
     "$d/encoder17.onnx" "$d/cnn.onnx" "$d/ops.onnx" >"$tmp/hostile" 2>&1
 rc=$?
-while read -r line; do
-    case $line in
-    "ok "*) ok "${line#* - }" ;;
-    "not ok "*) not_ok "${line#* - }" ;;
-    esac
-done <"$tmp/hostile"
+relay_tap "$tmp/hostile"
 [ $rc -eq 0 ] || not_ok "onnx_hostile exited $rc" "$tmp/hostile"
 
 # 7. optional: python3-onnx's checker agrees the committed models are valid
