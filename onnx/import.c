@@ -148,7 +148,11 @@ DType ox_te_dtype(int odtype)
     case OX_DOUBLE: return DT_F64;
     case OX_FLOAT16: return DT_F16;
     case OX_BFLOAT16: return DT_BF16;
-    case OX_INT32: case OX_INT64: return DT_I32;
+    /* te has no 16- or 64-bit integers: these are carried in i32, their
+       values (at run time too) within i32's range; the converters wrap
+       int16 and uint16 arithmetic modulo 2^16 as ONNX computes it */
+    case OX_INT32: case OX_INT64: case OX_INT16: case OX_UINT16: case OX_UINT32:
+    case OX_UINT64: return DT_I32;
     case OX_BOOL: return DT_BOOL;
     case OX_UINT8: return DT_U8;
     case OX_INT8: return DT_I8;

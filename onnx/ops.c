@@ -242,6 +242,35 @@ static double fold_elem(const char *op, const double *a)
     }
 }
 
+/* The width of ODTYPE's integers where ONNX's arithmetic wraps within
+ * te's i32 (8, 16, or 32 for int32 and uint32); 0 for the others. */
+static int wrap_bits(int odtype)
+{
+    switch (odtype) {
+    case OX_UINT8: case OX_INT8: return 8;
+    case OX_UINT16: case OX_INT16: return 16;
+    case OX_INT32: case OX_UINT32: return 32;
+    default: return 0;
+    }
+}
+
+/* Does OP's integer result wrap when it leaves its type? */
+static bool wraps(const char *op)
+{
+    return strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+           strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0 || strcmp(op, "Div") == 0;
+}
+
+/* V (an integer) as ODTYPE holds it when arithmetic wraps: modulo 2^bits. */
+static double wrap_int(int odtype, double v)
+{
+    int bits = wrap_bits(odtype);
+    double m = ldexp(1, bits), r = fmod(v, m);
+    bool unsig = odtype == OX_UINT8 || odtype == OX_UINT16 || odtype == OX_UINT32;
+    r = r < 0 ? r + m : r;
+    return unsig || r < m / 2 ? r : r - m;
+}
+
 static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     const ElemOp *e = NULL;
@@ -261,14 +290,24 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
     if (!bcast_shape(im, in, arity, &rank, dims))
         return false;
     OxValue *data = strcmp(n->op, "Where") == 0 ? in[1] : in[0];
-    for (int k = strcmp(n->op, "Where") == 0; k < arity; k++)
+    /* Pow's exponent may have any numeric type; the result has the base's */
+    bool is_pow = strcmp(n->op, "Pow") == 0;
+    for (int k = strcmp(n->op, "Where") == 0; k < (is_pow ? 1 : arity); k++)
         if (in[k]->dtype != data->dtype)
             return ox_error(im, "its inputs have types %s and %s", ox_dtype_name(data->odtype),
                             ox_dtype_name(in[k]->odtype));
     int odtype = e->result ? e->result : data->odtype;
-    if (e->floats_only && !dtype_is_float(data->dtype) && !all_const(in, arity))
+    bool int_pow = is_pow && (data->odtype == OX_INT32 || data->odtype == OX_INT64);
+    if (e->floats_only && !dtype_is_float(data->dtype) && !int_pow && !all_const(in, arity))
         return ox_error(im, "computes on %s; texc's %s takes floats", ox_dtype_name(data->odtype),
                         n->op);
+    /* uint32 and uint64 live in i32: a difference below 0, which ONNX
+       wraps to a large unsigned value, would be a negative i32 */
+    if ((data->odtype == OX_UINT32 || data->odtype == OX_UINT64) && strcmp(n->op, "Sub") == 0 &&
+        !all_const(in, arity))
+        return ox_error(im, "subtracts %s, which texc carries in i32 (a difference below 0 "
+                            "would not wrap as ONNX's does)",
+                        ox_dtype_name(data->odtype));
     if (foldable(in, arity, rank, dims)) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total);
@@ -287,9 +326,10 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
                 acc = fold_elem(n->op, args);
             }
             /* integer division truncates, as te's and C's */
-            v[i] = ox_round(odtype, strcmp(n->op, "Div") == 0 && !dtype_is_float(data->dtype)
-                                        ? (args[1] == 0 ? 0 : trunc(args[0] / args[1]))
-                                        : acc);
+            if (strcmp(n->op, "Div") == 0 && !dtype_is_float(data->dtype))
+                acc = args[1] == 0 ? 0 : trunc(args[0] / args[1]);
+            v[i] = wrap_bits(odtype) && wraps(n->op) ? wrap_int(odtype, acc)
+                                                     : ox_round(odtype, acc);
         }
         ox_set_const(im, out[0], odtype, rank, dims, v);
         return true;
@@ -305,41 +345,53 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
         text = r[0];
         for (int k = 1; k < arity; k++)
             text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text, r[k]);
-    } else if (strcmp(n->op, "Pow") == 0 && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
+    } else if (int_pow) {
+        /* an integer base: in f64, exact while the power fits in 2^53,
+           truncated to the base's type as ONNX's reference casts it */
+        text = arena_printf(ARENA, "i32(pow(f64(%s), f64(%s)))", r[0], r[1]);
+    } else if (is_pow && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
                ox_const_values(im, in[1])[0] == 2) {
         text = arena_printf(ARENA, "%s * %s", r[0], r[0]);
-    } else if (strcmp(n->op, "Pow") == 0 && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
+    } else if (is_pow && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
                ox_const_values(im, in[1])[0] == 0.5) {
         text = arena_printf(ARENA, "sqrt(%s)", r[0]);
+    } else if (is_pow && in[1]->dtype != data->dtype) {
+        /* an exponent of another type, in the base's float type */
+        text = arena_printf(ARENA, "pow(%s, %s(%s))", r[0], dtype_name(data->dtype), r[1]);
     } else {
         /* operands in parentheses where they are expressions: a literal
            or a read binds tighter than any operator */
         text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "", arity > 2 ? r[2] : "");
     }
-    /* te computes no arithmetic in u8 and i8: in i32, then back, wrapping
-       modulo 256 as ONNX (numpy) does where the result can leave the type */
-    if ((data->dtype == DT_U8 || data->dtype == DT_I8) && odtype == data->odtype &&
+    /* te computes no arithmetic in u8 and i8: in i32, then back; int16
+       and uint16 are i32 already.  Each wraps modulo 2^8 or 2^16, as ONNX
+       (numpy) does, where the result can leave the type */
+    bool narrow8 = data->dtype == DT_U8 || data->dtype == DT_I8;
+    int bits = wrap_bits(data->odtype);
+    if ((bits == 8 || bits == 16) && odtype == data->odtype && !is_pow &&
         strcmp(n->op, "Identity") != 0 && strcmp(n->op, "Where") != 0) {
-        const char *narrow = data->dtype == DT_U8 ? "u8" : "i8";
-        for (int k = 0; k < arity; k++)
-            r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
-        if (variadic) {
-            text = r[0];
-            for (int k = 1; k < arity; k++)
-                text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text,
-                                    r[k]);
-        } else {
-            text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
-                                arity > 2 ? r[2] : "");
+        if (narrow8) {
+            for (int k = 0; k < arity; k++)
+                r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
+            if (variadic) {
+                text = r[0];
+                for (int k = 1; k < arity; k++)
+                    text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max",
+                                        text, r[k]);
+            } else {
+                text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
+                                    arity > 2 ? r[2] : "");
+            }
         }
-        bool wraps = strcmp(n->op, "Add") == 0 || strcmp(n->op, "Sub") == 0 ||
-                     strcmp(n->op, "Mul") == 0 || strcmp(n->op, "Neg") == 0 ||
-                     strcmp(n->op, "Abs") == 0 || strcmp(n->op, "Div") == 0;
-        if (wraps && data->dtype == DT_U8)
-            text = arena_printf(ARENA, "((%s) %% 256 + 256) %% 256", text);
-        else if (wraps)
-            text = arena_printf(ARENA, "((%s + 128) %% 256 + 256) %% 256 - 128", text);
-        text = arena_printf(ARENA, "%s(%s)", narrow, text);
+        long m = 1L << bits;
+        bool unsig = data->odtype == OX_UINT8 || data->odtype == OX_UINT16;
+        if (wraps(n->op) && unsig)
+            text = arena_printf(ARENA, "((%s) %% %ld + %ld) %% %ld", text, m, m, m);
+        else if (wraps(n->op))
+            text = arena_printf(ARENA, "((%s + %ld) %% %ld + %ld) %% %ld - %ld", text, m / 2, m,
+                                m, m, m / 2);
+        if (narrow8)
+            text = arena_printf(ARENA, "%s(%s)", data->dtype == DT_U8 ? "u8" : "i8", text);
     }
     ox_stage(im, out[0], text);
     return true;
