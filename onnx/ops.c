@@ -420,11 +420,17 @@ static bool cv_clip(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     if (!ox_set_shape(im, out[0], x->odtype, x->rank, x->dims))
         return false;
     const char *const *idx = ox_index_vars(im, x->rank, "i");
-    const char *t = ox_read(im, x, idx);
+    /* te's min and max take no u8 or i8: in i32, and back, which the
+       bounds (of x's type) keep exact */
+    bool narrow8 = x->dtype == DT_U8 || x->dtype == DT_I8;
+    const char *fmt = narrow8 ? "i32(%s)" : "%s";
+    const char *t = arena_printf(ARENA, fmt, ox_read(im, x, idx));
     if (lo)
-        t = arena_printf(ARENA, "max(%s, %s)", t, ox_read(im, lo, idx));
+        t = arena_printf(ARENA, "max(%s, %s)", t, arena_printf(ARENA, fmt, ox_read(im, lo, idx)));
     if (hi)
-        t = arena_printf(ARENA, "min(%s, %s)", t, ox_read(im, hi, idx));
+        t = arena_printf(ARENA, "min(%s, %s)", t, arena_printf(ARENA, fmt, ox_read(im, hi, idx)));
+    if (narrow8)
+        t = arena_printf(ARENA, "%s(%s)", dtype_name(x->dtype), t);
     ox_stage(im, out[0], t);
     return true;
 }
