@@ -266,13 +266,18 @@ bool ox_need_const(OxImporter *im, OxValue *v, const char *what)
                     what, v->onnx);
 }
 
-static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t *dims)
+/* EMPTY_OK: a dim may be 0 (a graph input only a constant operand may
+ * read: the program computes on no empty tensor). */
+static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t *dims,
+                       bool empty_ok)
 {
     int64_t n = 1;
     if (rank > OX_MAX_RANK)
         return ox_error(im, "'%s' would have %d dims; texc takes at most %d", v->onnx, rank,
                         OX_MAX_RANK);
     for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0 && empty_ok)
+            continue;
         if (dims[d] <= 0)
             return ox_error(im, "'%s' would have dim %d of size %lld%s", v->onnx, d,
                             (long long)dims[d],
@@ -285,9 +290,10 @@ static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t
     return true;
 }
 
-bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims)
+static bool set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims,
+                      bool empty_ok)
 {
-    if (!check_dims(im, out, rank, dims))
+    if (!check_dims(im, out, rank, dims, empty_ok))
         return false;
     out->odtype = odtype;
     out->dtype = ox_te_dtype(odtype);
@@ -298,6 +304,20 @@ bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int6
     if (rank > 0) /* a scalar's DIMS may be NULL */
         memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
     return true;
+}
+
+bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims)
+{
+    return set_shape(im, out, odtype, rank, dims, false);
+}
+
+/* The first dim of size 0 of V, or -1. */
+static int empty_dim(const OxValue *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] == 0)
+            return d;
+    return -1;
 }
 
 void ox_set_const(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims,
@@ -644,6 +664,7 @@ static bool bind_inputs(OxImporter *im, const OxDefine *defines, int ndefines)
         if (vi->rank < 0)
             return ox_error(im, "graph input '%s' has no shape", vi->name);
         int64_t dims[OX_MAX_RANK];
+        bool bound_empty = false; /* -D NAME=0 */
         for (int d = 0; d < vi->rank; d++) {
             dims[d] = vi->dims[d];
             if (dims[d] >= 0 && !vi->params[d])
@@ -663,8 +684,12 @@ static bool bind_inputs(OxImporter *im, const OxDefine *defines, int ndefines)
                                 vi->name, d, p, c_safe(im->a, p));
             used[k] = true;
             dims[d] = defines[k].value;
+            bound_empty = bound_empty || dims[d] == 0;
         }
-        if (!ox_set_shape(im, v, vi->dtype, vi->rank, dims))
+        /* an empty input (of the model's own dims, not -D's) is not
+           declared: an operand texc needs known when compiling (empty
+           axes) says so, anything else is an error after the conversion */
+        if (!set_shape(im, v, vi->dtype, vi->rank, dims, !bound_empty))
             return false;
         v->te = new_name(im, vi->name);
     }
@@ -730,7 +755,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
     /* the real inputs, declared first, in the graph's order */
     for (int i = 0; i < m->ninputs; i++) {
         OxValue *v = find_value(&im, m->inputs[i].name);
-        if (v->kind != OXV_INPUT)
+        if (v->kind != OXV_INPUT || empty_dim(v) >= 0)
             continue;
         fprintf(im.decl, "input %s : %s", v->te, dtype_name(v->dtype));
         for (int d = 0; d < v->rank; d++)
@@ -795,6 +820,13 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
                               outs[k]->onnx);
     }
     im.node = NULL;
+    for (int i = 0; ok && i < m->ninputs; i++) {
+        OxValue *v = find_value(&im, m->inputs[i].name);
+        if (v->kind == OXV_INPUT && empty_dim(v) >= 0)
+            ok = ox_error(&im, "graph input '%s' is empty (dim %d is 0); texc takes no empty "
+                               "tensors",
+                          v->onnx, empty_dim(v));
+    }
     /* the graph's outputs: stages of the program */
     const char *outputs = "";
     for (int o = 0; ok && o < m->noutputs; o++) {
@@ -802,6 +834,12 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         if (!v || v->rank < 0) {
             ok = ox_error(&im, "graph output '%s' is not computed by any node",
                           m->outputs[o].name);
+            break;
+        }
+        if (empty_dim(v) >= 0) {
+            ok = ox_error(&im, "graph output '%s' is empty (dim %d is 0); texc takes no empty "
+                               "tensors",
+                          m->outputs[o].name, empty_dim(v));
             break;
         }
         if (v->kind != OXV_STAGE || strcmp(v->te, te_safe(a, v->onnx)) != 0) {

@@ -126,6 +126,30 @@ static int64_t elems_of(int rank, const int64_t *dims)
     return n;
 }
 
+/* Has a shape no elements (no dim negative, one 0)?  Only constants
+ * are empty: the shapes of models' shape computations. */
+static bool empty(int rank, const int64_t *dims)
+{
+    bool zero = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return false;
+        zero = zero || dims[d] == 0;
+    }
+    return zero;
+}
+
+/* False after an error if V is an empty tensor the program would read
+ * (an empty graph input). */
+static bool not_empty(OxImporter *im, const OxValue *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] == 0 && v->kind != OXV_CONST)
+            return ox_error(im, "'%s' is empty (dim %d is 0); texc takes no empty tensors",
+                            v->onnx, d);
+    return true;
+}
+
 /* Is a constant of this shape small enough to fold? */
 static bool small(int rank, const int64_t *dims)
 {
@@ -511,8 +535,6 @@ static bool cv_shape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
     start = start < 0 ? 0 : start > rank ? rank : start;
     end = end < start ? start : end > rank ? rank : end;
     int64_t dims[1] = { end - start };
-    if (!dims[0])
-        return ox_error(im, "its output would be empty");
     double *v = fold_buffer(im, dims[0]);
     for (int64_t d = start; d < end; d++)
         v[d - start] = (double)in[0]->dims[d];
@@ -539,6 +561,10 @@ static bool cv_constant_of_shape(OxImporter *im, const OxNode *n, OxValue **in, 
     const OxAttr *at = ox_attr(n, "value");
     int odtype = at && at->t ? at->t->dtype : OX_FLOAT;
     double value = at && at->t && at->t->nelems == 1 ? ox_tensor_value(at->t, 0) : 0;
+    if (empty(rank, dims)) {
+        ox_set_const(im, out[0], odtype, rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (!ox_set_shape(im, out[0], odtype, rank, dims))
         return false;
     int64_t total = elems_of(rank, dims);
@@ -584,6 +610,8 @@ static bool cv_range(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
  * flat index of each element. */
 static bool reshape_to(OxImporter *im, OxValue *x, OxValue *out, int rank, const int64_t *dims)
 {
+    if (!not_empty(im, x))
+        return false;
     if (elems_of(rank, dims) != ox_elems(x))
         return ox_error(im, "cannot reshape %lld elements to %lld", (long long)ox_elems(x),
                         (long long)elems_of(rank, dims));
@@ -647,7 +675,8 @@ static bool cv_reshape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
 {
     int64_t dims[OX_MAX_RANK];
     int rank;
-    if (!need_inputs(im, n, in, 2, 2) || !const_ints(im, in[1], "shape", dims, &rank, OX_MAX_RANK))
+    if (!need_inputs(im, n, in, 2, 2) || !const_ints(im, in[1], "shape", dims, &rank, OX_MAX_RANK) ||
+        !not_empty(im, in[0]))
         return false;
     int infer = -1;
     int64_t known = 1;
@@ -799,6 +828,10 @@ static bool slice_of(OxImporter *im, OxValue *x, OxValue *out, const int64_t *st
                      const int64_t *step, const int64_t *dims)
 {
     int rank = x->rank;
+    if (x->kind == OXV_CONST && empty(rank, dims)) {
+        ox_set_const(im, out, x->odtype, rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (x->kind == OXV_CONST && small(rank, dims) && ox_elems(x) <= OX_MAX_FOLD) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total), *src = ox_const_values(im, x);
@@ -877,7 +910,9 @@ static bool cv_slice(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
         }
         int64_t count = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
-        if (count <= 0)
+        if (count <= 0 && x->kind == OXV_CONST)
+            count = 0; /* an empty constant (a shape's empty prefix) */
+        else if (count <= 0)
             return ox_error(im, "slice %lld..%lld step %lld of dim %lld is empty", (long long)starts[k],
                             (long long)ends[k], (long long)s, (long long)axis);
         start[axis] = b;
@@ -898,6 +933,8 @@ static bool cv_split(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
         return false;
     if (n->noutputs > 64)
         return ox_error(im, "has %d outputs", n->noutputs);
+    if (!not_empty(im, x))
+        return false;
     if (im->opset >= 13 && n->ninputs > 1 && in[1]) {
         if (!const_ints(im, in[1], "split", sizes, &ns, 64))
             return false;
@@ -960,6 +997,10 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
             return ox_error(im, "is too long");
         dims[axis] += in[k]->dims[axis];
     }
+    if (all_const(in, n->ninputs) && empty(x->rank, dims)) {
+        ox_set_const(im, out[0], x->odtype, x->rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (foldable(in, n->ninputs, x->rank, dims)) {
         int64_t total = elems_of(x->rank, dims), outer = elems_of((int)axis, dims);
         int64_t inner = elems_of(x->rank - (int)axis - 1, dims + axis + 1);
@@ -978,7 +1019,12 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     const char *const *idx = ox_index_vars(im, x->rank, "i");
     const char *text = ox_literal(im, x->dtype, 0);
     int64_t end = dims[axis];
+    int parts = 0;
+    for (int k = 0; k < n->ninputs; k++)
+        parts += in[k]->dims[axis] > 0;
     for (int k = n->ninputs - 1; k >= 0; k--) {
+        if (in[k]->dims[axis] == 0)
+            continue; /* an empty constant adds nothing */
         int64_t begin = end - in[k]->dims[axis];
         const char *src[OX_MAX_RANK];
         memcpy(src, idx, sizeof *src * (size_t)x->rank);
@@ -986,7 +1032,7 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
         if (in[k]->dims[axis] == 1)
             src[axis] = "0";
         const char *r = ox_read(im, in[k], src);
-        if (k == n->ninputs - 1 && k == 0)
+        if (parts == 1)
             text = r;
         else
             text = arena_printf(ARENA, "select(%s >= %lld && %s < %lld, %s, %s)", idx[axis],
