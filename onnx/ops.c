@@ -1522,6 +1522,7 @@ typedef struct Window {
     int ns;                     /* spatial dims */
     int64_t k[OX_MAX_RANK], s[OX_MAX_RANK], d[OX_MAX_RANK];
     int64_t pb[OX_MAX_RANK], pe[OX_MAX_RANK], out[OX_MAX_RANK];
+    int64_t pc[OX_MAX_RANK];    /* of PE, what ceil_mode adds (no average counts it) */
 } Window;
 
 static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int64_t *kernel, Window *w)
@@ -1534,7 +1535,7 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
     for (int i = 0; i < ns; i++) {
         w->k[i] = kernel[i];
         w->s[i] = w->d[i] = 1;
-        w->pb[i] = w->pe[i] = 0;
+        w->pb[i] = w->pe[i] = w->pc[i] = 0;
     }
     if (!attr_ints(im, n, "strides", v, &c, 2 * OX_MAX_RANK))
         return false;
@@ -1553,8 +1554,7 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
         w->pe[i] = v[i + ns];
     }
     const char *pad = ox_attr_string(n, "auto_pad", "NOTSET");
-    if (ox_attr_int(n, "ceil_mode", 0))
-        return ox_error(im, "ceil_mode=1 is not converted");
+    bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
     for (int i = 0; i < ns; i++) {
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 ||
             w->k[i] > OX_MAX_ELEMS || w->s[i] > OX_MAX_ELEMS || w->d[i] > OX_MAX_ELEMS ||
@@ -1579,6 +1579,16 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
             return ox_error(im, "its window (%lld) is larger than its padded input (%lld)",
                             (long long)span, (long long)padded);
         w->out[i] = (padded - span) / w->s[i] + 1;
+        if (ceil_mode && (padded - span) % w->s[i]) {
+            /* one more window, padded at the end, if it starts inside the
+               input or its begin padding (PyTorch's rule, ONNX's since
+               opset 19) */
+            if (w->out[i] * w->s[i] < in + w->pb[i]) {
+                w->pc[i] = w->out[i] * w->s[i] + span - padded;
+                w->pe[i] += w->pc[i];
+                w->out[i]++;
+            }
+        }
     }
     return true;
 }
@@ -1671,16 +1681,108 @@ static bool cv_conv(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     return true;
 }
 
+/* The positions of a pooling window along spatial dim I at output
+ * position O (in padded coordinates) that lie in [LO, HI). */
+static int64_t window_count(const Window *w, int i, int64_t o, int64_t lo, int64_t hi)
+{
+    int64_t count = 0;
+    for (int64_t k = 0; k < w->k[i]; k++) {
+        int64_t p = o * w->s[i] + k * w->d[i];
+        count += p >= lo && p < hi;
+    }
+    return count;
+}
+
+/* AveragePool's divisor at OUT's IDX: the window's positions inside the
+ * input (count_include_pad=0) or inside the input and its pads
+ * (count_include_pad=1; ceil_mode's end padding never counts), a product
+ * over the spatial dims: a literal where no dim's count varies, else
+ * per dim a literal or a constant read at the output's index. */
+static const char *pool_divisor(OxImporter *im, const OxValue *x, const Window *w,
+                                bool include_pad, OxValue *out, const char *const *idx)
+{
+    const char *div = NULL;
+    double same = 1;
+    for (int i = 0; i < w->ns; i++) {
+        int64_t in = x->dims[2 + i];
+        int64_t lo = include_pad ? 0 : w->pb[i];
+        int64_t hi = include_pad ? in + w->pb[i] + w->pe[i] - w->pc[i] : w->pb[i] + in;
+        int64_t first = window_count(w, i, 0, lo, hi), dims[1] = { w->out[i] };
+        bool varies = false;
+        for (int64_t o = 1; o < w->out[i]; o++)
+            varies = varies || window_count(w, i, o, lo, hi) != first;
+        if (!varies) {
+            same *= (double)first;
+            continue;
+        }
+        double *counts = arena_alloc(ARENA, sizeof *counts * (size_t)w->out[i]);
+        for (int64_t o = 0; o < w->out[i]; o++)
+            counts[o] = (double)window_count(w, i, o, lo, hi);
+        OxValue *cv = arena_alloc(ARENA, sizeof *cv);
+        cv->onnx = arena_printf(ARENA, "%s_count%d", out->te, i);
+        ox_set_const(im, cv, x->odtype, 1, dims, counts);
+        const char *r = ox_read(im, cv, idx + 2 + i);
+        div = div ? arena_printf(ARENA, "%s * %s", div, r) : r;
+    }
+    if (!div)
+        return ox_literal(im, x->dtype, same);
+    if (same != 1)
+        div = arena_printf(ARENA, "%s * %s", div, ox_literal(im, x->dtype, same));
+    return arena_printf(ARENA, "(%s)", div);
+}
+
+/* MaxPool's Indices: of each window's maximum Y, the flat index into X
+ * (the first, in the window's order, of equal ones); with storage_order
+ * 1, the spatial dims counted column-major. */
+static bool pool_indices(OxImporter *im, const OxNode *n, OxValue *x, const Window *w,
+                         OxValue *y, OxValue *z)
+{
+    bool colmajor = ox_attr_int(n, "storage_order", 0) != 0;
+    if (!ox_set_shape(im, z, OX_INT64, y->rank, y->dims))
+        return false;
+    if (ox_elems(x) > 2147483647)
+        return ox_error(im, "its Indices would not fit in i32 (%lld elements)",
+                        (long long)ox_elems(x));
+    const char *const *idx = ox_index_vars(im, x->rank, "i");
+    const char *sx[OX_MAX_RANK] = { idx[0], idx[1] }, *axes = "", *inside = "";
+    const char *wide = x->dtype == DT_U8 || x->dtype == DT_I8 ? "i32(%s)" : "%s";
+    for (int i = 0; i < w->ns; i++) {
+        const char *k = arena_printf(ARENA, "_k%d", i);
+        axes = arena_printf(ARENA, "%s%s%s in %lld", axes, i ? ", " : "", k, (long long)w->k[i]);
+        const char *o = w->s[i] == 1 ? idx[2 + i] : arena_printf(ARENA, "%s * %lld", idx[2 + i], (long long)w->s[i]);
+        const char *kk = w->d[i] == 1 ? k : arena_printf(ARENA, "%s * %lld", k, (long long)w->d[i]);
+        sx[2 + i] = w->pb[i] ? arena_printf(ARENA, "%s + %s - %lld", o, kk, (long long)w->pb[i])
+                             : arena_printf(ARENA, "%s + %s", o, kk);
+        /* the window's padded positions are none of X's */
+        if (w->pb[i])
+            inside = arena_printf(ARENA, "%s%s >= 0 && ", inside, sx[2 + i]);
+        if (w->pe[i])
+            inside = arena_printf(ARENA, "%s%s < %lld && ", inside, sx[2 + i],
+                                  (long long)x->dims[2 + i]);
+    }
+    /* the flat index: (n * C + c), then the spatial dims in their order */
+    const char *flat = arena_printf(ARENA, "%s * %lld + %s", idx[0], (long long)x->dims[1], idx[1]);
+    for (int j = 0; j < w->ns; j++) {
+        int i = colmajor ? w->ns - 1 - j : j;
+        flat = arena_printf(ARENA, "(%s) * %lld + %s", flat, (long long)x->dims[2 + i],
+                            sx[2 + i]);
+    }
+    ox_stage(im, z, arena_printf(ARENA, "min(%s) select(%s%s == %s, %s, 2147483647)", axes,
+                                 inside, arena_printf(ARENA, wide, ox_read(im, x, sx)),
+                                 arena_printf(ARENA, wide, ox_read(im, y, idx)), flat));
+    return true;
+}
+
 static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 1, 1))
         return false;
     OxValue *x = in[0];
     bool global = strncmp(n->op, "Global", 6) == 0, avg = strstr(n->op, "Average") != NULL;
-    if (x->rank < 3 || !dtype_is_float(x->dtype))
+    /* MaxPool takes uint8 and int8 too: its max in i32 */
+    bool narrow8 = !avg && (x->dtype == DT_U8 || x->dtype == DT_I8);
+    if (x->rank < 3 || !(dtype_is_float(x->dtype) || narrow8))
         return ox_error(im, "takes a float tensor of rank 3 or more");
-    if (n->noutputs > 1 && out[1] && out[1]->uses)
-        return ox_error(im, "its Indices output is not converted");
     int64_t kernel[OX_MAX_RANK];
     int nk = 0;
     if (global) {
@@ -1694,21 +1796,16 @@ static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     Window w;
     if (!window(im, n, x, kernel, &w))
         return false;
-    if (avg && !ox_attr_int(n, "count_include_pad", 0))
-        for (int i = 0; i < w.ns; i++)
-            if (w.pb[i] || w.pe[i])
-                return ox_error(im, "averages over padding with count_include_pad=0; texc "
-                                    "converts count_include_pad=1 or no padding");
-    int64_t dims[OX_MAX_RANK] = { x->dims[0], x->dims[1] }, count = 1;
-    for (int i = 0; i < w.ns; i++) {
+    int64_t dims[OX_MAX_RANK] = { x->dims[0], x->dims[1] };
+    for (int i = 0; i < w.ns; i++)
         dims[2 + i] = w.out[i];
-        count *= w.k[i];
-    }
     if (!ox_set_shape(im, out[0], x->odtype, x->rank, dims))
         return false;
     ox_name(im, out[0]);
-    OxValue *p = padded(im, x, &w, out[0], avg ? ox_literal(im, x->dtype, 0)
-                                                : ox_literal(im, x->dtype, -INFINITY));
+    /* padding that no max takes (the type's least value), and that
+       averages add 0 for */
+    double least = x->dtype == DT_U8 ? 0 : x->dtype == DT_I8 ? -128 : -INFINITY;
+    OxValue *p = padded(im, x, &w, out[0], ox_literal(im, x->dtype, avg ? 0 : least));
     const char *const *idx = ox_index_vars(im, x->rank, "i");
     const char *sx[OX_MAX_RANK] = { idx[0], idx[1] }, *axes = "";
     for (int i = 0; i < w.ns; i++) {
@@ -1718,17 +1815,25 @@ static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
         const char *kk = w.d[i] == 1 ? k : arena_printf(ARENA, "%s * %lld", k, (long long)w.d[i]);
         sx[2 + i] = global ? k : arena_printf(ARENA, "%s + %s", o, kk);
     }
-    const char *r = arena_printf(ARENA, "%s(%s) %s", avg ? "sum" : "max", axes, ox_read(im, p, sx));
+    const char *body = ox_read(im, p, sx);
+    if (narrow8)
+        body = arena_printf(ARENA, "i32(%s)", body);
+    const char *r = arena_printf(ARENA, "%s(%s) %s", avg ? "sum" : "max", axes, body);
     if (!avg) {
-        ox_stage(im, out[0], r);
+        ox_stage(im, out[0], narrow8 ? arena_printf(ARENA, "%s(%s)", dtype_name(x->dtype), r) : r);
+        if (n->noutputs > 1 && out[1] && out[1]->uses)
+            return pool_indices(im, n, x, &w, out[0], out[1]);
         return true;
     }
+    if (n->noutputs > 1 && out[1] && out[1]->uses)
+        return ox_error(im, "has a second output");
     const char *s = ox_aux_name(im, out[0], "sum");
     ox_aux_stage(im, s, x->rank, dims, r);
     OxValue sv = { .onnx = s, .te = s, .kind = OXV_STAGE, .dtype = x->dtype, .rank = x->rank };
     memcpy(sv.dims, dims, sizeof *dims * (size_t)x->rank);
+    bool include_pad = ox_attr_int(n, "count_include_pad", 0) != 0;
     ox_stage(im, out[0], arena_printf(ARENA, "%s / %s", ox_read(im, &sv, idx),
-                                      ox_literal(im, x->dtype, (double)count)));
+                                      pool_divisor(im, x, &w, include_pad, out[0], idx)));
     return true;
 }
 
