@@ -1856,8 +1856,9 @@ static bool cv_pad(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
     if (np != 2 * na)
         return ox_error(im, "pads has %d entries for %d axes", np, na);
     const char *mode = ox_attr_string(n, "mode", "constant");
-    if (strcmp(mode, "constant") != 0)
-        return ox_error(im, "mode '%s' is not converted (only constant)", mode);
+    bool edge = strcmp(mode, "edge") == 0, reflect = strcmp(mode, "reflect") == 0;
+    if (strcmp(mode, "constant") != 0 && !edge && !reflect)
+        return ox_error(im, "mode '%s' is not converted (constant, edge and reflect are)", mode);
     if (cv && (ox_elems(cv) != 1 || !ox_need_const(im, cv, "constant_value")))
         return cv && ox_elems(cv) != 1 ? ox_error(im, "constant_value must be a scalar") : false;
     int64_t lo[OX_MAX_RANK] = { 0 }, hi[OX_MAX_RANK] = { 0 };
@@ -1873,6 +1874,30 @@ static bool cv_pad(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
         if (lo[d] < -x->dims[d] || hi[d] < -x->dims[d] || lo[d] > OX_MAX_ELEMS || hi[d] > OX_MAX_ELEMS)
             return ox_error(im, "pads of dim %d are out of range", d);
         dims[d] = x->dims[d] + lo[d] + hi[d];
+        if (edge || reflect) {
+            /* the padded index j = i - lo, clamped into the input (edge)
+               or mirrored at its ends, the end not repeated (reflect:
+               min(|j|, 2(D-1) - |j|), for pads within D - 1, as ONNX
+               requires; clamped too, which changes no index but keeps
+               it, to te's interval bounds check, within the dim) */
+            int64_t last = x->dims[d] - 1;
+            if (reflect && (lo[d] > last || hi[d] > last))
+                return ox_error(im, "reflects dim %d of size %lld by %lld and %lld; pads must be "
+                                    "less than the dim",
+                                d, (long long)x->dims[d], (long long)lo[d], (long long)hi[d]);
+            const char *j = lo[d] > 0 ? arena_printf(ARENA, "%s - %lld", idx[d], (long long)lo[d])
+                            : lo[d] < 0 ? arena_printf(ARENA, "%s + %lld", idx[d], (long long)-lo[d])
+                                        : idx[d];
+            const char *a = lo[d] > 0 ? arena_printf(ARENA, "max(%s, %lld - %s)", j,
+                                                     (long long)lo[d], idx[d])
+                            : lo[d] < 0 ? arena_printf(ARENA, "(%s)", j)
+                                        : j;
+            src[d] = lo[d] <= 0 && hi[d] <= 0 ? j
+                     : edge ? arena_printf(ARENA, "min(max(%s, 0), %lld)", j, (long long)last)
+                            : arena_printf(ARENA, "min(max(min(%s, %lld - %s), 0), %lld)", a,
+                                           2 * (long long)last, a, (long long)last);
+            continue;
+        }
         /* negative pads crop: read further in */
         src[d] = lo[d] > 0 ? arena_printf(ARENA, "%s - %lld", idx[d], (long long)lo[d])
                  : lo[d] < 0 ? arena_printf(ARENA, "%s + %lld", idx[d], (long long)-lo[d]) : idx[d];
