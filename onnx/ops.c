@@ -1471,6 +1471,68 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     return true;
 }
 
+/* BatchNormalization in training mode (opset 14's training_mode=1): Y
+ * normalized by the batch's own mean and (biased) variance per channel,
+ * and the running mean and variance, input * momentum + batch's * (1 -
+ * momentum), as outputs 1 and 2.  The operands may be run-time data. */
+static bool batchnorm_training(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
+{
+    OxValue *x = in[0];
+    int64_t C = x->dims[1];
+    double eps = ox_attr_float(n, "epsilon", 1e-5), mom = ox_attr_float(n, "momentum", 0.9);
+    for (int k = 1; k < 5; k++)
+        if (in[k]->rank != 1 || in[k]->dims[0] != C || in[k]->dtype != x->dtype)
+            return ox_error(im, "input %d is not %lld values of the input's type", k, (long long)C);
+    bool red[OX_MAX_RANK] = { false };
+    int64_t count = 1, rdims[OX_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        red[d] = d != 1;
+        count *= red[d] ? x->dims[d] : 1;
+    }
+    if (!ox_set_shape(im, out[0], x->odtype, x->rank, x->dims))
+        return false;
+    ox_name(im, out[0]);
+    const char *const *idx = ox_index_vars(im, x->rank, "i");
+    const char *c1[1] = { idx[1] }, *cnt = ox_literal(im, x->dtype, (double)count);
+    const char *sum = reduce_stage(im, x, red, "sum", "%s", ox_aux_name(im, out[0], "sum"), rdims);
+    const char *mean = ox_aux_name(im, out[0], "mean");
+    ox_aux_stage(im, mean, x->rank, rdims,
+                 arena_printf(ARENA, "%s / %s", read_reduced(im, sum, x->rank, rdims, idx), cnt));
+    const char *dev = ox_aux_name(im, out[0], "dev");
+    ox_aux_stage(im, dev, x->rank, x->dims,
+                 arena_printf(ARENA, "%s - %s", ox_read(im, x, idx),
+                              read_reduced(im, mean, x->rank, rdims, idx)));
+    OxValue dv = { .onnx = dev, .te = dev, .kind = OXV_STAGE, .dtype = x->dtype, .rank = x->rank };
+    memcpy(dv.dims, x->dims, sizeof *x->dims * (size_t)x->rank);
+    const char *sq = reduce_stage(im, &dv, red, "sum", "%1$s * %1$s", ox_aux_name(im, out[0], "sqsum"), rdims);
+    const char *var = ox_aux_name(im, out[0], "var");
+    ox_aux_stage(im, var, x->rank, rdims,
+                 arena_printf(ARENA, "%s / %s", read_reduced(im, sq, x->rank, rdims, idx), cnt));
+    ox_stage(im, out[0], arena_printf(ARENA, "%s * rsqrt(%s + %s) * %s + %s", ox_read(im, &dv, idx),
+                                      read_reduced(im, var, x->rank, rdims, idx),
+                                      ox_literal(im, x->dtype, eps), ox_read(im, in[1], c1),
+                                      ox_read(im, in[2], c1)));
+    /* the running statistics, of shape [C], read the batch's at channel c */
+    const char *at[OX_MAX_RANK];
+    for (int d = 0; d < x->rank; d++)
+        at[d] = d == 1 ? idx[0] : "0";
+    const char *batch[2] = { mean, var };
+    for (int k = 1; k < 3 && k < n->noutputs; k++) {
+        if (!out[k] || !out[k]->uses)
+            continue;
+        int64_t cd[1] = { C };
+        if (!ox_set_shape(im, out[k], x->odtype, 1, cd))
+            return false;
+        char *b = arena_printf(ARENA, "%s[", batch[k - 1]);
+        for (int d = 0; d < x->rank; d++)
+            b = arena_printf(ARENA, "%s%s%s", b, d ? ", " : "", at[d]);
+        ox_stage(im, out[k], arena_printf(ARENA, "%s * %s + %s] * %s", ox_read(im, in[k + 2], idx),
+                                          ox_literal(im, x->dtype, mom), b,
+                                          ox_literal(im, x->dtype, 1 - mom)));
+    }
+    return true;
+}
+
 static bool cv_batchnorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 5, 5))
@@ -1480,6 +1542,8 @@ static bool cv_batchnorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
         return ox_error(im, "takes a float tensor of rank 2 or more");
     int64_t C = x->dims[1];
     double eps = ox_attr_float(n, "epsilon", 1e-5);
+    if (im->opset >= 14 && ox_attr_int(n, "training_mode", 0))
+        return batchnorm_training(im, n, in, out);
     for (int k = 1; k < 5; k++) {
         if (!ox_need_const(im, in[k], k == 1 ? "scale" : k == 2 ? "bias" : k == 3 ? "mean" : "variance"))
             return false;
