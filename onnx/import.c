@@ -148,7 +148,11 @@ DType ox_te_dtype(int odtype)
     case OX_DOUBLE: return DT_F64;
     case OX_FLOAT16: return DT_F16;
     case OX_BFLOAT16: return DT_BF16;
-    case OX_INT32: case OX_INT64: return DT_I32;
+    /* te has no 16- or 64-bit integers: these are carried in i32, their
+       values (at run time too) within i32's range; the converters wrap
+       int16 and uint16 arithmetic modulo 2^16 as ONNX computes it */
+    case OX_INT32: case OX_INT64: case OX_INT16: case OX_UINT16: case OX_UINT32:
+    case OX_UINT64: return DT_I32;
     case OX_BOOL: return DT_BOOL;
     case OX_UINT8: return DT_U8;
     case OX_INT8: return DT_I8;
@@ -262,13 +266,18 @@ bool ox_need_const(OxImporter *im, OxValue *v, const char *what)
                     what, v->onnx);
 }
 
-static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t *dims)
+/* EMPTY_OK: a dim may be 0 (a graph input only a constant operand may
+ * read: the program computes on no empty tensor). */
+static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t *dims,
+                       bool empty_ok)
 {
     int64_t n = 1;
     if (rank > OX_MAX_RANK)
         return ox_error(im, "'%s' would have %d dims; texc takes at most %d", v->onnx, rank,
                         OX_MAX_RANK);
     for (int d = 0; d < rank; d++) {
+        if (dims[d] == 0 && empty_ok)
+            continue;
         if (dims[d] <= 0)
             return ox_error(im, "'%s' would have dim %d of size %lld%s", v->onnx, d,
                             (long long)dims[d],
@@ -281,9 +290,10 @@ static bool check_dims(OxImporter *im, const OxValue *v, int rank, const int64_t
     return true;
 }
 
-bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims)
+static bool set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims,
+                      bool empty_ok)
 {
-    if (!check_dims(im, out, rank, dims))
+    if (!check_dims(im, out, rank, dims, empty_ok))
         return false;
     out->odtype = odtype;
     out->dtype = ox_te_dtype(odtype);
@@ -294,6 +304,20 @@ bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int6
     if (rank > 0) /* a scalar's DIMS may be NULL */
         memcpy(out->dims, dims, sizeof *dims * (size_t)rank);
     return true;
+}
+
+bool ox_set_shape(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims)
+{
+    return set_shape(im, out, odtype, rank, dims, false);
+}
+
+/* The first dim of size 0 of V, or -1. */
+static int empty_dim(const OxValue *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] == 0)
+            return d;
+    return -1;
 }
 
 void ox_set_const(OxImporter *im, OxValue *out, int odtype, int rank, const int64_t *dims,
@@ -640,6 +664,7 @@ static bool bind_inputs(OxImporter *im, const OxDefine *defines, int ndefines)
         if (vi->rank < 0)
             return ox_error(im, "graph input '%s' has no shape", vi->name);
         int64_t dims[OX_MAX_RANK];
+        bool bound_empty = false; /* -D NAME=0 */
         for (int d = 0; d < vi->rank; d++) {
             dims[d] = vi->dims[d];
             if (dims[d] >= 0 && !vi->params[d])
@@ -659,8 +684,12 @@ static bool bind_inputs(OxImporter *im, const OxDefine *defines, int ndefines)
                                 vi->name, d, p, c_safe(im->a, p));
             used[k] = true;
             dims[d] = defines[k].value;
+            bound_empty = bound_empty || dims[d] == 0;
         }
-        if (!ox_set_shape(im, v, vi->dtype, vi->rank, dims))
+        /* an empty input (of the model's own dims, not -D's) is not
+           declared: an operand texc needs known when compiling (empty
+           axes) says so, anything else is an error after the conversion */
+        if (!set_shape(im, v, vi->dtype, vi->rank, dims, !bound_empty))
             return false;
         v->te = new_name(im, vi->name);
     }
@@ -726,7 +755,7 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
     /* the real inputs, declared first, in the graph's order */
     for (int i = 0; i < m->ninputs; i++) {
         OxValue *v = find_value(&im, m->inputs[i].name);
-        if (v->kind != OXV_INPUT)
+        if (v->kind != OXV_INPUT || empty_dim(v) >= 0)
             continue;
         fprintf(im.decl, "input %s : %s", v->te, dtype_name(v->dtype));
         for (int d = 0; d < v->rank; d++)
@@ -791,6 +820,13 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
                               outs[k]->onnx);
     }
     im.node = NULL;
+    for (int i = 0; ok && i < m->ninputs; i++) {
+        OxValue *v = find_value(&im, m->inputs[i].name);
+        if (v->kind == OXV_INPUT && empty_dim(v) >= 0)
+            ok = ox_error(&im, "graph input '%s' is empty (dim %d is 0); texc takes no empty "
+                               "tensors",
+                          v->onnx, empty_dim(v));
+    }
     /* the graph's outputs: stages of the program */
     const char *outputs = "";
     for (int o = 0; ok && o < m->noutputs; o++) {
@@ -798,6 +834,12 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         if (!v || v->rank < 0) {
             ok = ox_error(&im, "graph output '%s' is not computed by any node",
                           m->outputs[o].name);
+            break;
+        }
+        if (empty_dim(v) >= 0) {
+            ok = ox_error(&im, "graph output '%s' is empty (dim %d is 0); texc takes no empty "
+                               "tensors",
+                          m->outputs[o].name, empty_dim(v));
             break;
         }
         if (v->kind != OXV_STAGE || strcmp(v->te, te_safe(a, v->onnx)) != 0) {

@@ -147,7 +147,7 @@ typedef enum OxValueKind {
 typedef struct OxValue {
     const char *onnx;  /* the ONNX name */
     OxValueKind kind;
-    DType dtype;       /* in the program (int64 is i32 there) */
+    DType dtype;       /* in the program (int64, int16, uint16, uint32 and uint64 are i32) */
     int odtype;        /* the ONNX dtype (OX_*) */
     int rank;
     int64_t dims[OX_MAX_RANK];

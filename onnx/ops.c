@@ -126,6 +126,30 @@ static int64_t elems_of(int rank, const int64_t *dims)
     return n;
 }
 
+/* Has a shape no elements (no dim negative, one 0)?  Only constants
+ * are empty: the shapes of models' shape computations. */
+static bool empty(int rank, const int64_t *dims)
+{
+    bool zero = false;
+    for (int d = 0; d < rank; d++) {
+        if (dims[d] < 0)
+            return false;
+        zero = zero || dims[d] == 0;
+    }
+    return zero;
+}
+
+/* False after an error if V is an empty tensor the program would read
+ * (an empty graph input). */
+static bool not_empty(OxImporter *im, const OxValue *v)
+{
+    for (int d = 0; d < v->rank; d++)
+        if (v->dims[d] == 0 && v->kind != OXV_CONST)
+            return ox_error(im, "'%s' is empty (dim %d is 0); texc takes no empty tensors",
+                            v->onnx, d);
+    return true;
+}
+
 /* Is a constant of this shape small enough to fold? */
 static bool small(int rank, const int64_t *dims)
 {
@@ -242,6 +266,35 @@ static double fold_elem(const char *op, const double *a)
     }
 }
 
+/* The width of ODTYPE's integers where ONNX's arithmetic wraps within
+ * te's i32 (8, 16, or 32 for int32 and uint32); 0 for the others. */
+static int wrap_bits(int odtype)
+{
+    switch (odtype) {
+    case OX_UINT8: case OX_INT8: return 8;
+    case OX_UINT16: case OX_INT16: return 16;
+    case OX_INT32: case OX_UINT32: return 32;
+    default: return 0;
+    }
+}
+
+/* Does OP's integer result wrap when it leaves its type? */
+static bool wraps(const char *op)
+{
+    return strcmp(op, "Add") == 0 || strcmp(op, "Sub") == 0 || strcmp(op, "Mul") == 0 ||
+           strcmp(op, "Neg") == 0 || strcmp(op, "Abs") == 0 || strcmp(op, "Div") == 0;
+}
+
+/* V (an integer) as ODTYPE holds it when arithmetic wraps: modulo 2^bits. */
+static double wrap_int(int odtype, double v)
+{
+    int bits = wrap_bits(odtype);
+    double m = ldexp(1, bits), r = fmod(v, m);
+    bool unsig = odtype == OX_UINT8 || odtype == OX_UINT16 || odtype == OX_UINT32;
+    r = r < 0 ? r + m : r;
+    return unsig || r < m / 2 ? r : r - m;
+}
+
 static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     const ElemOp *e = NULL;
@@ -261,14 +314,24 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
     if (!bcast_shape(im, in, arity, &rank, dims))
         return false;
     OxValue *data = strcmp(n->op, "Where") == 0 ? in[1] : in[0];
-    for (int k = strcmp(n->op, "Where") == 0; k < arity; k++)
+    /* Pow's exponent may have any numeric type; the result has the base's */
+    bool is_pow = strcmp(n->op, "Pow") == 0;
+    for (int k = strcmp(n->op, "Where") == 0; k < (is_pow ? 1 : arity); k++)
         if (in[k]->dtype != data->dtype)
             return ox_error(im, "its inputs have types %s and %s", ox_dtype_name(data->odtype),
                             ox_dtype_name(in[k]->odtype));
     int odtype = e->result ? e->result : data->odtype;
-    if (e->floats_only && !dtype_is_float(data->dtype) && !all_const(in, arity))
+    bool int_pow = is_pow && (data->odtype == OX_INT32 || data->odtype == OX_INT64);
+    if (e->floats_only && !dtype_is_float(data->dtype) && !int_pow && !all_const(in, arity))
         return ox_error(im, "computes on %s; texc's %s takes floats", ox_dtype_name(data->odtype),
                         n->op);
+    /* uint32 and uint64 live in i32: a difference below 0, which ONNX
+       wraps to a large unsigned value, would be a negative i32 */
+    if ((data->odtype == OX_UINT32 || data->odtype == OX_UINT64) && strcmp(n->op, "Sub") == 0 &&
+        !all_const(in, arity))
+        return ox_error(im, "subtracts %s, which texc carries in i32 (a difference below 0 "
+                            "would not wrap as ONNX's does)",
+                        ox_dtype_name(data->odtype));
     if (foldable(in, arity, rank, dims)) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total);
@@ -287,9 +350,10 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
                 acc = fold_elem(n->op, args);
             }
             /* integer division truncates, as te's and C's */
-            v[i] = ox_round(odtype, strcmp(n->op, "Div") == 0 && !dtype_is_float(data->dtype)
-                                        ? (args[1] == 0 ? 0 : trunc(args[0] / args[1]))
-                                        : acc);
+            if (strcmp(n->op, "Div") == 0 && !dtype_is_float(data->dtype))
+                acc = args[1] == 0 ? 0 : trunc(args[0] / args[1]);
+            v[i] = wrap_bits(odtype) && wraps(n->op) ? wrap_int(odtype, acc)
+                                                     : ox_round(odtype, acc);
         }
         ox_set_const(im, out[0], odtype, rank, dims, v);
         return true;
@@ -305,41 +369,53 @@ static bool cv_elementwise(OxImporter *im, const OxNode *n, OxValue **in, OxValu
         text = r[0];
         for (int k = 1; k < arity; k++)
             text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text, r[k]);
-    } else if (strcmp(n->op, "Pow") == 0 && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
+    } else if (int_pow) {
+        /* an integer base: in f64, exact while the power fits in 2^53,
+           truncated to the base's type as ONNX's reference casts it */
+        text = arena_printf(ARENA, "i32(pow(f64(%s), f64(%s)))", r[0], r[1]);
+    } else if (is_pow && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
                ox_const_values(im, in[1])[0] == 2) {
         text = arena_printf(ARENA, "%s * %s", r[0], r[0]);
-    } else if (strcmp(n->op, "Pow") == 0 && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
+    } else if (is_pow && in[1]->kind == OXV_CONST && ox_elems(in[1]) == 1 &&
                ox_const_values(im, in[1])[0] == 0.5) {
         text = arena_printf(ARENA, "sqrt(%s)", r[0]);
+    } else if (is_pow && in[1]->dtype != data->dtype) {
+        /* an exponent of another type, in the base's float type */
+        text = arena_printf(ARENA, "pow(%s, %s(%s))", r[0], dtype_name(data->dtype), r[1]);
     } else {
         /* operands in parentheses where they are expressions: a literal
            or a read binds tighter than any operator */
         text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "", arity > 2 ? r[2] : "");
     }
-    /* te computes no arithmetic in u8 and i8: in i32, then back, wrapping
-       modulo 256 as ONNX (numpy) does where the result can leave the type */
-    if ((data->dtype == DT_U8 || data->dtype == DT_I8) && odtype == data->odtype &&
+    /* te computes no arithmetic in u8 and i8: in i32, then back; int16
+       and uint16 are i32 already.  Each wraps modulo 2^8 or 2^16, as ONNX
+       (numpy) does, where the result can leave the type */
+    bool narrow8 = data->dtype == DT_U8 || data->dtype == DT_I8;
+    int bits = wrap_bits(data->odtype);
+    if ((bits == 8 || bits == 16) && odtype == data->odtype && !is_pow &&
         strcmp(n->op, "Identity") != 0 && strcmp(n->op, "Where") != 0) {
-        const char *narrow = data->dtype == DT_U8 ? "u8" : "i8";
-        for (int k = 0; k < arity; k++)
-            r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
-        if (variadic) {
-            text = r[0];
-            for (int k = 1; k < arity; k++)
-                text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max", text,
-                                    r[k]);
-        } else {
-            text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
-                                arity > 2 ? r[2] : "");
+        if (narrow8) {
+            for (int k = 0; k < arity; k++)
+                r[k] = arena_printf(ARENA, "i32(%s)", r[k]);
+            if (variadic) {
+                text = r[0];
+                for (int k = 1; k < arity; k++)
+                    text = arena_printf(ARENA, "%s(%s, %s)", n->op[1] == 'i' ? "min" : "max",
+                                        text, r[k]);
+            } else {
+                text = arena_printf(ARENA, e->fmt, r[0], arity > 1 ? r[1] : "",
+                                    arity > 2 ? r[2] : "");
+            }
         }
-        bool wraps = strcmp(n->op, "Add") == 0 || strcmp(n->op, "Sub") == 0 ||
-                     strcmp(n->op, "Mul") == 0 || strcmp(n->op, "Neg") == 0 ||
-                     strcmp(n->op, "Abs") == 0 || strcmp(n->op, "Div") == 0;
-        if (wraps && data->dtype == DT_U8)
-            text = arena_printf(ARENA, "((%s) %% 256 + 256) %% 256", text);
-        else if (wraps)
-            text = arena_printf(ARENA, "((%s + 128) %% 256 + 256) %% 256 - 128", text);
-        text = arena_printf(ARENA, "%s(%s)", narrow, text);
+        long m = 1L << bits;
+        bool unsig = data->odtype == OX_UINT8 || data->odtype == OX_UINT16;
+        if (wraps(n->op) && unsig)
+            text = arena_printf(ARENA, "((%s) %% %ld + %ld) %% %ld", text, m, m, m);
+        else if (wraps(n->op))
+            text = arena_printf(ARENA, "((%s + %ld) %% %ld + %ld) %% %ld - %ld", text, m / 2, m,
+                                m, m, m / 2);
+        if (narrow8)
+            text = arena_printf(ARENA, "%s(%s)", data->dtype == DT_U8 ? "u8" : "i8", text);
     }
     ox_stage(im, out[0], text);
     return true;
@@ -368,11 +444,17 @@ static bool cv_clip(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     if (!ox_set_shape(im, out[0], x->odtype, x->rank, x->dims))
         return false;
     const char *const *idx = ox_index_vars(im, x->rank, "i");
-    const char *t = ox_read(im, x, idx);
+    /* te's min and max take no u8 or i8: in i32, and back, which the
+       bounds (of x's type) keep exact */
+    bool narrow8 = x->dtype == DT_U8 || x->dtype == DT_I8;
+    const char *fmt = narrow8 ? "i32(%s)" : "%s";
+    const char *t = arena_printf(ARENA, fmt, ox_read(im, x, idx));
     if (lo)
-        t = arena_printf(ARENA, "max(%s, %s)", t, ox_read(im, lo, idx));
+        t = arena_printf(ARENA, "max(%s, %s)", t, arena_printf(ARENA, fmt, ox_read(im, lo, idx)));
     if (hi)
-        t = arena_printf(ARENA, "min(%s, %s)", t, ox_read(im, hi, idx));
+        t = arena_printf(ARENA, "min(%s, %s)", t, arena_printf(ARENA, fmt, ox_read(im, hi, idx)));
+    if (narrow8)
+        t = arena_printf(ARENA, "%s(%s)", dtype_name(x->dtype), t);
     ox_stage(im, out[0], t);
     return true;
 }
@@ -453,8 +535,6 @@ static bool cv_shape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
     start = start < 0 ? 0 : start > rank ? rank : start;
     end = end < start ? start : end > rank ? rank : end;
     int64_t dims[1] = { end - start };
-    if (!dims[0])
-        return ox_error(im, "its output would be empty");
     double *v = fold_buffer(im, dims[0]);
     for (int64_t d = start; d < end; d++)
         v[d - start] = (double)in[0]->dims[d];
@@ -481,6 +561,10 @@ static bool cv_constant_of_shape(OxImporter *im, const OxNode *n, OxValue **in, 
     const OxAttr *at = ox_attr(n, "value");
     int odtype = at && at->t ? at->t->dtype : OX_FLOAT;
     double value = at && at->t && at->t->nelems == 1 ? ox_tensor_value(at->t, 0) : 0;
+    if (empty(rank, dims)) {
+        ox_set_const(im, out[0], odtype, rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (!ox_set_shape(im, out[0], odtype, rank, dims))
         return false;
     int64_t total = elems_of(rank, dims);
@@ -526,6 +610,8 @@ static bool cv_range(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
  * flat index of each element. */
 static bool reshape_to(OxImporter *im, OxValue *x, OxValue *out, int rank, const int64_t *dims)
 {
+    if (!not_empty(im, x))
+        return false;
     if (elems_of(rank, dims) != ox_elems(x))
         return ox_error(im, "cannot reshape %lld elements to %lld", (long long)ox_elems(x),
                         (long long)elems_of(rank, dims));
@@ -589,7 +675,8 @@ static bool cv_reshape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
 {
     int64_t dims[OX_MAX_RANK];
     int rank;
-    if (!need_inputs(im, n, in, 2, 2) || !const_ints(im, in[1], "shape", dims, &rank, OX_MAX_RANK))
+    if (!need_inputs(im, n, in, 2, 2) || !const_ints(im, in[1], "shape", dims, &rank, OX_MAX_RANK) ||
+        !not_empty(im, in[0]))
         return false;
     int infer = -1;
     int64_t known = 1;
@@ -741,6 +828,10 @@ static bool slice_of(OxImporter *im, OxValue *x, OxValue *out, const int64_t *st
                      const int64_t *step, const int64_t *dims)
 {
     int rank = x->rank;
+    if (x->kind == OXV_CONST && empty(rank, dims)) {
+        ox_set_const(im, out, x->odtype, rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (x->kind == OXV_CONST && small(rank, dims) && ox_elems(x) <= OX_MAX_FOLD) {
         int64_t total = elems_of(rank, dims);
         double *v = fold_buffer(im, total), *src = ox_const_values(im, x);
@@ -819,7 +910,9 @@ static bool cv_slice(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
             e = e < -1 ? -1 : e > dim - 1 ? dim - 1 : e;
         }
         int64_t count = s > 0 ? (e - b + s - 1) / s : (b - e + (-s) - 1) / (-s);
-        if (count <= 0)
+        if (count <= 0 && x->kind == OXV_CONST)
+            count = 0; /* an empty constant (a shape's empty prefix) */
+        else if (count <= 0)
             return ox_error(im, "slice %lld..%lld step %lld of dim %lld is empty", (long long)starts[k],
                             (long long)ends[k], (long long)s, (long long)axis);
         start[axis] = b;
@@ -840,6 +933,8 @@ static bool cv_split(OxImporter *im, const OxNode *n, OxValue **in, OxValue **ou
         return false;
     if (n->noutputs > 64)
         return ox_error(im, "has %d outputs", n->noutputs);
+    if (!not_empty(im, x))
+        return false;
     if (im->opset >= 13 && n->ninputs > 1 && in[1]) {
         if (!const_ints(im, in[1], "split", sizes, &ns, 64))
             return false;
@@ -902,6 +997,10 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
             return ox_error(im, "is too long");
         dims[axis] += in[k]->dims[axis];
     }
+    if (all_const(in, n->ninputs) && empty(x->rank, dims)) {
+        ox_set_const(im, out[0], x->odtype, x->rank, dims, fold_buffer(im, 0));
+        return true;
+    }
     if (foldable(in, n->ninputs, x->rank, dims)) {
         int64_t total = elems_of(x->rank, dims), outer = elems_of((int)axis, dims);
         int64_t inner = elems_of(x->rank - (int)axis - 1, dims + axis + 1);
@@ -920,7 +1019,12 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     const char *const *idx = ox_index_vars(im, x->rank, "i");
     const char *text = ox_literal(im, x->dtype, 0);
     int64_t end = dims[axis];
+    int parts = 0;
+    for (int k = 0; k < n->ninputs; k++)
+        parts += in[k]->dims[axis] > 0;
     for (int k = n->ninputs - 1; k >= 0; k--) {
+        if (in[k]->dims[axis] == 0)
+            continue; /* an empty constant adds nothing */
         int64_t begin = end - in[k]->dims[axis];
         const char *src[OX_MAX_RANK];
         memcpy(src, idx, sizeof *src * (size_t)x->rank);
@@ -928,7 +1032,7 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
         if (in[k]->dims[axis] == 1)
             src[axis] = "0";
         const char *r = ox_read(im, in[k], src);
-        if (k == n->ninputs - 1 && k == 0)
+        if (parts == 1)
             text = r;
         else
             text = arena_printf(ARENA, "select(%s >= %lld && %s < %lld, %s, %s)", idx[axis],
@@ -1367,6 +1471,68 @@ static bool cv_layernorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
     return true;
 }
 
+/* BatchNormalization in training mode (opset 14's training_mode=1): Y
+ * normalized by the batch's own mean and (biased) variance per channel,
+ * and the running mean and variance, input * momentum + batch's * (1 -
+ * momentum), as outputs 1 and 2.  The operands may be run-time data. */
+static bool batchnorm_training(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
+{
+    OxValue *x = in[0];
+    int64_t C = x->dims[1];
+    double eps = ox_attr_float(n, "epsilon", 1e-5), mom = ox_attr_float(n, "momentum", 0.9);
+    for (int k = 1; k < 5; k++)
+        if (in[k]->rank != 1 || in[k]->dims[0] != C || in[k]->dtype != x->dtype)
+            return ox_error(im, "input %d is not %lld values of the input's type", k, (long long)C);
+    bool red[OX_MAX_RANK] = { false };
+    int64_t count = 1, rdims[OX_MAX_RANK];
+    for (int d = 0; d < x->rank; d++) {
+        red[d] = d != 1;
+        count *= red[d] ? x->dims[d] : 1;
+    }
+    if (!ox_set_shape(im, out[0], x->odtype, x->rank, x->dims))
+        return false;
+    ox_name(im, out[0]);
+    const char *const *idx = ox_index_vars(im, x->rank, "i");
+    const char *c1[1] = { idx[1] }, *cnt = ox_literal(im, x->dtype, (double)count);
+    const char *sum = reduce_stage(im, x, red, "sum", "%s", ox_aux_name(im, out[0], "sum"), rdims);
+    const char *mean = ox_aux_name(im, out[0], "mean");
+    ox_aux_stage(im, mean, x->rank, rdims,
+                 arena_printf(ARENA, "%s / %s", read_reduced(im, sum, x->rank, rdims, idx), cnt));
+    const char *dev = ox_aux_name(im, out[0], "dev");
+    ox_aux_stage(im, dev, x->rank, x->dims,
+                 arena_printf(ARENA, "%s - %s", ox_read(im, x, idx),
+                              read_reduced(im, mean, x->rank, rdims, idx)));
+    OxValue dv = { .onnx = dev, .te = dev, .kind = OXV_STAGE, .dtype = x->dtype, .rank = x->rank };
+    memcpy(dv.dims, x->dims, sizeof *x->dims * (size_t)x->rank);
+    const char *sq = reduce_stage(im, &dv, red, "sum", "%1$s * %1$s", ox_aux_name(im, out[0], "sqsum"), rdims);
+    const char *var = ox_aux_name(im, out[0], "var");
+    ox_aux_stage(im, var, x->rank, rdims,
+                 arena_printf(ARENA, "%s / %s", read_reduced(im, sq, x->rank, rdims, idx), cnt));
+    ox_stage(im, out[0], arena_printf(ARENA, "%s * rsqrt(%s + %s) * %s + %s", ox_read(im, &dv, idx),
+                                      read_reduced(im, var, x->rank, rdims, idx),
+                                      ox_literal(im, x->dtype, eps), ox_read(im, in[1], c1),
+                                      ox_read(im, in[2], c1)));
+    /* the running statistics, of shape [C], read the batch's at channel c */
+    const char *at[OX_MAX_RANK];
+    for (int d = 0; d < x->rank; d++)
+        at[d] = d == 1 ? idx[0] : "0";
+    const char *batch[2] = { mean, var };
+    for (int k = 1; k < 3 && k < n->noutputs; k++) {
+        if (!out[k] || !out[k]->uses)
+            continue;
+        int64_t cd[1] = { C };
+        if (!ox_set_shape(im, out[k], x->odtype, 1, cd))
+            return false;
+        char *b = arena_printf(ARENA, "%s[", batch[k - 1]);
+        for (int d = 0; d < x->rank; d++)
+            b = arena_printf(ARENA, "%s%s%s", b, d ? ", " : "", at[d]);
+        ox_stage(im, out[k], arena_printf(ARENA, "%s * %s + %s] * %s", ox_read(im, in[k + 2], idx),
+                                          ox_literal(im, x->dtype, mom), b,
+                                          ox_literal(im, x->dtype, 1 - mom)));
+    }
+    return true;
+}
+
 static bool cv_batchnorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 5, 5))
@@ -1376,6 +1542,8 @@ static bool cv_batchnorm(OxImporter *im, const OxNode *n, OxValue **in, OxValue 
         return ox_error(im, "takes a float tensor of rank 2 or more");
     int64_t C = x->dims[1];
     double eps = ox_attr_float(n, "epsilon", 1e-5);
+    if (im->opset >= 14 && ox_attr_int(n, "training_mode", 0))
+        return batchnorm_training(im, n, in, out);
     for (int k = 1; k < 5; k++) {
         if (!ox_need_const(im, in[k], k == 1 ? "scale" : k == 2 ? "bias" : k == 3 ? "mean" : "variance"))
             return false;
@@ -1418,6 +1586,7 @@ typedef struct Window {
     int ns;                     /* spatial dims */
     int64_t k[OX_MAX_RANK], s[OX_MAX_RANK], d[OX_MAX_RANK];
     int64_t pb[OX_MAX_RANK], pe[OX_MAX_RANK], out[OX_MAX_RANK];
+    int64_t pc[OX_MAX_RANK];    /* of PE, what ceil_mode adds (no average counts it) */
 } Window;
 
 static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int64_t *kernel, Window *w)
@@ -1430,7 +1599,7 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
     for (int i = 0; i < ns; i++) {
         w->k[i] = kernel[i];
         w->s[i] = w->d[i] = 1;
-        w->pb[i] = w->pe[i] = 0;
+        w->pb[i] = w->pe[i] = w->pc[i] = 0;
     }
     if (!attr_ints(im, n, "strides", v, &c, 2 * OX_MAX_RANK))
         return false;
@@ -1449,8 +1618,7 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
         w->pe[i] = v[i + ns];
     }
     const char *pad = ox_attr_string(n, "auto_pad", "NOTSET");
-    if (ox_attr_int(n, "ceil_mode", 0))
-        return ox_error(im, "ceil_mode=1 is not converted");
+    bool ceil_mode = ox_attr_int(n, "ceil_mode", 0) != 0;
     for (int i = 0; i < ns; i++) {
         if (w->k[i] < 1 || w->s[i] < 1 || w->d[i] < 1 || w->pb[i] < 0 || w->pe[i] < 0 ||
             w->k[i] > OX_MAX_ELEMS || w->s[i] > OX_MAX_ELEMS || w->d[i] > OX_MAX_ELEMS ||
@@ -1475,6 +1643,16 @@ static bool window(OxImporter *im, const OxNode *n, const OxValue *x, const int6
             return ox_error(im, "its window (%lld) is larger than its padded input (%lld)",
                             (long long)span, (long long)padded);
         w->out[i] = (padded - span) / w->s[i] + 1;
+        if (ceil_mode && (padded - span) % w->s[i]) {
+            /* one more window, padded at the end, if it starts inside the
+               input or its begin padding (PyTorch's rule, ONNX's since
+               opset 19) */
+            if (w->out[i] * w->s[i] < in + w->pb[i]) {
+                w->pc[i] = w->out[i] * w->s[i] + span - padded;
+                w->pe[i] += w->pc[i];
+                w->out[i]++;
+            }
+        }
     }
     return true;
 }
@@ -1567,16 +1745,108 @@ static bool cv_conv(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     return true;
 }
 
+/* The positions of a pooling window along spatial dim I at output
+ * position O (in padded coordinates) that lie in [LO, HI). */
+static int64_t window_count(const Window *w, int i, int64_t o, int64_t lo, int64_t hi)
+{
+    int64_t count = 0;
+    for (int64_t k = 0; k < w->k[i]; k++) {
+        int64_t p = o * w->s[i] + k * w->d[i];
+        count += p >= lo && p < hi;
+    }
+    return count;
+}
+
+/* AveragePool's divisor at OUT's IDX: the window's positions inside the
+ * input (count_include_pad=0) or inside the input and its pads
+ * (count_include_pad=1; ceil_mode's end padding never counts), a product
+ * over the spatial dims: a literal where no dim's count varies, else
+ * per dim a literal or a constant read at the output's index. */
+static const char *pool_divisor(OxImporter *im, const OxValue *x, const Window *w,
+                                bool include_pad, OxValue *out, const char *const *idx)
+{
+    const char *div = NULL;
+    double same = 1;
+    for (int i = 0; i < w->ns; i++) {
+        int64_t in = x->dims[2 + i];
+        int64_t lo = include_pad ? 0 : w->pb[i];
+        int64_t hi = include_pad ? in + w->pb[i] + w->pe[i] - w->pc[i] : w->pb[i] + in;
+        int64_t first = window_count(w, i, 0, lo, hi), dims[1] = { w->out[i] };
+        bool varies = false;
+        for (int64_t o = 1; o < w->out[i]; o++)
+            varies = varies || window_count(w, i, o, lo, hi) != first;
+        if (!varies) {
+            same *= (double)first;
+            continue;
+        }
+        double *counts = arena_alloc(ARENA, sizeof *counts * (size_t)w->out[i]);
+        for (int64_t o = 0; o < w->out[i]; o++)
+            counts[o] = (double)window_count(w, i, o, lo, hi);
+        OxValue *cv = arena_alloc(ARENA, sizeof *cv);
+        cv->onnx = arena_printf(ARENA, "%s_count%d", out->te, i);
+        ox_set_const(im, cv, x->odtype, 1, dims, counts);
+        const char *r = ox_read(im, cv, idx + 2 + i);
+        div = div ? arena_printf(ARENA, "%s * %s", div, r) : r;
+    }
+    if (!div)
+        return ox_literal(im, x->dtype, same);
+    if (same != 1)
+        div = arena_printf(ARENA, "%s * %s", div, ox_literal(im, x->dtype, same));
+    return arena_printf(ARENA, "(%s)", div);
+}
+
+/* MaxPool's Indices: of each window's maximum Y, the flat index into X
+ * (the first, in the window's order, of equal ones); with storage_order
+ * 1, the spatial dims counted column-major. */
+static bool pool_indices(OxImporter *im, const OxNode *n, OxValue *x, const Window *w,
+                         OxValue *y, OxValue *z)
+{
+    bool colmajor = ox_attr_int(n, "storage_order", 0) != 0;
+    if (!ox_set_shape(im, z, OX_INT64, y->rank, y->dims))
+        return false;
+    if (ox_elems(x) > 2147483647)
+        return ox_error(im, "its Indices would not fit in i32 (%lld elements)",
+                        (long long)ox_elems(x));
+    const char *const *idx = ox_index_vars(im, x->rank, "i");
+    const char *sx[OX_MAX_RANK] = { idx[0], idx[1] }, *axes = "", *inside = "";
+    const char *wide = x->dtype == DT_U8 || x->dtype == DT_I8 ? "i32(%s)" : "%s";
+    for (int i = 0; i < w->ns; i++) {
+        const char *k = arena_printf(ARENA, "_k%d", i);
+        axes = arena_printf(ARENA, "%s%s%s in %lld", axes, i ? ", " : "", k, (long long)w->k[i]);
+        const char *o = w->s[i] == 1 ? idx[2 + i] : arena_printf(ARENA, "%s * %lld", idx[2 + i], (long long)w->s[i]);
+        const char *kk = w->d[i] == 1 ? k : arena_printf(ARENA, "%s * %lld", k, (long long)w->d[i]);
+        sx[2 + i] = w->pb[i] ? arena_printf(ARENA, "%s + %s - %lld", o, kk, (long long)w->pb[i])
+                             : arena_printf(ARENA, "%s + %s", o, kk);
+        /* the window's padded positions are none of X's */
+        if (w->pb[i])
+            inside = arena_printf(ARENA, "%s%s >= 0 && ", inside, sx[2 + i]);
+        if (w->pe[i])
+            inside = arena_printf(ARENA, "%s%s < %lld && ", inside, sx[2 + i],
+                                  (long long)x->dims[2 + i]);
+    }
+    /* the flat index: (n * C + c), then the spatial dims in their order */
+    const char *flat = arena_printf(ARENA, "%s * %lld + %s", idx[0], (long long)x->dims[1], idx[1]);
+    for (int j = 0; j < w->ns; j++) {
+        int i = colmajor ? w->ns - 1 - j : j;
+        flat = arena_printf(ARENA, "(%s) * %lld + %s", flat, (long long)x->dims[2 + i],
+                            sx[2 + i]);
+    }
+    ox_stage(im, z, arena_printf(ARENA, "min(%s) select(%s%s == %s, %s, 2147483647)", axes,
+                                 inside, arena_printf(ARENA, wide, ox_read(im, x, sx)),
+                                 arena_printf(ARENA, wide, ox_read(im, y, idx)), flat));
+    return true;
+}
+
 static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 1, 1))
         return false;
     OxValue *x = in[0];
     bool global = strncmp(n->op, "Global", 6) == 0, avg = strstr(n->op, "Average") != NULL;
-    if (x->rank < 3 || !dtype_is_float(x->dtype))
+    /* MaxPool takes uint8 and int8 too: its max in i32 */
+    bool narrow8 = !avg && (x->dtype == DT_U8 || x->dtype == DT_I8);
+    if (x->rank < 3 || !(dtype_is_float(x->dtype) || narrow8))
         return ox_error(im, "takes a float tensor of rank 3 or more");
-    if (n->noutputs > 1 && out[1] && out[1]->uses)
-        return ox_error(im, "its Indices output is not converted");
     int64_t kernel[OX_MAX_RANK];
     int nk = 0;
     if (global) {
@@ -1590,21 +1860,16 @@ static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     Window w;
     if (!window(im, n, x, kernel, &w))
         return false;
-    if (avg && !ox_attr_int(n, "count_include_pad", 0))
-        for (int i = 0; i < w.ns; i++)
-            if (w.pb[i] || w.pe[i])
-                return ox_error(im, "averages over padding with count_include_pad=0; texc "
-                                    "converts count_include_pad=1 or no padding");
-    int64_t dims[OX_MAX_RANK] = { x->dims[0], x->dims[1] }, count = 1;
-    for (int i = 0; i < w.ns; i++) {
+    int64_t dims[OX_MAX_RANK] = { x->dims[0], x->dims[1] };
+    for (int i = 0; i < w.ns; i++)
         dims[2 + i] = w.out[i];
-        count *= w.k[i];
-    }
     if (!ox_set_shape(im, out[0], x->odtype, x->rank, dims))
         return false;
     ox_name(im, out[0]);
-    OxValue *p = padded(im, x, &w, out[0], avg ? ox_literal(im, x->dtype, 0)
-                                                : ox_literal(im, x->dtype, -INFINITY));
+    /* padding that no max takes (the type's least value), and that
+       averages add 0 for */
+    double least = x->dtype == DT_U8 ? 0 : x->dtype == DT_I8 ? -128 : -INFINITY;
+    OxValue *p = padded(im, x, &w, out[0], ox_literal(im, x->dtype, avg ? 0 : least));
     const char *const *idx = ox_index_vars(im, x->rank, "i");
     const char *sx[OX_MAX_RANK] = { idx[0], idx[1] }, *axes = "";
     for (int i = 0; i < w.ns; i++) {
@@ -1614,17 +1879,25 @@ static bool cv_pool(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
         const char *kk = w.d[i] == 1 ? k : arena_printf(ARENA, "%s * %lld", k, (long long)w.d[i]);
         sx[2 + i] = global ? k : arena_printf(ARENA, "%s + %s", o, kk);
     }
-    const char *r = arena_printf(ARENA, "%s(%s) %s", avg ? "sum" : "max", axes, ox_read(im, p, sx));
+    const char *body = ox_read(im, p, sx);
+    if (narrow8)
+        body = arena_printf(ARENA, "i32(%s)", body);
+    const char *r = arena_printf(ARENA, "%s(%s) %s", avg ? "sum" : "max", axes, body);
     if (!avg) {
-        ox_stage(im, out[0], r);
+        ox_stage(im, out[0], narrow8 ? arena_printf(ARENA, "%s(%s)", dtype_name(x->dtype), r) : r);
+        if (n->noutputs > 1 && out[1] && out[1]->uses)
+            return pool_indices(im, n, x, &w, out[0], out[1]);
         return true;
     }
+    if (n->noutputs > 1 && out[1] && out[1]->uses)
+        return ox_error(im, "has a second output");
     const char *s = ox_aux_name(im, out[0], "sum");
     ox_aux_stage(im, s, x->rank, dims, r);
     OxValue sv = { .onnx = s, .te = s, .kind = OXV_STAGE, .dtype = x->dtype, .rank = x->rank };
     memcpy(sv.dims, dims, sizeof *dims * (size_t)x->rank);
+    bool include_pad = ox_attr_int(n, "count_include_pad", 0) != 0;
     ox_stage(im, out[0], arena_printf(ARENA, "%s / %s", ox_read(im, &sv, idx),
-                                      ox_literal(im, x->dtype, (double)count)));
+                                      pool_divisor(im, x, &w, include_pad, out[0], idx)));
     return true;
 }
 
@@ -1647,8 +1920,9 @@ static bool cv_pad(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
     if (np != 2 * na)
         return ox_error(im, "pads has %d entries for %d axes", np, na);
     const char *mode = ox_attr_string(n, "mode", "constant");
-    if (strcmp(mode, "constant") != 0)
-        return ox_error(im, "mode '%s' is not converted (only constant)", mode);
+    bool edge = strcmp(mode, "edge") == 0, reflect = strcmp(mode, "reflect") == 0;
+    if (strcmp(mode, "constant") != 0 && !edge && !reflect)
+        return ox_error(im, "mode '%s' is not converted (constant, edge and reflect are)", mode);
     if (cv && (ox_elems(cv) != 1 || !ox_need_const(im, cv, "constant_value")))
         return cv && ox_elems(cv) != 1 ? ox_error(im, "constant_value must be a scalar") : false;
     int64_t lo[OX_MAX_RANK] = { 0 }, hi[OX_MAX_RANK] = { 0 };
@@ -1664,6 +1938,30 @@ static bool cv_pad(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
         if (lo[d] < -x->dims[d] || hi[d] < -x->dims[d] || lo[d] > OX_MAX_ELEMS || hi[d] > OX_MAX_ELEMS)
             return ox_error(im, "pads of dim %d are out of range", d);
         dims[d] = x->dims[d] + lo[d] + hi[d];
+        if (edge || reflect) {
+            /* the padded index j = i - lo, clamped into the input (edge)
+               or mirrored at its ends, the end not repeated (reflect:
+               min(|j|, 2(D-1) - |j|), for pads within D - 1, as ONNX
+               requires; clamped too, which changes no index but keeps
+               it, to te's interval bounds check, within the dim) */
+            int64_t last = x->dims[d] - 1;
+            if (reflect && (lo[d] > last || hi[d] > last))
+                return ox_error(im, "reflects dim %d of size %lld by %lld and %lld; pads must be "
+                                    "less than the dim",
+                                d, (long long)x->dims[d], (long long)lo[d], (long long)hi[d]);
+            const char *j = lo[d] > 0 ? arena_printf(ARENA, "%s - %lld", idx[d], (long long)lo[d])
+                            : lo[d] < 0 ? arena_printf(ARENA, "%s + %lld", idx[d], (long long)-lo[d])
+                                        : idx[d];
+            const char *a = lo[d] > 0 ? arena_printf(ARENA, "max(%s, %lld - %s)", j,
+                                                     (long long)lo[d], idx[d])
+                            : lo[d] < 0 ? arena_printf(ARENA, "(%s)", j)
+                                        : j;
+            src[d] = lo[d] <= 0 && hi[d] <= 0 ? j
+                     : edge ? arena_printf(ARENA, "min(max(%s, 0), %lld)", j, (long long)last)
+                            : arena_printf(ARENA, "min(max(min(%s, %lld - %s), 0), %lld)", a,
+                                           2 * (long long)last, a, (long long)last);
+            continue;
+        }
         /* negative pads crop: read further in */
         src[d] = lo[d] > 0 ? arena_printf(ARENA, "%s - %lld", idx[d], (long long)lo[d])
                  : lo[d] < 0 ? arena_printf(ARENA, "%s + %lld", idx[d], (long long)-lo[d]) : idx[d];

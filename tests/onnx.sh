@@ -32,7 +32,7 @@ same_outputs() {
 }
 
 # 1. --eval: the reference evaluator on PyTorch's models
-for m in mlp tiny encoder14 encoder17 cnn ops ops11; do
+for m in mlp tiny encoder14 encoder17 cnn ops ops11 semantics; do
     # shellcheck disable=SC2046 # inputs splits on purpose
     if "$TEXC" "$d/$m.onnx" --eval $(inputs $m) -o "$tmp/ev_$m" >"$tmp/out" 2>&1 &&
         same_outputs $m "$tmp/ev_$m" >>"$tmp/out" 2>&1; then
@@ -192,6 +192,9 @@ fails "a symbolic dim without -D" \
 fails "-D naming no dim of the model" "-D nosuch: the model's inputs have no dim called 'nosuch' (they have batch)" \
     "$d/mlp_dyn.onnx" -D batch=2 -D nosuch=3
 fails "-D batch=0" "'x' would have dim 0 of size 0" "$d/mlp_dyn.onnx" -D batch=0 --eval
+fails "an empty input a stage reads" \
+    "bad_empty.onnx: error: graph input 'x' is empty (dim 0 is 0); texc takes no empty tensors" \
+    "$d/bad_empty.onnx" --eval
 
 # 5. every unsupported op, in one error
 fails "unsupported ops: one error lists them all" \
@@ -265,7 +268,8 @@ done
 if [ -n "$py" ]; then
     check "onnx.checker accepts PyTorch's models" env -C "$tmp" "$py" -c "
 import onnx, sys
-for m in ['mlp', 'mlp_dyn', 'tiny', 'encoder14', 'encoder17', 'cnn', 'ops', 'ops11', 'unsupported']:
+for m in ['mlp', 'mlp_dyn', 'tiny', 'encoder14', 'encoder17', 'cnn', 'ops', 'ops11', 'unsupported',
+          'semantics']:
     onnx.checker.check_model(onnx.load('$d/' + m + '.onnx'))"
 else
     skip "onnx.checker accepts PyTorch's models" "no Python with the onnx module (python3-onnx)"
