@@ -2129,9 +2129,9 @@ static const CgHelper c_after[] = {
       "   combined for w = 8, 4, 2 and 1, each step one vector operation on\n"
       "   the vector and a rotation of it (a vectorized reduction) */\n"
       "#if defined(__clang__)\n"
-      "#define TE_VROT(v, w) __builtin_shufflevector(v, v, (w) & 15, (w + 1) & 15, (w + 2) & 15, (w + 3) & 15, (w + 4) & 15, (w + 5) & 15, (w + 6) & 15, (w + 7) & 15, (w + 8) & 15, (w + 9) & 15, (w + 10) & 15, (w + 11) & 15, (w + 12) & 15, (w + 13) & 15, (w + 14) & 15, (w + 15) & 15)\n"
+      "#define TE_VROT(v, w) __builtin_shufflevector(v, v, (w) & 15, ((w) + 1) & 15, ((w) + 2) & 15, ((w) + 3) & 15, ((w) + 4) & 15, ((w) + 5) & 15, ((w) + 6) & 15, ((w) + 7) & 15, ((w) + 8) & 15, ((w) + 9) & 15, ((w) + 10) & 15, ((w) + 11) & 15, ((w) + 12) & 15, ((w) + 13) & 15, ((w) + 14) & 15, ((w) + 15) & 15)\n"
       "#else\n"
-      "#define TE_VROT(v, w) __builtin_shuffle(v, (te_v16m){ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 } + (w) & 15)\n"
+      "#define TE_VROT(v, w) __builtin_shuffle(v, ((te_v16m){ 0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15 } + (w)) & 15)\n"
       "#endif\n"
       "#define TE_VFOLD(name, f) \\\n"
       "    static inline float name(te_v16f v) { v = f(v, TE_VROT(v, 8)); v = f(v, TE_VROT(v, 4)); v = f(v, TE_VROT(v, 2)); v = f(v, TE_VROT(v, 1)); return v[0]; }\n" },
