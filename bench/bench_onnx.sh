@@ -50,6 +50,11 @@ elems() {
         awk -F', *' '{ n = 1; for (i = 1; i <= NF; i++) n *= $i; c++ } END { if (c == 1) print n }'
 }
 
+# The first line of LOG that says error, else its last line, made short.
+first_error() {
+    { grep -m 1 'error' "$1" || tail -n 1 "$1"; } | cut -c 1-200
+}
+
 rows=$dir/texc_rows.txt
 : > "$rows"
 for m in $models; do
@@ -59,8 +64,10 @@ for m in $models; do
         why=
         echo "bench_onnx.sh: texc $base.onnx" >&2
         start=$(date +%s)
-        if ! "$texc" "$base.onnx" -o "$base" 2> "$base.texc.log"; then
-            why="texc failed: $(grep -m 1 'error' "$base.texc.log" | cut -c 1-200)"
+        "$texc" "$base.onnx" -o "$base" 2> "$base.texc.log"
+        st=$?
+        if [ $st -ne 0 ]; then
+            why="texc failed (exit $st): $(first_error "$base.texc.log")"
         else
             in_elems=$(elems input "$base.h") out_elems=$(elems output "$base.h")
             if [ -z "$in_elems" ] || [ -z "$out_elems" ]; then
@@ -69,19 +76,21 @@ for m in $models; do
                     -DBENCH_ONNX_IN_ELEMS="$in_elems" -DBENCH_ONNX_OUT_ELEMS="$out_elems" \
                     -o "$base.bench" "$src/bench/bench_onnx.c" "$src/bench/measure.c" "$base.c" -lm \
                     2> "$base.cc.log"; then
-                why="the C compiler failed on $name.c: $(grep -m 1 'error' "$base.cc.log" | cut -c 1-200)"
+                why="the C compiler failed on $name.c: $(first_error "$base.cc.log")"
             fi
         fi
-        echo "bench_onnx.sh: $name compiled and built in $(($(date +%s) - start)) s" >&2
+        echo "bench_onnx.sh: $name: texc and the C compiler took $(($(date +%s) - start)) s" >&2
         for t in $threads; do
             if [ -z "$why" ]; then
                 echo "bench_onnx.sh: $name, $t thread(s)" >&2
-                if OMP_NUM_THREADS=$t "$base.bench" "$base.weights" "$dir/$m.in.f32" "${base}_t$t.out.f32" \
-                        "$t" "$min_time" > "$base.t$t.log" 2>&1; then
-                    echo "texc $m $op $t $(cat "$base.t$t.log")" >> "$rows"
-                    continue
+                OMP_NUM_THREADS=$t "$base.bench" "$base.weights" "$dir/$m.in.f32" "${base}_t$t.out.f32" \
+                    "$t" "$min_time" > "$base.t$t.txt" 2> "$base.t$t.log"
+                st=$?
+                if [ $st -eq 0 ]; then
+                    echo "texc $m $op $t $(cat "$base.t$t.txt")" >> "$rows"
+                else
+                    echo "fail $m $op $t the run failed (exit $st): $(first_error "$base.t$t.log")" >> "$rows"
                 fi
-                echo "fail $m $op $t run failed: $(head -n 1 "$base.t$t.log" | cut -c 1-200)" >> "$rows"
             else
                 echo "fail $m $op $t $why" >> "$rows"
             fi
