@@ -99,4 +99,4 @@ for m in $models; do
 done
 
 eval "\"$py\" \"$src/bench/onnx_models.py\" torch $common --min-time $min_time" || exit 1
-eval "\"$py\" \"$src/bench/onnx_models.py\" report $common --out \"$out\""
+eval "\"$py\" \"$src/bench/onnx_models.py\" report $common --min-time $min_time --out \"$out\""

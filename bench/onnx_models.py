@@ -300,11 +300,12 @@ def report(args):
                 state, data = texc.get((name, opset, threads), ('fail', 'not run'))
                 t = torch_best.get((name, threads))
                 torch_ms = '%.4g' % (t[0] * 1e3) if t else 'failed'
-                config = f'{t[1]}, CPU share {t[2]:.2f}' if t else 'no PyTorch row'
+                config = t[1] if t else 'no PyTorch row'
+                torch_share = '%.2f' % t[2] if t else '-'
                 if state == 'fail':
                     failed += 1
                     rows.append((name, opset, threads, f'**{data}**', torch_ms, '-', '-',
-                                 '**FAILED**', config))
+                                 '**FAILED**', config, f'- / {torch_share}'))
                     continue
                 out = numpy.fromfile(f'{base}_t{threads}.out.f32', dtype=numpy.float32)
                 shapes = read_header_shapes(base + '.h')
@@ -322,7 +323,7 @@ def report(args):
                 median = data[0]
                 ratio = '%.2f' % (t[0] / median) if t else '-'
                 rows.append((name, opset, threads, '%.4g' % (median * 1e3), torch_ms, ratio, err,
-                             check, config + f'; texc CPU share {data[6]:.2f}'))
+                             check, config, f'{data[6]:.2f} / {torch_share}'))
 
     load = open('/proc/loadavg').read().split()[:3]
     with open(os.path.join(args.dir, 'load_before.txt')) as f:
@@ -350,15 +351,17 @@ def report(args):
                'schedule, no tuning log) and built with the flags above; `bench/bench_onnx.c` '
                'loads `NAME.weights` once (`NAME_load_weights`, which packs them), then times '
                '`NAME_run` alone on one process per thread count (OMP_NUM_THREADS): >= 0.05 s of '
-               'warm-up, then calls until >= the minimum time and >= 10 calls, the median.  '
+               f'warm-up, then calls until >= {args.min_time:g} s and >= 10 calls, the median.  '
                'PyTorch eager is timed the same way (`torch.inference_mode()`) in a process per '
                'configuration; the fastest is kept and named.  Both flush denormals.  Ratio = '
                'PyTorch ms / texc ms (> 1: texc faster).  Max abs err: texc against PyTorch\'s '
                f'f32 output on the same input; above {TOLERANCE:g} (or a NaN) is a MISMATCH.  '
-               'PyTorch does not depend on the opset: both opsets\' rows show its same time.\n')
+               'PyTorch does not depend on the opset: both opsets\' rows show its same time.  '
+               'CPU share: the process\'s CPU time over the timed calls / (their wall time x '
+               'threads), texc / PyTorch; well under 1 means the run did not have its cores.\n')
     out.append('| model | opset | threads | texc ms | PyTorch ms | ratio | max abs err | check | '
-               'PyTorch configuration (fastest of those tried) |')
-    out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |')
+               'PyTorch configuration (the fastest tried) | CPU share |')
+    out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |')
     for r in rows:
         out.append('| ' + ' | '.join(str(v).replace('|', '\\|') for v in r) + ' |')
     out.append('')
