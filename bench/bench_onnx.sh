@@ -99,4 +99,5 @@ for m in $models; do
 done
 
 eval "\"$py\" \"$src/bench/onnx_models.py\" torch $common --min-time $min_time" || exit 1
+cat /proc/loadavg > "$dir/load_after.txt" 2>/dev/null || echo unknown > "$dir/load_after.txt"
 eval "\"$py\" \"$src/bench/onnx_models.py\" report $common --min-time $min_time --out \"$out\""

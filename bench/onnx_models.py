@@ -62,6 +62,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from torch_block import OPENMP_BLAS, measure  # noqa: E402  (the same timing rules)
 
 TOLERANCE = 1e-4
+CONTENDED = 0.9   # bench.h's BENCH_CONTENDED: below this CPU share a run did not have its cores
 SEED = 1919
 
 
@@ -291,7 +292,10 @@ def report(args):
                 if best is None or median < best[0]:
                     torch_best[(name, threads)] = (median, config, float(w[10]), float(w[11]))
 
-    rows, failed = [], 0
+    def share(v):
+        return '%.2f%s' % (v, ' ⚠' if v < CONTENDED else '')
+
+    rows, failed, contended = [], 0, 0
     for name in args.models:
         ref = numpy.fromfile(os.path.join(args.dir, f'{name}.ref.f32'), dtype=numpy.float32)
         for opset in args.opsets:
@@ -301,7 +305,8 @@ def report(args):
                 t = torch_best.get((name, threads))
                 torch_ms = '%.4g' % (t[0] * 1e3) if t else 'failed'
                 config = t[1] if t else 'no PyTorch row'
-                torch_share = '%.2f' % t[2] if t else '-'
+                torch_share = share(t[2]) if t else '-'
+                contended += 1 if t and t[2] < CONTENDED else 0
                 if state == 'fail':
                     failed += 1
                     rows.append((name, opset, threads, f'**{data}**', torch_ms, '-', '-',
@@ -323,9 +328,12 @@ def report(args):
                 median = data[0]
                 ratio = '%.2f' % (t[0] / median) if t else '-'
                 rows.append((name, opset, threads, '%.4g' % (median * 1e3), torch_ms, ratio, err,
-                             check, config, f'{data[6]:.2f} / {torch_share}'))
+                             check, config, f'{share(data[6])} / {torch_share}'))
+                contended += 1 if data[6] < CONTENDED and not (t and t[2] < CONTENDED) else 0
 
-    load = open('/proc/loadavg').read().split()[:3]
+    # the load when bench_onnx.sh's runs ended, else now
+    after = os.path.join(args.dir, 'load_after.txt')
+    load = open(after if os.path.exists(after) else '/proc/loadavg').read().split()[:3]
     with open(os.path.join(args.dir, 'load_before.txt')) as f:
         load_before = f.read().split()[:3]
     cpu = 'unknown CPU'
@@ -358,7 +366,8 @@ def report(args):
                f'f32 output on the same input; above {TOLERANCE:g} (or a NaN) is a MISMATCH.  '
                'PyTorch does not depend on the opset: both opsets\' rows show its same time.  '
                'CPU share: the process\'s CPU time over the timed calls / (their wall time x '
-               'threads), texc / PyTorch; well under 1 means the run did not have its cores.\n')
+               f'threads), texc / PyTorch; ⚠ below {CONTENDED:g}: the run did not have its cores '
+               '(another process had them), and its times are not a fair measurement.\n')
     out.append('| model | opset | threads | texc ms | PyTorch ms | ratio | max abs err | check | '
                'PyTorch configuration (the fastest tried) | CPU share |')
     out.append('| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |')
@@ -375,6 +384,11 @@ def report(args):
         out.append('PyTorch runs that failed: ' + '; '.join(torch_fail) + '.\n')
     if failed:
         out.append(f'**{failed} row(s) failed or mismatched (see the check column).**\n')
+    if contended:
+        out.append(f'**⚠ {contended} row(s) ran below {CONTENDED:g} of their threads\' CPU time '
+                   '(texc\'s, PyTorch\'s or both): another process was using the cores, so their '
+                   'times and ratios do not measure texc or PyTorch; run again on a quiet '
+                   'machine.**\n')
     text = '\n'.join(out)
     sys.stdout.write(text)
     with open(args.out, 'w') as f:
