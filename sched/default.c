@@ -396,14 +396,13 @@ static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
         SStage *s = st->stages.items[i];
         SchFlash f = { .bk = 64 };
         const char *why;
-        if (!s->is_reduce || sch_mentioned(written, s) || !sch_flash_match(st, s, &f, &why) ||
-            !sch_flash_pays(&f))
+        if (!s->is_reduce || !sch_flash_match(st, s, &f, &why) || !sch_flash_pays(&f) ||
+            !sch_flash_untouched(written, s, &f))
             continue;
-        bool untouched = true;
+        bool taken = false; /* by a flash the file wrote */
         for (int k = 0; k < 4; k++)
-            untouched = untouched && !sch_mentioned(written, f.stages[k]) &&
-                   !flashed[map_get(&place, f.stages[k])];
-        if (!untouched)
+            taken = taken || flashed[map_get(&place, f.stages[k])];
+        if (taken)
             continue;
         b->span = s->tensor->span;
         SchedStmt *fl = emit(b, s->name, "flash", 2);

@@ -137,6 +137,19 @@ static bool only_read_by(SchedState *st, const SStage *last, SStage *const *chai
     return true;
 }
 
+/* Is S a row reduction of T by REDUCER, T[b.., i, t] reduced over its
+ * last index into S[b.., i] (NB batch axes), no epilogue? */
+static bool row_reduction(Arena *a, const SStage *s, Reducer reducer, const Tensor *t, int nb)
+{
+    if (!s->is_reduce || s->reducer != reducer || s->epilogue || s->nrvars != 1 ||
+        s->nsvars != nb + 1)
+        return false;
+    IterVar **vars = arena_alloc(a, sizeof *vars * (size_t)(nb + 2));
+    memcpy(vars, s->svars, sizeof *vars * (size_t)(nb + 1));
+    vars[nb + 1] = s->rvars[0];
+    return load_at(s->value, t, vars, nb + 2);
+}
+
 /* Are V's extent and start those of W's (both static, from 0)? */
 static bool same_axis(const IterVar *v, const IterVar *w)
 {
@@ -232,13 +245,7 @@ bool sch_flash_match(SchedState *st, SStage *s, SchFlash *f, const char **why)
     chain[3] = psum;
     *why = arena_printf(a, "its divisor '%s' is not the sum of '%s' over the keys", psum->name,
                         prob->name);
-    IterVar **uvars = arena_alloc(a, sizeof *uvars * (size_t)(nb + 2));
-    if (!psum->is_reduce || psum->reducer != RED_SUM || psum->epilogue || psum->nrvars != 1 ||
-        psum->nsvars != nb + 1)
-        return false;
-    memcpy(uvars, psum->svars, sizeof *uvars * (size_t)(nb + 1));
-    uvars[nb + 1] = psum->rvars[0];
-    if (!load_at(psum->value, prob->tensor, uvars, nb + 2))
+    if (!row_reduction(a, psum, RED_SUM, prob->tensor, nb))
         return false;
     SStage *smax = inner_stage(st, mxl->tensor, "maximum", why);
     if (!smax)
@@ -250,13 +257,7 @@ bool sch_flash_match(SchedState *st, SStage *s, SchFlash *f, const char **why)
     chain[0] = score;
     *why = arena_printf(a, "its maximum '%s' is not the maximum of '%s' over the keys", smax->name,
                         score->name);
-    IterVar **mvars = arena_alloc(a, sizeof *mvars * (size_t)(nb + 2));
-    if (!smax->is_reduce || smax->reducer != RED_MAX || smax->epilogue || smax->nrvars != 1 ||
-        smax->nsvars != nb + 1)
-        return false;
-    memcpy(mvars, smax->svars, sizeof *mvars * (size_t)(nb + 1));
-    mvars[nb + 1] = smax->rvars[0];
-    if (!load_at(smax->value, score->tensor, mvars, nb + 2))
+    if (!row_reduction(a, smax, RED_MAX, score->tensor, nb))
         return false;
     /* score[b.., i, t] = (sum(d) Q * K) [* c | / c] */
     *why = arena_printf(a, "its scores '%s' are not a sum over one axis of a query operand (of i) "
@@ -370,6 +371,14 @@ bool sch_flash_pays(const SchFlash *f)
     return f->sq * f->sk * 4 >= SCH_FLASH_MIN_BYTES;
 }
 
+bool sch_flash_untouched(const Schedule *w, const SStage *s, const SchFlash *f)
+{
+    bool untouched = !sch_mentioned(w, s);
+    for (int k = 0; k < 4 && untouched; k++)
+        untouched = !sch_mentioned(w, f->stages[k]);
+    return untouched;
+}
+
 bool sch_flash_scores(Graph *g, Target target, const Schedule *sched, const Tensor *stage)
 {
     if (target != TARGET_CPU)
@@ -384,13 +393,12 @@ bool sch_flash_scores(Graph *g, Target target, const Schedule *sched, const Tens
         if (!s->is_reduce || !sch_flash_match(st, s, &f, &why) ||
             strcmp(f.stages[0]->tensor->name, stage->name) != 0)
             continue;
-        bool written = false, untouched = !sch_mentioned(sched, s);
+        bool written = false;
         for (int k = 0; sched && k < sched->nstmts; k++)
             written = written || (strcmp(sched->stmts[k]->prim, "flash") == 0 &&
                                   sch_tensor_named(s->tensor, sched->stmts[k]->stage));
-        for (int k = 0; k < 4; k++)
-            untouched = untouched && !sch_mentioned(sched, f.stages[k]);
-        flashed = written || (untouched && !g->no_flash && sch_flash_pays(&f));
+        flashed = written ||
+                  (sch_flash_untouched(sched, s, &f) && !g->no_flash && sch_flash_pays(&f));
     }
     arena_free(&scratch);
     return flashed;

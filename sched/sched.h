@@ -625,6 +625,9 @@ bool sch_flash(SchedState *st, SStage *s, const SchedStmt *stmt);
 /* flash.c: the batch loop a flash kernel of S (match F) runs in parallel:
  * the outermost with more than one iteration; NULL if S has none. */
 const char *sch_flash_parallel_loop(const SStage *s, const SchFlash *f);
+/* flash.c: does no statement of W (or NULL) name S or the stages of its
+ * chain F, so that the default (or the tuner) may flash it? */
+bool sch_flash_untouched(const Schedule *w, const SStage *s, const SchFlash *f);
 /* flash.c: does a flash kernel pay for chain F (the default's rule): do
  * the scores of one batch point take SCH_FLASH_MIN_BYTES or more? */
 #define SCH_FLASH_MIN_BYTES ((int64_t)256 << 10)

@@ -720,11 +720,8 @@ Space *tune_space_new(Arena *a, Graph *g, const Schedule *written, Target target
                 SStage *s = st->stages.items[i];
                 SchFlash f = { .bk = 64 };
                 const char *why;
-                bool untouched = planned(s, written) && s->is_reduce &&
-                                 sch_flash_match(st, s, &f, &why);
-                for (int k = 0; k < 4 && untouched; k++)
-                    untouched = !sch_mentioned(written, f.stages[k]);
-                if (untouched)
+                if (planned(s, written) && s->is_reduce && sch_flash_match(st, s, &f, &why) &&
+                    sch_flash_untouched(written, s, &f))
                     plan_flash(&b, s, b.plans.len, &f);
             }
             for (int i = 0; i < st->stages.len; i++) {
