@@ -50,7 +50,7 @@ check "tasks: the rows the default computes in one pass are no tasks (layer norm
     test \$(wc -l <'$tmp/rows') -eq 8 &&
     ! grep -q 'transformer_block:\\(mean1\\|var1\\|xn\\|smax\\|prob\\|mean2\\|var2\\|rn\\)' '$tmp/t.err'"
 # every task: at least one measured candidate of its space (not the default)
-grep '"status":"ok"' "$log" | grep -v '"config":{"default":true}' |
+grep '"status":"ok"' "$log" | grep -v '"config":{"default":true}' | grep -v '"space_kind":"program"' |
     sed -n 's/.*"kernel":"\([^"]*\)".*/\1/p' | sort -u >"$tmp/measured"
 check "scheduler: every one of the $nt tasks has a valid candidate of its space" \
     test "$(wc -l <"$tmp/measured" | tr -d ' ')" -eq $nt
@@ -58,7 +58,7 @@ check "scheduler: one first round per task, then rounds by gain" sh -c "
     test \$(grep -c '^texc: task [0-9]*/$nt .*: first round' '$tmp/t.err') -eq $nt &&
     grep -q '^texc: round [0-9]*: task [0-9]* transformer_block:[a-z0-9_]* ([0-9]*% of the program, gain' '$tmp/t.err'"
 check "scheduler: at most --trials candidates of the spaces" \
-    test "$(grep -vc '"config":{"default":true}' "$log")" -le 13
+    test "$(grep -v '"space_kind":"program"' "$log" | grep -vc '"config":{"default":true}')" -le 13
 check "scheduler: the table of the tasks" grep -q "^texc: the kernels' times added up: default" "$tmp/t.err"
 check "end to end: default against tuned, measured in the run" \
     grep -Eq "^texc: end to end: default [0-9.e+-]+ ms, tuned [0-9.e+-]+ ms: [0-9.]+x the default schedule" "$tmp/t.err"
@@ -70,14 +70,44 @@ check "records: keyed per kernel workload (FILE:KERNEL), none for q or vh" sh -c
     grep -q '\"kernel\":\"transformer_block:kh\"' '$log' &&
     ! grep -q '\"kernel\":\"transformer_block:q\"' '$log' &&
     ! grep -q '\"kernel\":\"transformer_block:vh\"' '$log' &&
-    test \$(sed -n 's/.*\"workload\":\"\([0-9a-f]*\)\".*/\1/p' '$log' | sort -u | wc -l) -eq $nt"
+    test \$(grep -v '\"space_kind\":\"program\"' '$log' |
+             sed -n 's/.*\"workload\":\"\([0-9a-f]*\)\".*/\1/p' | sort -u | wc -l) -eq $nt"
+# the end-to-end check: each kernel's time in the program, profiled, both
+# ways; one program record that names every kernel once, as keeping the
+# default or taking its winner (each as the lines before said)
+grep '"space_kind":"program"' "$log" >"$tmp/prog"
+kernels_of() { # FIELD: the names in the program record's array FIELD
+    sed -n "s/.*\"$1\":\[\([^]]*\)\].*/\1/p" "$tmp/prog" | tr ',' '\n' | tr -d '"' | grep . | sort
+}
+kernels_of default_kernels >"$tmp/kdef"
+kernels_of tuned_kernels >"$tmp/ktun"
+sed -n 's/^texc: in the program, \([a-z_0-9]*\) takes .*: it keeps the default$/\1/p' "$tmp/t.err" | sort >"$tmp/said"
+check "end to end: each kernel timed in the program, both ways" \
+    test "$(grep -c '^texc: in the program, [a-z_0-9]* takes [0-9.e+-]* ms a call by default, [0-9.e+-]* ms tuned: it ' "$tmp/t.err")" -eq "$nk"
+check "end to end: one program record naming each kernel once" sh -c "
+    test \$(wc -l <'$tmp/prog') -eq 1 && grep -q '\"time_s\":' '$tmp/prog' &&
+    test \$(cat '$tmp/kdef' '$tmp/ktun' | sort -u | wc -l) -eq $nk &&
+    test \$(cat '$tmp/kdef' '$tmp/ktun' | wc -l) -eq $nk"
+if grep -q '^texc: the tuned program is not faster end to end' "$tmp/t.err"; then
+    check "end to end: not faster: every kernel keeps the default" test "$(wc -l <"$tmp/kdef")" -eq "$nk"
+else
+    check "end to end: the kernels kept default are those slower tuned in the program" \
+        cmp -s "$tmp/kdef" "$tmp/said"
+fi
+ndef=$(wc -l <"$tmp/kdef" | tr -d ' ')
 
 # the plain build takes each kernel's record, and computes the right numbers
 # shellcheck disable=SC2086
 "$TEXC" "$te" $d --log "$log" --harness -o "$tmp/b" >"$tmp/b.out" 2>"$tmp/b.err"
-check "build: uses the records of every kernel" \
-    grep -q "^texc: using the tuning log's records for $nk of its $nk kernels (tasks)" "$tmp/b.err"
-check "build: the generated C says so" grep -q "schedule: the tuning log's records for $nk of its" "$tmp/b.c"
+if [ "$ndef" -lt "$nk" ]; then
+    check "build: uses the records of every kernel the program record leaves tuned" \
+        grep -q "^texc: using the tuning log's records for $((nk - ndef)) of its $nk kernels (tasks)" "$tmp/b.err"
+    check "build: the generated C says so" grep -q "schedule: the tuning log's records for $((nk - ndef)) of its" "$tmp/b.c"
+else
+    check "build: every kernel keeps the default, as the program record says" \
+        grep -q "^texc: using the default schedule for all $nk kernels" "$tmp/b.err"
+    check "build: the generated C says so" grep -q "schedule: the default schedule for all $nk kernels" "$tmp/b.c"
+fi
 check "build: the rows keep the default's one pass" sh -c "
     grep -q '^ \\*   mean1.compute_at(xn, i);' '$tmp/b.c' && grep -q '^ \\*   smax.compute_at(prob, h);' '$tmp/b.c'"
 # shellcheck disable=SC2086
@@ -94,6 +124,35 @@ else
     cat "$tmp/cc.out" "$tmp/run.out" "$tmp/cmp.out" >"$tmp/fail.out" 2>/dev/null
     not_ok "build: the tuned program matches the evaluator" "$tmp/fail.out"
 fi
+
+# later builds follow the log's last program record for this program on
+# this machine; a record of another machine, or a malformed one, is not
+# followed; --tune-whole's search does not take one (its space differs)
+all=$(cat "$tmp/kdef" "$tmp/ktun" | sed 's/.*/"&"/' | paste -sd, -)
+program_log() { # DEFAULT_KERNELS_JSON [SED]: the log with a program record appended
+    cp "$log" "$tmp/p.jsonl"
+    sed -e "s/\"default_kernels\":\[[^]]*\]/\"default_kernels\":$1/" -e "${2:-s/^//}" "$tmp/prog" >>"$tmp/p.jsonl"
+}
+build_with() { # builds the block with $tmp/p.jsonl as its log, into $tmp/pb.err
+    # shellcheck disable=SC2086
+    "$TEXC" "$te" $d --log "$tmp/p.jsonl" -o "$tmp/pb" >/dev/null 2>"$tmp/pb.err"
+}
+program_log "[$all]" && build_with
+check "program record: all kept default, the build says so" \
+    grep -q "^texc: using the default schedule for all $nk kernels: the tuning log's end-to-end record" "$tmp/pb.err"
+program_log "[]" && build_with
+check "program record: the last one wins (none kept: every kernel's record)" \
+    grep -q "^texc: using the tuning log's records for $nk of its $nk kernels (tasks), the default for the rest\$" "$tmp/pb.err"
+program_log "[$all]" 's/"arch":"[^"]*"/"arch":"another machine"/' && build_with
+if [ "$ndef" -lt "$nk" ]; then
+    said="^texc: using the tuning log's records for $((nk - ndef)) of its $nk kernels"
+else
+    said="^texc: using the default schedule for all $nk kernels"
+fi
+check "program record: another machine's is not followed (the run's own is)" grep -q "$said" "$tmp/pb.err"
+program_log '[1, {"x": 2}, "no such kernel"]' && build_with
+check "program record: malformed names keep nothing, and crash nothing" sh -c "
+    test \$? -eq 0 && grep -q \"^texc: using the tuning log's records for $nk of its $nk kernels\" '$tmp/pb.err'"
 
 # another program with the same kernels finds the records
 "$TEXC" "$part" --log "$log" -o "$tmp/p" >"$tmp/p.out" 2>"$tmp/p.err"

@@ -512,7 +512,9 @@ bool tune_record_matches(json_t *r, const Workload *w, const Machine *m, const c
     return reason == NREASONS;
 }
 
-json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
+/* The fields every record has: the workload, the machine, the compiler,
+ * texc's version, the space (its id and kind) and when. */
+static json_t *record_new(const Workload *w, const Machine *m, const char *space, const char *kind)
 {
     char stamp[64];
     time_t now = time(NULL);
@@ -538,11 +540,63 @@ json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
     json_object_set_new(r, "tensors", json_deep_copy(w->shapes));
     json_object_set_new(r, "dims", json_deep_copy(w->dims));
     json_object_set_new(r, "flop", json_real(w->flop));
-    json_object_set_new(r, "space", json_string(sp->id));
-    json_object_set_new(r, "space_kind", json_string(sp->is_auto ? "auto" : "knobs"));
+    json_object_set_new(r, "space", json_string(space));
+    json_object_set_new(r, "space_kind", json_string(kind));
     json_object_set_new(r, "cache", json_string(w->warm ? "warm" : "cold"));
     json_object_set_new(r, "timestamp", json_string(stamp));
     return r;
+}
+
+void tune_record_where(json_t *r)
+{
+    if (tune_mpi_host()) { /* measured in an MPI job: where */
+        json_object_set_new(r, "host", json_string(tune_mpi_host()));
+        json_object_set_new(r, "rank", json_integer(tune_mpi_rank()));
+    }
+}
+
+json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp)
+{
+    return record_new(w, m, sp->id, sp->is_auto ? "auto" : "knobs");
+}
+
+/* A program's record (tasks.c): its space is "program", of that kind. */
+#define PROGRAM_SPACE "program"
+
+json_t *tune_program_record_new(const Workload *w, const Machine *m)
+{
+    return record_new(w, m, PROGRAM_SPACE, PROGRAM_SPACE);
+}
+
+static bool is_program_record(json_t *r)
+{
+    return strcmp(str_field(r, "space_kind"), PROGRAM_SPACE) == 0;
+}
+
+json_t *tune_program_record(Arena *a, Graph *g, const TuneOptions *o)
+{
+    const char *path = tune_log_path(a, o);
+    json_t **recs;
+    int invalid;
+    int n = path ? tune_log_read(path, NULL, &recs, &invalid, true) : -1;
+    if (n <= 0)
+        return NULL;
+    TuneOptions op = *o;
+    op.task = NULL;
+    Workload w;
+    tune_workload(a, g, &op, &w);
+    Machine m;
+    tune_machine(&m, o->target, o->arch);
+    json_t *last = NULL;
+    for (int i = 0; i < n; i++)
+        if (is_program_record(recs[i]) && strcmp(str_field(recs[i], "status"), "ok") == 0 &&
+            tune_record_matches(recs[i], &w, &m, NULL))
+            last = recs[i];
+    json_incref(last);
+    json_decref(w.shapes);
+    json_decref(w.dims);
+    free_records(recs, n);
+    return last;
 }
 
 /* ------------------------------------------------------------------ */
@@ -603,8 +657,10 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
     int *point = sp ? arena_alloc(a, sizeof *point * (size_t)(sp->nparams + 1)) : NULL;
     for (int i = 0; i < n; i++) {
         json_t *r = recs[i];
-        /* records of the other target are not this build's concern */
-        if ((strcmp(str_field(r, "workload"), w.hash) != 0 &&
+        /* records of the other target are not this build's concern, nor
+           are a program's choices among its kernels' (tasks.c) */
+        if (is_program_record(r) ||
+            (strcmp(str_field(r, "workload"), w.hash) != 0 &&
              strcmp(str_field(r, "kernel"), w.kernel) != 0) ||
             target_lookup(str_field(r, "target")) != w.target)
             continue;
@@ -686,6 +742,17 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
 /* ------------------------------------------------------------------ */
 /* --log-summary.                                                      */
 
+/* The group --log-summary puts R in: its workload, target, machine, texc
+ * and compiler (malloc'ed; NULL when out of memory). */
+static char *group_key(json_t *r)
+{
+    char *k = NULL;
+    if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", str_field(r, "workload"), str_field(r, "target"),
+                 str_field(r, "arch"), str_field(r, "texc_version"), str_field(r, "compiler")) < 0)
+        return NULL;
+    return k;
+}
+
 int tune_log_summary(const char *path)
 {
     json_t **recs;
@@ -700,10 +767,8 @@ int tune_log_summary(const char *path)
     json_t *groups = json_object();
     for (int i = 0; i < n; i++) {
         json_t *r = recs[i];
-        char *key = NULL;
-        if (asprintf(&key, "%s\x1f%s\x1f%s\x1f%s\x1f%s", str_field(r, "workload"),
-                     str_field(r, "target"), str_field(r, "arch"), str_field(r, "texc_version"),
-                     str_field(r, "compiler")) < 0)
+        char *key = group_key(r);
+        if (!key)
             continue;
         json_t *grp = json_object_get(groups, key);
         if (!grp) {
@@ -734,11 +799,8 @@ int tune_log_summary(const char *path)
         json_t *best = json_object_get(grp, "best");
         json_t *any = json_is_null(best) ? NULL : best;
         for (int i = 0; !any && i < n; i++) {
-            char *k = NULL;
-            if (asprintf(&k, "%s\x1f%s\x1f%s\x1f%s\x1f%s", str_field(recs[i], "workload"),
-                         str_field(recs[i], "target"), str_field(recs[i], "arch"),
-                         str_field(recs[i], "texc_version"), str_field(recs[i], "compiler")) >= 0 &&
-                strcmp(k, key) == 0)
+            char *k = group_key(recs[i]);
+            if (k && strcmp(k, key) == 0)
                 any = recs[i];
             free(k);
         }
@@ -765,6 +827,26 @@ int tune_log_summary(const char *path)
         printf("  records   %lld (%lld failed)\n",
                (long long)json_integer_value(json_object_get(grp, "records")),
                (long long)json_integer_value(json_object_get(grp, "failed")));
+        if (!json_is_null(best) && is_program_record(best)) {
+            /* a program's end-to-end verdicts: builds follow the last */
+            for (int i = 0; i < n; i++) {
+                char *k = is_program_record(recs[i]) && strcmp(str_field(recs[i], "status"), "ok") == 0
+                              ? group_key(recs[i])
+                              : NULL;
+                if (k && strcmp(k, key) == 0)
+                    best = recs[i];
+                free(k);
+            }
+            char *keep = json_dumps(json_object_get(json_object_get(best, "config"), "default_kernels"),
+                                    JSON_COMPACT);
+            char date[32];
+            record_date(best, date, sizeof date);
+            printf("  program   end to end %.3g s, default %.3g s; kernels kept default: %s; "
+                   "recorded %s (the last, which builds follow)\n",
+                   num_field(best, "time_s"), num_field(best, "default_s"), keep ? keep : "?", date);
+            free(keep);
+            continue;
+        }
         if (json_is_null(best)) {
             printf("  best      none valid\n");
             continue;

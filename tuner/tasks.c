@@ -378,10 +378,23 @@ static void add_renamed(Arena *a, Schedule *into, const Schedule *s, const Tenso
     }
 }
 
-const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from)
+/* Is NAME one of KEEP[0..n)? */
+static bool kept(const char *name, const char *const *keep, int n)
 {
-    if (!tasks_apply(g, o))
-        return NULL;
+    for (int i = 0; i < n; i++)
+        if (strcmp(keep[i], name) == 0)
+            return true;
+    return false;
+}
+
+/* The tasks' winners as one schedule of G's names, but for the kernels
+ * named in KEEP[0..nkeep) (the default's); NULL when no other kernel has
+ * a record.  *FOUND and *KERNELS count the kernels with a record used,
+ * and all of them. */
+static const Schedule *best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char *const *keep,
+                                  int nkeep, int *found, int *kernels)
+{
+    *found = *kernels = 0;
     /* no log, no records: the kernels are not cut out (a program of
        thousands of kernels would cut out each one for nothing) */
     const char *path = tune_log_path(a, o);
@@ -394,30 +407,68 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
         return NULL;
     Schedule *s = arena_alloc(a, sizeof *s);
     s->target = o->target;
-    int found = 0, kernels = 0;
     for (int i = 0; i < n; i++) {
         Task *t = &tasks[i];
         TuneOptions ot = *o;
         ot.quiet = true;
         ot.task = t->label;
         ot.layout_sched = task_layouts(a, t, o);
-        kernels += t->nkernels;
+        *kernels += t->nkernels;
         for (int k = 0; k < t->nkernels; k++) {
+            if (kept(t->kernels[k]->name, keep, nkeep))
+                continue;
             /* the record's configuration as a schedule of this kernel's
                own program (its loops' names) */
             const char *got = NULL;
             const Schedule *best = tune_best(a, t->graphs[k], NULL, &ot, &got);
             if (!got || !best)
                 continue;
-            found++;
+            ++*found;
             add_renamed(a, s, best, t->kernels[k]);
         }
     }
-    if (!found)
+    return *found ? s : NULL;
+}
+
+const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char **from)
+{
+    if (!tasks_apply(g, o))
         return NULL;
+    /* the last tuning run's verdict on the whole program: the kernels
+       whose winners were not faster in it keep the default */
+    json_t *prog = o->bucket ? NULL : tune_program_record(a, g, o);
+    json_t *names = json_object_get(json_object_get(prog, "config"), "default_kernels");
+    int nkeep = (int)json_array_size(names);
+    const char **keep = arena_alloc(a, sizeof *keep * (size_t)(nkeep + 1));
+    for (int i = 0; i < nkeep; i++) {
+        const char *k = json_string_value(json_array_get(names, (size_t)i));
+        keep[i] = arena_strdup(a, k ? k : "");
+    }
+    const char *stamp = json_string_value(json_object_get(prog, "timestamp"));
+    stamp = stamp ? stamp : "";
+    char date[24];
+    snprintf(date, sizeof date, "%.10s %.5s", stamp, strlen(stamp) > 11 ? stamp + 11 : "");
+    json_decref(prog);
+    int found, kernels;
+    const Schedule *s = best_tasks(a, g, o, keep, nkeep, &found, &kernels);
+    if (!s && !prog)
+        return NULL;
+    if (!s) {
+        /* the end-to-end check found no tuned kernel faster in the program */
+        Schedule *none = arena_alloc(a, sizeof *none);
+        none->target = o->target;
+        *from = arena_printf(a, "the default schedule for all %d kernels: the tuning log's end-to-end "
+                                "record of %s found none faster tuned in the program",
+                             kernels, date);
+        return none;
+    }
     *from = arena_printf(a, "the tuning log's records for %d of its %d kernels (tasks), the "
                             "default for the rest",
                          found, kernels);
+    if (nkeep)
+        *from = arena_printf(a, "%s (%d of them by the end-to-end record of %s: not faster tuned "
+                                "in the program)",
+                             *from, nkeep, date);
     return s;
 }
 
@@ -496,85 +547,225 @@ static void print_table(FILE *out, Task *tasks, int n)
 }
 
 /* ------------------------------------------------------------------ */
-/* The end-to-end measurement.                                         */
+/* The whole program: its kernels in it, the choice, the end to end.   */
 
-/* Prints the profile table a profiled candidate's last run left. */
-static void print_profile(const Candidate *c, const char *what)
+/* A kernel of the program and its time per call in it, from the
+ * profiles: [0] under the default schedule, [1] under its task's winner
+ * (0: not measured). */
+typedef struct KernelTime {
+    const char *name;
+    double s[2];
+} KernelTime;
+
+/* Takes each kernel's mean time per call from the profile table C's last
+ * run left in its run.log ("NAME CALLS TOTAL_MS MEAN_US SHARE%" lines)
+ * into KT[..].s[WHICH], the least over the runs; with SHOW prints the
+ * table. */
+static void read_profile(const Candidate *c, KernelTime *kt, int nkt, int which, const char *show)
 {
     char path[4300];
     snprintf(path, sizeof path, "%s/run.log", c->dir);
     FILE *f = fopen(path, "r");
     if (!f) {
-        fprintf(stderr, "texc: no profile of %s\n", what);
+        if (show)
+            fprintf(stderr, "texc: no profile of %s\n", show);
         return;
     }
-    fprintf(stderr, "texc: profile of %s (each kernel step, the timed calls):\n", what);
+    if (show)
+        fprintf(stderr, "texc: profile of %s (each kernel step, the timed calls):\n", show);
     char line[512];
-    while (fgets(line, sizeof line, f))
-        fprintf(stderr, "texc:   %s", line);
+    while (fgets(line, sizeof line, f)) {
+        if (show)
+            fprintf(stderr, "texc:   %s", line);
+        char name[256];
+        unsigned long long calls;
+        double total_ms, mean_us;
+        if (sscanf(line, "%255s %llu %lf %lf", name, &calls, &total_ms, &mean_us) != 4 || !calls ||
+            !(mean_us > 0))
+            continue;
+        for (int i = 0; i < nkt; i++)
+            if (strcmp(kt[i].name, name) == 0 && (kt[i].s[which] == 0 || mean_us * 1e-6 < kt[i].s[which]))
+                kt[i].s[which] = mean_us * 1e-6;
+    }
     fclose(f);
 }
 
-/* Builds and measures G under the default schedule and under TUNED,
- * each twice in turns; prints the end-to-end line (and with PROFILE the
- * per-kernel tables).  Returns false after a message. */
-static bool end_to_end(Arena *a, Graph *g, const TuneOptions *o, const Schedule *tuned,
-                       bool profile)
+/* Builds B's program under the default schedule ([0]) and SCHED ([1]),
+ * with --profile's timers if PROFILE, and measures them in turns, ROUNDS
+ * times each: BEST[i] is each one's fastest run (0: none, WHY[i] says
+ * why).  A profiled pair fills KT's times, and with SHOW prints each
+ * one's last table. */
+static void measure_pair(Arena *a, Bench *b, const TuneOptions *o, const Schedule *sched, int rounds,
+                         bool profile, KernelTime *kt, int nkt, bool show, double best[2],
+                         const char *why[2])
 {
-    TuneOptions oe = *o;
-    oe.task = NULL;
-    oe.relative_atol = true;
-    oe.profile = profile;
-    oe.quiet = true;
-    Bench b;
-    memset(&b, 0, sizeof b);
-    bool ok = tune_bench_init(&b, a, g, &oe, "texc_kernel");
-    if (!ok) {
-        tune_bench_free(&b);
-        return false;
-    }
     Schedule *none = arena_alloc(a, sizeof *none);
     none->target = o->target;
     Candidate cands[2], *pc[2];
     for (int i = 0; i < 2; i++) {
         memset(&cands[i], 0, sizeof cands[i]);
-        cands[i].sched = i == 0 ? none : (Schedule *)tuned;
+        cands[i].sched = i == 0 ? none : (Schedule *)sched;
         cands[i].predicted = NAN;
         cands[i].trial = i + 1;
         pc[i] = &cands[i];
+        best[i] = 0;
+        why[i] = NULL;
     }
+    b->profile = profile;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    tune_build(&b, pc, 2, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
-    /* in turns, twice each (once for the profiles), the faster kept */
-    double best[2] = { 0, 0 };
-    const char *why[2] = { NULL, NULL };
-    for (int r = 0; r < (profile ? 2 : 4); r++) {
+    tune_build(b, pc, 2, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
+    for (int r = 0; r < 2 * rounds; r++) {
         Candidate *c = pc[r % 2];
         if (c->status == TS_OK)
-            tune_measure(&b, c, 600);
+            tune_measure(b, c, 600);
         if (c->status != TS_OK) {
             if (!why[r % 2])
                 why[r % 2] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
-        } else if (best[r % 2] == 0 || c->time_s < best[r % 2]) {
-            best[r % 2] = c->time_s;
+            continue;
         }
-        if (profile && c->status == TS_OK)
-            print_profile(c, r % 2 ? "the tuned program" : "the default program");
+        if (best[r % 2] == 0 || c->time_s < best[r % 2])
+            best[r % 2] = c->time_s;
+        if (profile)
+            read_profile(c, kt, nkt, r % 2,
+                         show && r >= 2 * rounds - 2 ? (r % 2 ? "the tuned program" : "the default program")
+                                                     : NULL);
     }
     for (int i = 0; i < 2; i++)
-        tune_discard(&b, pc[i]);
-    if (!profile && !o->quiet) {
-        char d[64], t[64];
-        ms_text(d, sizeof d, best[0]);
-        ms_text(t, sizeof t, best[1]);
-        fprintf(stderr, "texc: end to end: default %s, tuned %s", d, t);
-        if (best[0] > 0 && best[1] > 0)
-            fprintf(stderr, ": %.2fx the default schedule\n", best[0] / best[1]);
-        else
-            fprintf(stderr, " (%s)\n", why[0] ? why[0] : why[1] ? why[1] : "not measured");
+        tune_discard(b, pc[i]);
+    b->profile = false;
+}
+
+/* "end to end: default D, tuned T: R" */
+static void say_end_to_end(const double best[2], const char *const why[2])
+{
+    char d[64], t[64];
+    ms_text(d, sizeof d, best[0]);
+    ms_text(t, sizeof t, best[1]);
+    fprintf(stderr, "texc: end to end: default %s, tuned %s", d, t);
+    if (best[0] > 0 && best[1] > 0)
+        fprintf(stderr, ": %.2fx the default schedule\n", best[0] / best[1]);
+    else
+        fprintf(stderr, " (%s)\n", why[0] ? why[0] : why[1] ? why[1] : "not measured");
+}
+
+/* Step 3 (the top of the file): G under the default schedule and under
+ * the tasks' winners, in this run.  A static program is first measured
+ * with --profile's timers, both ways, and each kernel keeps its winner
+ * only where it was faster in the program than the default's kernel
+ * (its task measured it alone, on inputs of its own: in the program its
+ * operands come from the kernel before, in the layouts the program
+ * gives them); then the program so chosen against the default, without
+ * timers; a program record in the log says which kernels keep the
+ * default, for later builds (tune_best_tasks), and all of them do when
+ * the chosen program was not faster end to end.  Returns 0, or 1 after
+ * a message. */
+static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, int n)
+{
+    TuneOptions ob = *o;
+    ob.quiet = true;
+    int found, kernels;
+    const Schedule *tuned = best_tasks(a, g, &ob, NULL, 0, &found, &kernels);
+    if (!tuned) {
+        if (!o->quiet)
+            fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
+        return 0;
+    }
+    TuneOptions oe = *o;
+    oe.task = NULL;
+    oe.relative_atol = true;
+    oe.profile = false;
+    oe.quiet = true;
+    Bench b;
+    memset(&b, 0, sizeof b);
+    if (!tune_bench_init(&b, a, g, &oe, "texc_kernel")) {
+        tune_bench_free(&b);
+        return 1;
+    }
+    bool show = o->verbose && !o->quiet;
+    bool choose = !o->bucket; /* (a bucket's program: all winners, as before) */
+    KernelTime *kt = arena_alloc(a, sizeof *kt * (size_t)(kernels + 1));
+    int nkt = 0;
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < tasks[i].nkernels; k++)
+            kt[nkt++].name = tasks[i].kernels[k]->name;
+    double best[2];
+    const char *why[2];
+    const char **keep = arena_alloc(a, sizeof *keep * (size_t)(nkt + 1));
+    int nkeep = 0;
+    const Schedule *chosen = tuned;
+    if (choose)
+        measure_pair(a, &b, o, tuned, 2, true, kt, nkt, show, best, why);
+    if (choose && (best[0] == 0 || best[1] == 0)) {
+        if (!o->quiet)
+            fprintf(stderr, "texc: the profiled programs could not be measured (%s): every kernel "
+                            "keeps its winner\n",
+                    why[0] ? why[0] : why[1] ? why[1] : "no time");
+        choose = false;
+    }
+    if (choose) {
+        for (int i = 0; i < nkt; i++) {
+            bool slower = kt[i].s[0] > 0 && kt[i].s[1] > 0 && kt[i].s[1] >= kt[i].s[0];
+            if (slower)
+                keep[nkeep++] = kt[i].name;
+            if (show || (slower && !o->quiet)) {
+                char d[32], t[32];
+                ms_text(d, sizeof d, kt[i].s[0]);
+                ms_text(t, sizeof t, kt[i].s[1]);
+                fprintf(stderr, "texc: in the program, %s takes %s a call by default, %s tuned: %s\n",
+                        kt[i].name, d, t, slower ? "it keeps the default" : "it takes the tuned schedule");
+            }
+        }
+        if (nkeep)
+            chosen = nkeep < nkt ? best_tasks(a, g, &ob, keep, nkeep, &found, &kernels) : NULL;
+    }
+    /* (all winners when none is kept: the line says what tuning gave) */
+    measure_pair(a, &b, o, chosen ? chosen : tuned, 2, false, NULL, 0, false, best, why);
+    if (!o->quiet)
+        say_end_to_end(best, why);
+    if (chosen) {
+        if (choose && best[0] > 0 && best[1] > 0 && best[1] >= best[0]) {
+            if (!o->quiet)
+                fprintf(stderr, "texc: the tuned program is not faster end to end: later builds "
+                                "keep the default schedule\n");
+            for (int i = 0; i < nkt; i++)
+                if (!kept(kt[i].name, keep, nkeep))
+                    keep[nkeep++] = kt[i].name;
+        }
+    } else if (!o->quiet) {
+        fprintf(stderr, "texc: no kernel was faster tuned in the program: later builds keep the "
+                        "default schedule\n");
+    }
+    if (choose && best[0] > 0 && best[1] > 0) {
+        /* the verdict, for later builds */
+        TuneOptions op = *o;
+        op.task = NULL;
+        Workload w;
+        tune_workload(a, g, &op, &w);
+        Machine m;
+        tune_machine(&m, o->target, o->arch);
+        json_t *r = tune_program_record_new(&w, &m);
+        json_t *def = json_array(), *tun = json_array(), *times = json_object();
+        for (int i = 0; i < nkt; i++) {
+            json_array_append_new(kept(kt[i].name, keep, nkeep) ? def : tun, json_string(kt[i].name));
+            json_object_set_new(times, kt[i].name,
+                                json_pack("{s:f, s:f}", "default_s", kt[i].s[0], "tuned_s", kt[i].s[1]));
+        }
+        json_object_set_new(r, "config", json_pack("{s:b, s:o, s:o}", "program", 1, "default_kernels",
+                                                   def, "tuned_kernels", tun));
+        json_object_set_new(r, "kernel_times", times);
+        json_object_set_new(r, "status", json_string("ok"));
+        json_object_set_new(r, "default_s", json_real(best[0]));
+        json_object_set_new(r, "time_s", json_real(nkeep == nkt ? best[0] : best[1]));
+        tune_record_where(r);
+        const char *path = tune_log_path(a, o);
+        if (path && !tune_log_append(path, r) && !o->quiet)
+            fprintf(stderr, "texc: warning: the program's record could not be written to %s\n", path);
+        json_decref(r);
+        json_decref(w.shapes);
+        json_decref(w.dims);
     }
     tune_bench_free(&b);
-    return true;
+    return 0;
 }
 
 int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
@@ -711,21 +902,9 @@ int tune_tasks(Arena *a, Graph *g, const TuneOptions *o)
         status |= tune_task_close(tasks[i].tuner);
     if (status == 0 && !tune_interrupted) {
         /* 3. the whole program, default against tuned, in this run */
-        TuneOptions ob = *o;
-        ob.quiet = true;
-        const char *from = NULL;
-        const Schedule *tuned = tune_best_tasks(a, g, &ob, &from);
-        if (!tuned) {
-            if (!o->quiet)
-                fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
-        } else {
-            double at = tune_now();
-            if (!end_to_end(a, g, o, tuned, false))
-                status = 1;
-            else if (o->verbose && !o->quiet && !o->bucket && !end_to_end(a, g, o, tuned, true))
-                status = 1;
-            times.measure += tune_now() - at;
-        }
+        double at = tune_now();
+        status |= whole_program(a, g, o, tasks, n);
+        times.measure += tune_now() - at;
     }
     if (!o->quiet)
         fprintf(stderr, "texc: tuned %d tasks in %.1f s; log: %s\n", n, tune_now() - start,

@@ -392,10 +392,7 @@ static json_t *record_of(Tuner *t, Candidate *c, double limit)
         json_object_set_new(r, "predicted_s", json_real(exp(c->predicted)));
     json_object_set_new(r, "trial", json_integer(c->trial));
     json_object_set_new(r, "seed", json_integer((json_int_t)t->o->seed));
-    if (tune_mpi_host()) { /* measured in an MPI job: where */
-        json_object_set_new(r, "host", json_string(tune_mpi_host()));
-        json_object_set_new(r, "rank", json_integer(tune_mpi_rank()));
-    }
+    tune_record_where(r);
     return r;
 }
 

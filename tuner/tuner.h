@@ -579,6 +579,15 @@ int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid,
 bool tune_record_matches(json_t *record, const Workload *w, const Machine *m, const char **why);
 /* The common fields of a record. */
 json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp);
+/* Its last fields: in an MPI job, the host and rank that measured it. */
+void tune_record_where(json_t *r);
+/* A program's record (tasks.c): the common fields of the whole program's
+ * workload, space "program"; tune_best never takes one. */
+json_t *tune_program_record_new(const Workload *w, const Machine *m);
+/* The last ok program record in the log for G's whole workload (O's
+ * task ignored) on this machine, texc and compiler (a new reference),
+ * or NULL. */
+json_t *tune_program_record(Arena *a, Graph *g, const TuneOptions *o);
 
 /* plot.c — --plot: best-so-far GFLOP/s against trials, as SVG. */
 bool tune_plot(const char *path, const char *title, const double *gflops, int n);
