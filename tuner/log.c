@@ -573,6 +573,14 @@ static bool is_program_record(json_t *r)
     return strcmp(str_field(r, "space_kind"), PROGRAM_SPACE) == 0;
 }
 
+void tune_program_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w, Machine *m)
+{
+    TuneOptions op = *o;
+    op.task = NULL;
+    tune_workload(a, g, &op, w);
+    tune_machine(m, o->target, o->arch);
+}
+
 json_t *tune_program_record(Arena *a, Graph *g, const TuneOptions *o)
 {
     const char *path = tune_log_path(a, o);
@@ -581,12 +589,9 @@ json_t *tune_program_record(Arena *a, Graph *g, const TuneOptions *o)
     int n = path ? tune_log_read(path, NULL, &recs, &invalid, true) : -1;
     if (n <= 0)
         return NULL;
-    TuneOptions op = *o;
-    op.task = NULL;
     Workload w;
-    tune_workload(a, g, &op, &w);
     Machine m;
-    tune_machine(&m, o->target, o->arch);
+    tune_program_workload(a, g, o, &w, &m);
     json_t *last = NULL;
     for (int i = 0; i < n; i++)
         if (is_program_record(recs[i]) && strcmp(str_field(recs[i], "status"), "ok") == 0 &&

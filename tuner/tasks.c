@@ -737,12 +737,9 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
     }
     if (choose && best[0] > 0 && best[1] > 0) {
         /* the verdict, for later builds */
-        TuneOptions op = *o;
-        op.task = NULL;
         Workload w;
-        tune_workload(a, g, &op, &w);
         Machine m;
-        tune_machine(&m, o->target, o->arch);
+        tune_program_workload(a, g, o, &w, &m);
         json_t *r = tune_program_record_new(&w, &m);
         json_t *def = json_array(), *tun = json_array(), *times = json_object();
         for (int i = 0; i < nkt; i++) {

@@ -584,6 +584,9 @@ void tune_record_where(json_t *r);
 /* A program's record (tasks.c): the common fields of the whole program's
  * workload, space "program"; tune_best never takes one. */
 json_t *tune_program_record_new(const Workload *w, const Machine *m);
+/* G's whole workload (O's task ignored) and this machine, as a program
+ * record names them. */
+void tune_program_workload(Arena *a, Graph *g, const TuneOptions *o, Workload *w, Machine *m);
 /* The last ok program record in the log for G's whole workload (O's
  * task ignored) on this machine, texc and compiler (a new reference),
  * or NULL. */
