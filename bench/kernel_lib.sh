@@ -77,8 +77,11 @@ build_tuned() {
             sed 's/^texc: //; s/["\\]//g' | awk '!seen[$0]++' | tr '\n' ' ' | sed 's/ $//')
     # (a program of several kernels is tuned as tasks: "using the tuning
     # log's records for 17 of its 17 kernels (tasks), the default for the
-    # rest"; a single kernel: "using the tuned schedule ...")
-    if grep -q -E "using the tuned schedule|using the tuning log's records for [1-9]" "$out/$name.log"; then
+    # rest"; a single kernel: "using the tuned schedule ..."; a program
+    # whose tuning run measured no kernel faster tuned in it: "using the
+    # default schedule for all N kernels: the tuning log's end-to-end
+    # record ...", the tuned build that run chose)
+    if grep -q -E "using the tuned schedule|using the tuning log's records for [1-9]|using the default schedule for all [0-9]* kernels: the tuning log" "$out/$name.log"; then
         $cc -c "$out/$name.c" -o "$out/$name.o"
         includes="$includes#include \"$name.h\"
 "

@@ -11,6 +11,10 @@
  *      - it selects and the reader reduces: a padded image read by a
  *        convolution would run its bounds checks once per multiply-add,
  *        and keep the reduction from vectorizing; or
+ *      - it divides an index and the reader reduces: im2col's columns
+ *        (col[.., q] = x[.., q / OW, q % OW]) would run the divisions
+ *        once per multiply-add, and read x where it is not contiguous;
+ *        or
  *      - the reader would recompute it several times per element: it
  *        reads the stage inside a reduction, at an index that leaves out
  *        some of the reader's own axes, so each element is needed once
@@ -89,6 +93,7 @@ typedef struct Fuse {
     int64_t *size;     /* a kernel: expression nodes, once expanded (a bound) */
     bool *reduces;     /* a kernel: some member's body reduces */
     bool *selects;     /* a kernel: some member's body selects */
+    bool *divides;     /* ... or divides an index (te_is_index_division) */
     Edge **inst;       /* a member held once: the load that holds it */
     double *cost;      /* a kernel: operations per element (te_fuse_op_cost) */
     const char **why;  /* a stage: why it was last left unfused */
@@ -298,6 +303,7 @@ static void merge(Fuse *f, Tensor *p, Tensor *r, int64_t loads, Edge *only)
     f->cost[r->id] += (double)loads * f->cost[p->id];
     f->reduces[r->id] |= f->reduces[p->id];
     f->selects[r->id] |= f->selects[p->id];
+    f->divides[r->id] |= f->divides[p->id];
     PtrVec *pm = &f->members[p->id];
     vec_push(a, pm, p);
     for (int i = 0; i < pm->len; i++) {
@@ -408,6 +414,12 @@ static void consider(Fuse *f, Tensor *p)
                                          "would run once per multiply-add", r->name);
             return;
         }
+        if (f->divides[p->id] && f->reduces[r->id]) {
+            f->why[p->id] = arena_printf(a, "its indices divide and %s reduces over it: the divisions "
+                                         "would run once per multiply-add, and its reads would not "
+                                         "be contiguous", r->name);
+            return;
+        }
         const IterVar *axis;
         double times = reuse_of(f, p, r, &axis);
         if (!te_fuse_recompute_pays(times, f->cost[p->id])) {
@@ -486,6 +498,7 @@ bool te_pass_fuse(OptCtx *c, Graph *g)
     f.size = arena_alloc(a, sizeof *f.size * n);
     f.reduces = arena_alloc(a, sizeof *f.reduces * n);
     f.selects = arena_alloc(a, sizeof *f.selects * n);
+    f.divides = arena_alloc(a, sizeof *f.divides * n);
     f.inst = arena_alloc(a, sizeof *f.inst * n);
     f.cost = arena_alloc(a, sizeof *f.cost * n);
     f.why = arena_alloc(a, sizeof *f.why * n);
@@ -505,6 +518,7 @@ bool te_pass_fuse(OptCtx *c, Graph *g)
         f.size[i] = tree_size(t->body);
         f.reduces[i] = te_expr_any(t->body, is_reduce, NULL);
         f.selects[i] = te_expr_any(t->body, is_select, NULL);
+        f.divides[i] = te_expr_any(t->body, te_is_index_division, NULL);
         f.cost[i] = te_fuse_op_cost(t->body, NULL, 0);
         collect_loads(&f, t, t->body, last, false);
         heap_push(&f, i);

@@ -553,6 +553,15 @@ static inline bool te_is_load_of(const Expr *x, const void *t)
     return x->kind == EX_LOAD && x->tensor == t;
 }
 
+/* For te_expr_any: is X an integer division or remainder by a constant
+ * other than 1 (an index that unflattens: im2col's q / OW, q % OW)? */
+static inline bool te_is_index_division(const Expr *x, const void *ctx)
+{
+    (void)ctx;
+    return x->kind == EX_OP && (x->op == OP_DIV || x->op == OP_MOD) && x->dtype == DT_I32 &&
+           x->nargs == 2 && x->args[1]->kind == EX_CONST && x->args[1]->value != 1;
+}
+
 /* graph.c: does every dim of G have a compile-time size?  If one is a
  * run-time dim, prints the one diagnostic that says WHAT ("--tune", "the
  * cuda target") takes static sizes only (at the first such dim, naming

@@ -171,10 +171,13 @@ bool sch_vectorizes_reduction(const SchedState *st, const SStage *s)
            sch_can_vectorize_reduction(st, s);
 }
 
-/* Is E a select, or a load of T (T NULL: a select)?  For te_expr_any. */
+/* Is E a select or an index division (lang/pass_fuse.c's two reasons to
+ * keep a stage a reduction reads), or a load of T (T NULL: the first)?
+ * For te_expr_any. */
 static bool select_or_load(const Expr *e, const void *t)
 {
-    return t ? e->kind == EX_LOAD && e->tensor == t : e->kind == EX_OP && e->op == OP_SELECT;
+    return t ? e->kind == EX_LOAD && e->tensor == t
+             : (e->kind == EX_OP && e->op == OP_SELECT) || te_is_index_division(e, NULL);
 }
 
 static bool expr_has(const Expr *e, const Tensor *t)
@@ -183,9 +186,10 @@ static bool expr_has(const Expr *e, const Tensor *t)
 }
 
 /* A stage whose value selects (a padded image: zero outside the picture)
- * and that a reduction reads is computed once, not inlined: inlined, its
- * select and bounds checks would run in the reduction's innermost loop,
- * once per multiply-add, and keep that loop from vectorizing. */
+ * or divides an index (im2col's columns) and that a reduction reads is
+ * computed once, not inlined: inlined, its select and bounds checks, or
+ * its divisions, would run in the reduction's innermost loop, once per
+ * multiply-add, and keep that loop from vectorizing. */
 static bool selects_for_reduction(const SchedState *st, const SStage *s)
 {
     if (st->target != TARGET_CPU || !expr_has(s->value, NULL))
@@ -417,6 +421,17 @@ static bool *default_flash(SchedState *st, SchEmit *b, const Schedule *written)
     return flashed;
 }
 
+/* The loop a stage's threads share: the outermost of more than one
+ * iteration (an image's channels, not its batch of one), the innermost
+ * (vectorized) last; else the outermost. */
+static IterVar *parallel_loop(const SStage *s)
+{
+    for (int d = 0; d + 1 < s->nsvars; d++)
+        if (s->svars[d]->extent > 1)
+            return s->svars[d];
+    return s->svars[0];
+}
+
 Schedule *sch_default(SchedState *st, const Schedule *written)
 {
     Schedule *sched = arena_alloc(st->arena, sizeof *sched);
@@ -490,7 +505,7 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
         else if (sch_vectorizes_reduction(st, s))
             annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);
         if ((s->nsvars >= 2 || s->is_reduce) && at[i] < 0)
-            annotate(&b, s->name, "parallel", s->svars[0]->name);
+            annotate(&b, s->name, "parallel", parallel_loop(s)->name);
     }
     /* the rows last: each at a loop its reader's annotations keep */
     for (int i = 0; i < st->stages.len; i++) {

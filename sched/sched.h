@@ -505,6 +505,7 @@ typedef struct SchEmit {
  * template reads only the fields its form creates. */
 typedef struct SchLoops {
     const char **svar;      /* the spatial loops, outermost first */
+    int64_t *sext;          /* ... their extents (a run-time one's bound) */
     int nsvars;
     const char **rvar;      /* the reduction loops */
     int nrvars;
@@ -534,7 +535,9 @@ typedef struct SchLoops {
 typedef struct SchMicro {
     int64_t ti, tj;
     int order;          /* 0: row tiles outside; 2: column panels outside */
-    int par;            /* 0: the outermost loop parallel; 1: the two tile
+    int par;            /* 0: the outermost loop parallel (of the batch
+                           loops, the first of more than one iteration,
+                           else the outer tile loop); 1: the two tile
                            loops fused, then parallel */
     bool reorder_all;   /* the reorder names every spatial loop (as the
                            tuner's points always have, so that their logged

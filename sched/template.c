@@ -88,9 +88,12 @@ static void emit_bind(SchEmit *e, const char *loop, GpuAxis axis)
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l)
 {
     l->svar = arena_alloc(a, sizeof *l->svar * (size_t)(s->nsvars + 1));
+    l->sext = arena_alloc(a, sizeof *l->sext * (size_t)(s->nsvars + 1));
     l->rvar = arena_alloc(a, sizeof *l->rvar * (size_t)(s->nrvars + 1));
-    for (int d = 0; d < s->nsvars; d++)
+    for (int d = 0; d < s->nsvars; d++) {
         l->svar[d] = s->svars[d]->name;
+        l->sext[d] = s->svars[d]->extent;
+    }
     for (int d = 0; d < s->nrvars; d++)
         l->rvar[d] = s->rvars[d]->name;
     l->nsvars = s->nsvars;
@@ -171,7 +174,14 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
     } else if (m->order == 2) {
         emit_reorder(e, (const char *[]){ outer, inner }, 2);
     }
-    const char *at = inner, *par = l->nsvars > 2 ? l->svar[0] : outer;
+    /* a batch loop of one iteration (an image, a batch of one) has no
+       work to share: the first with more, else the outer tile loop */
+    const char *at = inner, *par = outer;
+    for (int b = 0; b < l->nsvars - 2; b++)
+        if (!l->sext || l->sext[b] > 1) {
+            par = l->svar[b];
+            break;
+        }
     if (m->par == 1) {
         emit_fuse(e, outer, inner, l->fused);
         at = par = l->fused;
@@ -533,9 +543,15 @@ int sch_micro_row(const SStage *s)
 void sch_loops_row_inner(SchLoops *l, int row)
 {
     const char *i = l->svar[row];
-    for (int d = row; d < l->nsvars - 2; d++)
+    int64_t ext = l->sext ? l->sext[row] : 0;
+    for (int d = row; d < l->nsvars - 2; d++) {
         l->svar[d] = l->svar[d + 1];
+        if (l->sext)
+            l->sext[d] = l->sext[d + 1];
+    }
     l->svar[l->nsvars - 2] = i;
+    if (l->sext)
+        l->sext[l->nsvars - 2] = ext;
 }
 
 /* A stage or input name nobody uses (nor TAKEN, NTAKEN), for a cache
@@ -562,9 +578,12 @@ void sch_template_names(Arena *a, SchedState *st, SStage *s, SchForm form, SchLo
     l->nrvars = s->nrvars;
     l->svar = arena_alloc(a, sizeof *l->svar * (size_t)(s->nsvars + 1));
     l->rvar = arena_alloc(a, sizeof *l->rvar * (size_t)(s->nrvars + 1));
+    l->sext = arena_alloc(a, sizeof *l->sext * (size_t)(s->nsvars + 1));
     /* the loops of an unscheduled stage: one per variable, in order */
-    for (int i = 0; i < s->nsvars; i++)
+    for (int i = 0; i < s->nsvars; i++) {
         l->svar[i] = ((Loop *)s->loops.items[i])->name;
+        l->sext[i] = s->svars[i]->extent;
+    }
     int64_t longest = 0;
     for (int i = 0; i < s->nrvars; i++) {
         l->rvar[i] = ((Loop *)s->loops.items[s->nsvars + i])->name;

@@ -32,7 +32,7 @@ same_outputs() {
 }
 
 # 1. --eval: the reference evaluator on PyTorch's models
-for m in mlp tiny encoder14 encoder17 cnn ops ops11 semantics; do
+for m in mlp tiny encoder14 encoder17 cnn resblock ops ops11 semantics; do
     # shellcheck disable=SC2046 # inputs splits on purpose
     if "$TEXC" "$d/$m.onnx" --eval $(inputs $m) -o "$tmp/ev_$m" >"$tmp/out" 2>&1 &&
         same_outputs $m "$tmp/ev_$m" >>"$tmp/out" 2>&1; then
@@ -44,7 +44,7 @@ done
 
 # 2. compiled: NAME.h + NAME.c and the weights as NAME.weights, built
 # with the sanitizers and run by texc's harness on PyTorch's inputs
-for m in mlp cnn encoder17; do
+for m in mlp cnn resblock encoder17; do
     k=$tmp/k_$m
     args=
     run() {
@@ -75,6 +75,19 @@ for m in mlp cnn encoder17; do
         not_ok "$m.onnx compiled and run matches PyTorch" "$tmp/out"
     fi
 done
+
+# 2a. rows narrower than a vector: resblock's four convolutions (7 wide)
+# are matmuls over the output positions (im2col), and the 1x1 strided
+# one's columns, which only move data, stay a kernel of their own: read
+# inside the product, their divisions would run once per multiply-add
+if [ "$(grep -c '^[A-Za-z_0-9]*_col\[' "$tmp/k_resblock.te")" -eq 4 ] &&
+    "$TEXC" "$d/resblock.onnx" --dump=kernels -o "$tmp/kr" 2>&1 |
+    grep -A1 '^kernel down_Conv_col' | grep -q 'not fused: its indices divide and down_Conv_conv reduces over it'; then
+    ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept"
+else
+    { grep '_col\[' "$tmp/k_resblock.te"; "$TEXC" "$d/resblock.onnx" --dump=kernels -o "$tmp/kr" 2>&1; } >"$tmp/out"
+    not_ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept" "$tmp/out"
+fi
 
 # 2b. a C program of the model (tests/onnx_weights.c, with the
 # sanitizers): the weights loaded with one call, NAME_load_weights, then

@@ -113,6 +113,29 @@ with torch.no_grad():  # batch-norm statistics that are not the identity
 export("cnn", cnn, [torch.randn(2, 3, 16, 16)], ["x"], ["y"])
 
 
+class ResBlock(nn.Module):
+    """A ResNet basic block with a strided downsample, then a dilated conv,
+    on rows narrower than 16: the importer writes these convolutions as
+    matmuls over the output positions (im2col), the 1x1 strided one
+    without padding included."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(16, 24, 3, stride=2, padding=1)
+        self.conv2 = nn.Conv2d(24, 24, 3, padding=1)
+        self.down = nn.Conv2d(16, 24, 1, stride=2, bias=False)
+        self.dil = nn.Conv2d(24, 8, 3, padding=2, dilation=2)
+
+    def forward(self, x):
+        y = torch.relu(self.conv1(x))
+        y = torch.relu(self.conv2(y) + self.down(x))
+        return self.dil(y)
+
+
+torch.manual_seed(1)  # (the models before keep their weights)
+export("resblock", ResBlock(), [torch.randn(2, 16, 9, 13)], ["x"], ["y"])
+
+
 class Ops(nn.Module):
     """Elementwise and view ops the others leave out: Concat, Split, Slice,
     Squeeze/Unsqueeze, Tanh, Sub, Div, Min/Max (clamp), Where, Gather with
