@@ -11,10 +11,12 @@
  *      - it selects and the reader reduces: a padded image read by a
  *        convolution would run its bounds checks once per multiply-add,
  *        and keep the reduction from vectorizing; or
- *      - it divides an index and the reader reduces: im2col's columns
- *        (col[.., q] = x[.., q / OW, q % OW]) would run the divisions
- *        once per multiply-add, and read x where it is not contiguous;
- *        or
+ *      - it divides an index and the reader reduces over it along the
+ *        reader's innermost axis: im2col's columns (col[.., q] =
+ *        x[.., q / OW, q % OW], read by conv[n, f, q]) would run the
+ *        divisions once per multiply-add, and read x where it is not
+ *        contiguous (a matmul's row operand x[i, k], read once a row and
+ *        k, is still fused); or
  *      - the reader would recompute it several times per element: it
  *        reads the stage inside a reduction, at an index that leaves out
  *        some of the reader's own axes, so each element is needed once
@@ -322,6 +324,8 @@ static void merge(Fuse *f, Tensor *p, Tensor *r, int64_t loads, Edge *only)
     f->c->stats->fused++;
 }
 
+static bool uses_up_to(Fuse *f, const Edge *e, const Tensor *r, bool *used, bool *inside);
+
 /* How many times kernel R would compute each element of a stage that it
  * loads through edge E, once fused: 1 unless some load on the way from
  * E's reader up to R lies inside a reduction; then the product of R's
@@ -330,23 +334,50 @@ static void merge(Fuse *f, Tensor *p, Tensor *r, int64_t loads, Edge *only)
  * several copies is not followed (1: as if the load were R's own). */
 static double reuse_along(Fuse *f, const Edge *e, const Tensor *r, const IterVar **axis)
 {
-    bool used[TE_MAX_RANK], inside = e->in_reduce;
+    bool used[TE_MAX_RANK], inside;
     *axis = NULL;
+    if (!uses_up_to(f, e, r, used, &inside))
+        return 1;
+    return inside ? unused_extent(used, r->vars, r->shape, r->rank, axis) : 1;
+}
+
+/* Which of kernel R's axes the loads from edge E up to R use (USED, by
+ * R's dims), and whether one of them lies inside a reduction (*INSIDE);
+ * false for a chain through a member held in several copies (not
+ * followed). */
+static bool uses_up_to(Fuse *f, const Edge *e, const Tensor *r, bool *used, bool *inside)
+{
+    *inside = e->in_reduce;
     const Tensor *s = e->reader;
     load_uses(e->load, s->vars, s->rank, used);
     while (s != r) {
         const Edge *up = f->inst[s->id];
         if (!up)
-            return 1;
+            return false;
         bool next[TE_MAX_RANK] = {false};
         for (int d = 0; d < up->reader->rank; d++)
             for (int k = 0; k < s->rank && !next[d]; k++)
                 next[d] = used[k] && mentions(up->load->args[k], up->reader->vars[d]);
-        memcpy(used, next, sizeof used);
-        inside |= up->in_reduce;
+        memcpy(used, next, sizeof next);
+        *inside |= up->in_reduce;
         s = up->reader;
     }
-    return inside ? unused_extent(used, r->vars, r->shape, r->rank, axis) : 1;
+    return true;
+}
+
+/* Does kernel R read stage P along its innermost axis, the one its
+ * reduction's micro-kernel vectorizes (im2col's columns, read at [.., q]
+ * by conv[n, f, q]; not a matmul's row operand x[i, k], read once a row
+ * and k)?  A chain not followed counts as yes. */
+static bool read_along_inner(Fuse *f, const Tensor *p, const Tensor *r)
+{
+    PtrVec *rs = &f->readers[p->id];
+    for (int i = 0; i < rs->len; i++) {
+        bool used[TE_MAX_RANK], inside;
+        if (!uses_up_to(f, rs->items[i], r, used, &inside) || (r->rank > 0 && used[r->rank - 1]))
+            return true;
+    }
+    return false;
 }
 
 /* The largest reuse_along over P's loads by its one reader kernel R. */
@@ -414,10 +445,11 @@ static void consider(Fuse *f, Tensor *p)
                                          "would run once per multiply-add", r->name);
             return;
         }
-        if (f->divides[p->id] && f->reduces[r->id]) {
-            f->why[p->id] = arena_printf(a, "its indices divide and %s reduces over it: the divisions "
-                                         "would run once per multiply-add, and its reads would not "
-                                         "be contiguous", r->name);
+        if (f->divides[p->id] && f->reduces[r->id] && read_along_inner(f, p, r)) {
+            f->why[p->id] = arena_printf(a, "its indices divide and %s reduces over it along its "
+                                         "innermost axis: the divisions would run once per "
+                                         "multiply-add, and its reads would not be contiguous",
+                                         r->name);
             return;
         }
         const IterVar *axis;

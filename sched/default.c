@@ -171,13 +171,10 @@ bool sch_vectorizes_reduction(const SchedState *st, const SStage *s)
            sch_can_vectorize_reduction(st, s);
 }
 
-/* Is E a select or an index division (lang/pass_fuse.c's two reasons to
- * keep a stage a reduction reads), or a load of T (T NULL: the first)?
- * For te_expr_any. */
+/* Is E a select, or a load of T (T NULL: a select)?  For te_expr_any. */
 static bool select_or_load(const Expr *e, const void *t)
 {
-    return t ? e->kind == EX_LOAD && e->tensor == t
-             : (e->kind == EX_OP && e->op == OP_SELECT) || te_is_index_division(e, NULL);
+    return t ? e->kind == EX_LOAD && e->tensor == t : e->kind == EX_OP && e->op == OP_SELECT;
 }
 
 static bool expr_has(const Expr *e, const Tensor *t)
@@ -185,18 +182,44 @@ static bool expr_has(const Expr *e, const Tensor *t)
     return te_expr_any(e, select_or_load, t);
 }
 
+/* For te_expr_any: a load of L->t whose index uses L->v. */
+typedef struct LoadAlong {
+    const Tensor *t;
+    const IterVar *v;
+} LoadAlong;
+
+static bool load_along(const Expr *e, const void *ctx)
+{
+    const LoadAlong *l = ctx;
+    if (e->kind != EX_LOAD || e->tensor != l->t)
+        return false;
+    for (int i = 0; i < e->nargs; i++)
+        if (sch_uses_var(e->args[i], l->v))
+            return true;
+    return false;
+}
+
 /* A stage whose value selects (a padded image: zero outside the picture)
- * or divides an index (im2col's columns) and that a reduction reads is
- * computed once, not inlined: inlined, its select and bounds checks, or
- * its divisions, would run in the reduction's innermost loop, once per
- * multiply-add, and keep that loop from vectorizing. */
+ * and that a reduction reads, or whose value divides an index (im2col's
+ * columns) and that a reduction reads along its innermost axis, is
+ * computed once, not inlined (lang/pass_fuse.c's rules): inlined, its
+ * select and bounds checks, or its divisions, would run in the
+ * reduction's innermost loop, once per multiply-add, and keep that loop
+ * from vectorizing. */
 static bool selects_for_reduction(const SchedState *st, const SStage *s)
 {
-    if (st->target != TARGET_CPU || !expr_has(s->value, NULL))
+    bool selects = expr_has(s->value, NULL);
+    bool divides = te_expr_any(s->value, te_is_index_division, NULL);
+    if (st->target != TARGET_CPU || (!selects && !divides))
         return false; /* (cuda kernels keep their inlining) */
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *r = st->stages.items[i];
-        if (r->is_reduce && expr_has(r->value, s->tensor))
+        if (!r->is_reduce)
+            continue;
+        if (selects && expr_has(r->value, s->tensor))
+            return true;
+        LoadAlong l = { s->tensor, r->nsvars ? r->svars[r->nsvars - 1] : NULL };
+        if (divides && l.v && te_expr_any(r->value, load_along, &l))
             return true;
     }
     return false;
