@@ -89,6 +89,17 @@ else
     not_ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept" "$tmp/out"
 fi
 
+# ... while a view that divides its index and is read as a matmul's row
+# operand (the encoder's attention output, [H, S, DH] viewed as [S, D],
+# read once a row and k by the output projection) is still fused
+if "$TEXC" "$d/encoder17.onnx" --dump=kernels -o "$tmp/ke" >"$tmp/out" 2>&1 &&
+    grep -q '^kernel ' "$tmp/out" && ! grep -q 'indices divide and layer_self_attn_Gemm' "$tmp/out" &&
+    grep -q 'layer_self_attn_Reshape_3: elementwise, inlined into its only reader' "$tmp/out"; then
+    ok "encoder17.onnx: the attention output's view stays fused into the projection"
+else
+    not_ok "encoder17.onnx: the attention output's view stays fused into the projection" "$tmp/out"
+fi
+
 # 2b. a C program of the model (tests/onnx_weights.c, with the
 # sanitizers): the weights loaded with one call, NAME_load_weights, then
 # NAME_run on the real input alone; --embed-weights the same with nothing
