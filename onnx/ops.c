@@ -1173,7 +1173,12 @@ static bool cv_matmul(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     int64_t K = a->dims[a->rank - 1], kb = b->dims[b->rank >= 2 ? b->rank - 2 : 0];
     if (K != kb)
         return ox_error(im, "inner dims differ: %lld and %lld", (long long)K, (long long)kb);
-    if (a->rank > 2 && b->rank == 2)
+    /* the rows' flat index divides by every dim but the first: a run-time
+       one there keeps the product batched (symdims.c) */
+    bool inner_probe = false;
+    for (int d = 1; d < a->rank - 1; d++)
+        inner_probe = inner_probe || ox_is_probe(im, a->dims[d]);
+    if (a->rank > 2 && b->rank == 2 && !inner_probe)
         return rows_matmul(im, a, b, out[0]);
     /* batch dims broadcast */
     OxValue ba = { .rank = a->rank > 2 ? a->rank - 2 : 0 }, bb = { .rank = b->rank > 2 ? b->rank - 2 : 0 };
