@@ -187,7 +187,7 @@ fails() {
     fi
 }
 fails "a symbolic dim without -D" \
-    "mlp_dyn.onnx: error: graph input 'x': dim 0 is 'batch', a size the model leaves open; give it one with -D batch=VALUE" \
+    "mlp_dyn.onnx: error: graph input 'x': dim 0 is 'batch', a size the model leaves open; give it one with -D batch=VALUE, or keep it a run-time size in a range with -D batch=LO..HI" \
     "$d/mlp_dyn.onnx"
 fails "-D naming no dim of the model" "-D nosuch: the model's inputs have no dim called 'nosuch' (they have batch)" \
     "$d/mlp_dyn.onnx" -D batch=2 -D nosuch=3
@@ -195,6 +195,96 @@ fails "-D batch=0" "'x' would have dim 0 of size 0" "$d/mlp_dyn.onnx" -D batch=0
 fails "an empty input a stage reads" \
     "bad_empty.onnx: error: graph input 'x' is empty (dim 0 is 0); texc takes no empty tensors" \
     "$d/bad_empty.onnx" --eval
+
+# 4b. run-time dims: -D NAME=LO..HI keeps a symbolic dim one; the model
+# compiles once and runs at every size of the range (tests/onnx/
+# gen_symdims.py: PyTorch's outputs at the range's ends and odd sizes)
+# rt_model NAME AXIS LO HI SIZES DEFINES...: --emit-te declares the dim;
+# --eval at each size (read from the input file); one build, its harness
+# (NAME=SIZE first) and NAME_run (tests/onnx_weights.c) at each size, and
+# LO - 1 and HI + 1 refused with nothing written
+rt_model() {
+    m=$1 axis=$2 lo=$3 hi=$4 sizes=$5
+    shift 5
+    k=$tmp/rt_$m
+    dim=$(printf '%s\n' "$@" | sed -n "s/^\([A-Za-z_]*\)=$lo\.\.$hi.*/\1/p")
+    if "$TEXC" "$d/$m.onnx" "$@" --emit-te -o "$k" >"$tmp/out" 2>&1 &&
+        grep -q "^dim $dim in $lo\.\.$hi" "$k.te" && grep -q "^input x : f32\[.*$dim" "$k.te"; then
+        ok "$m.onnx $*: --emit-te declares 'dim $dim in $lo..$hi' and x's shape uses it"
+    else
+        not_ok "$m.onnx $*: --emit-te declares 'dim $dim in $lo..$hi' and x's shape uses it" "$tmp/out"
+    fi
+    : >"$tmp/out"
+    for s in $sizes; do
+        "$TEXC" "$d/$m.onnx" "$@" --eval --input "x=$d/$m.in.x.$s.npy" -o "$k.ev$s" >>"$tmp/out" 2>&1 &&
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.ev$s.y.npy" >>"$tmp/out" 2>&1 || break
+        s=
+    done
+    if [ -z "$s" ]; then
+        ok "$m.onnx --eval at sizes $sizes matches PyTorch"
+    else
+        not_ok "$m.onnx --eval at sizes $sizes matches PyTorch" "$tmp/out"
+    fi
+    run() {
+        "$TEXC" "$d/$m.onnx" "$@" --harness --log=/dev/null -o "$k" || return 1
+        grep -q "^int rt_${m}_run(const rt_${m}_weights \*weights, int64_t $dim, const float \*x, float \*y);" "$k.h" || return 1
+        # shellcheck disable=SC2086
+        ${CC:-cc} $KCFLAGS -I"$tmp" "$k.c" "${k}_harness.c" -lm -o "$k.run" || return 1
+        # shellcheck disable=SC2086
+        ${CC:-cc} $KCFLAGS -DMODEL="rt_$m" -DRTDIM_AXIS="$axis" -DRTDIM_LO="$lo" -DRTDIM_HI="$hi" \
+            -include "$k.h" -I"$tmp" "${srcdir:-.}/tests/onnx_weights.c" "$k.c" -lm -o "$k.api" || return 1
+        for s in $sizes; do
+            n=$(echo "$s" | sed 's/.*_//; s/^$//')
+            [ "$axis" = 0 ] && n=${s%%_*}
+            "$k.run" "$dim=$n" "$d/$m.in.x.$s.npy" "$k.weights" "$k.got$s.npy" || return 1
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.got$s.npy" || return 1
+            "$k.api" run "$k.weights" "$d/$m.in.x.$s.npy" "$d/$m.out.y.$s.npy" "$k.api$s.npy" || return 1
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.api$s.npy" || return 1
+        done
+        "$k.run" "$dim=$((hi + 1))" "$d/$m.in.x.$s.npy" "$k.weights" "$k.big.npy" && return 1
+        [ ! -e "$k.big.npy" ]
+    }
+    if run "$@" >"$tmp/out" 2>&1; then
+        ok "$m.onnx built once: its harness and ${m}_run at sizes $sizes match PyTorch; $((lo - 1)) and $((hi + 1)) refused"
+    else
+        not_ok "$m.onnx built once: its harness and ${m}_run at sizes $sizes match PyTorch; $((lo - 1)) and $((hi + 1)) refused" "$tmp/out"
+    fi
+}
+rt_model mlp_rt 0 1 64 "1 2 7 13 64" -D batch=1..64=8
+rt_model encoder_rt 1 1 16 "2_1 2_5 2_7 2_16" -D batch=2 -D seq=1..16=8
+
+fails "a size outside the range at --eval" \
+    "mlp_rt.in.x.1.npy: dim 0 is 1, outside the range 2..64 of 'batch' (-D batch=2..64)" \
+    "$d/mlp_rt.onnx" -D batch=2..64 --eval --input "x=$d/mlp_rt.in.x.1.npy"
+fails "the size of a run-time batch as a value (a mean over the batch)" \
+    "centered_rt.onnx: error: node '/ReduceMean' (ReduceMean): computes with the size of 'batch' as a value, not only as a shape, which a run-time dim cannot be; bind it with -D batch=VALUE" \
+    "$d/centered_rt.onnx" -D batch=1..8
+fails "a run-time batch merged into the attention's [seq * batch, 16] view" \
+    "encoder_rt.onnx: error: node '/layer/self_attn/Reshape_3' (Reshape): computes with the size of 'batch' as a value" \
+    "$d/encoder_rt.onnx" -D batch=1..4 -D seq=1..16
+fails "a symbolic dim left open names the range form too" \
+    "give it one with -D batch=VALUE, or keep it a run-time size in a range with -D batch=LO..HI" \
+    "$d/mlp_rt.onnx"
+# a malformed range is a usage error (exit 2), as -D M=abc is
+for bad in "batch=1.." "batch=..4" "batch=a..4" "batch=0..4" "batch=5..4" "batch=1..4=9" "batch=1..4=x"; do
+    rm -rf "$tmp/none" && mkdir "$tmp/none"
+    "$TEXC" "$d/mlp_rt.onnx" -D "$bad" -o "$tmp/none/out" >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "texc: -D $bad: " "$tmp/out" && [ -z "$(ls "$tmp/none")" ]; then
+        ok "-D $bad: refused, saying why"
+    else
+        echo "exit $rc" >>"$tmp/out"
+        not_ok "-D $bad: refused, saying why" "$tmp/out"
+    fi
+done
+"$TEXC" -D M=1..64 "${srcdir:-.}/samples/softmax.te" -o "$tmp/none/out" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -qF "texc: -D M=1..64: a range keeps an ONNX model's symbolic dim at run time" "$tmp/out"; then
+    ok "-D M=1..64 on a .te program: a usage error, saying where ranges go"
+else
+    echo "exit $rc" >>"$tmp/out"
+    not_ok "-D M=1..64 on a .te program: a usage error, saying where ranges go" "$tmp/out"
+fi
 
 # 5. every unsupported op, in one error
 fails "unsupported ops: one error lists them all" \

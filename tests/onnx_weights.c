@@ -13,6 +13,9 @@
  *         (written in DIR): each refused with its message, none crashing;
  *         TAP lines
  *
+ * Built with -DRTDIM_AXIS=A -DRTDIM_LO=L -DRTDIM_HI=H, for a model with a
+ * run-time dim (-D NAME=L..H) that X has at axis A: NAME_run takes the
+ * size from X's shape, and refuses L - 1 and H + 1 writing nothing.
  * Built with -DEMBEDDED (texc --embed-weights) it takes no weights file:
  * "onnx_weights run X.npy WANT.npy GOT.npy".
  *
@@ -98,7 +101,32 @@ static int run(const char *weights, const char *x_path, const char *want_path,
         return 2;
     for (size_t i = 0; i < (wn - wd) / 4; i++)
         out[i] = -12345.0f; /* an element the model forgets does not pass */
+#ifdef RTDIM_AXIS
+    /* a run-time dim: its size is X's dim RTDIM_AXIS; the sizes just
+       outside the range return the ERANGE code and write nothing */
+    const char *shape = strstr((const char *)x + 10, "'shape': ("); /* (the header: text) */
+    if (!shape)
+        return 2;
+    char *end = (char *)shape + 10;
+    int64_t size = 0;
+    for (int d = 0; d <= RTDIM_AXIS; d++)
+        size = strtoll(end + (d ? 1 : 0), &end, 10);
+    int64_t outside[2] = { RTDIM_LO - 1, RTDIM_HI + 1 };
+    for (int k = 0; k < 2; k++) {
+        int rc = API(_run)(w, outside[k], in, out);
+        if (rc == 0 || rc != API(_check_sizes)(outside[k]) || out[0] != -12345.0f) {
+            fprintf(stderr, "onnx_weights: size %lld: returned %d, wrote %g\n",
+                    (long long)outside[k], rc, out[0]);
+            return 1;
+        }
+    }
+    if (API(_run)(w, size, in, out) != 0) {
+        fprintf(stderr, "onnx_weights: size %lld refused\n", (long long)size);
+        return 1;
+    }
+#else
     API(_run)(w, in, out);
+#endif
     memcpy(got + wd, out, wn - wd);
     spill(got_path, got, wn);
     API(_free_weights)(w);

@@ -1,0 +1,82 @@
+#!/usr/bin/python3
+# gen_symdims.py — writes the models of tests/onnx.sh's run-time dims
+# (-D NAME=LO..HI): each exported once with dynamic_axes, and PyTorch's
+# outputs at several sizes, NAME.in.x.SIZES.npy and NAME.out.y.SIZES.npy
+# (SIZES: the dynamic dims' sizes joined by '_').  Run from this folder
+# with the Python that imports torch (python3-torch 1.13):
+#     /usr/bin/python3 gen_symdims.py
+# (apart from gen_models.py, so that the models it writes stay as they are)
+import numpy as np
+import torch
+import torch.nn as nn
+
+torch.manual_seed(19)
+
+
+def export(name, model, example, dynamic, sizes, opset=14):
+    """Exports MODEL on EXAMPLE with DYNAMIC ({axis: name} of x and y),
+    then runs it on an input of each shape in SIZES."""
+    model.eval()
+    torch.onnx.export(model, (example,), name + ".onnx", opset_version=opset,
+                      input_names=["x"], output_names=["y"],
+                      dynamic_axes={"x": dynamic, "y": dynamic})
+    for shape in sizes:
+        x = torch.randn(*shape)
+        with torch.no_grad():
+            y = model(x)
+        tag = "_".join(str(shape[a]) for a in sorted(dynamic))
+        np.save("%s.in.x.%s.npy" % (name, tag), x.numpy())
+        np.save("%s.out.y.%s.npy" % (name, tag), y.numpy())
+
+
+class MLP(nn.Module):
+    """A flattened image through Linear-ReLU-Linear-GELU-Linear:
+    x.view(x.size(0), -1) is Shape, Gather, Unsqueeze, Concat, Reshape."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(48, 40)
+        self.fc2 = nn.Linear(40, 24)
+        self.fc3 = nn.Linear(24, 10)
+
+    def forward(self, x):
+        h = x.view(x.size(0), -1)
+        h = torch.relu(self.fc1(h))
+        h = nn.functional.gelu(self.fc2(h))
+        return torch.softmax(self.fc3(h), dim=1)
+
+
+# batch in 1..64: the ends, odd sizes
+export("mlp_rt", MLP(), torch.randn(5, 3, 4, 4), {0: "batch"},
+       [(1, 3, 4, 4), (2, 3, 4, 4), (7, 3, 4, 4), (13, 3, 4, 4), (64, 3, 4, 4)])
+
+
+class Encoder(nn.Module):
+    """A transformer encoder layer (post-norm, GELU MLP), batch first."""
+
+    def __init__(self):
+        super().__init__()
+        self.layer = nn.TransformerEncoderLayer(d_model=16, nhead=2, dim_feedforward=32,
+                                                dropout=0.0, activation="gelu",
+                                                batch_first=True)
+
+    def forward(self, x):
+        return self.layer(x)
+
+
+# batch and seq both symbolic; tests/onnx.sh binds batch (-D batch=2: a
+# run-time batch would be a value in the attention's [seq * batch, 16]
+# view) and keeps seq in 1..16
+export("encoder_rt", Encoder(), torch.randn(2, 5, 16), {0: "batch", 1: "seq"},
+       [(2, 1, 16), (2, 5, 16), (2, 7, 16), (2, 16, 16)])
+
+
+class Centered(nn.Module):
+    """x - x.mean(0): the batch's size as a value (the mean's divisor),
+    which a run-time dim cannot be."""
+
+    def forward(self, x):
+        return x - x.mean(0)
+
+
+export("centered_rt", Centered(), torch.randn(3, 4), {0: "batch"}, [])
