@@ -286,6 +286,45 @@ else
     not_ok "-D M=1..64 on a .te program: a usage error, saying where ranges go" "$tmp/out"
 fi
 
+# 4c. PyTorch's layer norm: at opset 14 the chain ReduceMean, Sub, Pow,
+# ReduceMean, Add, Sqrt, Div, Mul, Add; at 17 LayerNormalization.  Both
+# reach the form a layer norm written in te gets (samples/layernorm.te):
+# four kernels (the mean's sum, the deviation, the sum of squares, the
+# normalization), lowered by the default schedule to one parallel loop
+# over the rows with both row reductions computed inside it; the two
+# opsets' loop nests are the same, and both give PyTorch's numbers
+# compiled and evaluated
+loops() {  # loops MODEL: the lowered loop nest's statement kinds, one a line
+    "$TEXC" "$d/$1.onnx" --dump=loops -o "$tmp/ln_$1" | sed -n '/^# lowered/,$p' |
+        sed -n 's/^\( *\)\(parallel\|for\|vectorized\|local\) .*/\1\2/p'
+}
+for o in 14 17; do
+    m=layernorm$o
+    "$TEXC" "$d/$m.onnx" --dump=kernels -o "$tmp/ln_$m" >"$tmp/ln_$m.kernels" 2>&1
+    loops $m >"$tmp/ln_$m.loops" 2>&1
+    if [ "$(grep -c '^kernel' "$tmp/ln_$m.kernels")" = 4 ] &&
+        [ "$(grep -c '^[a-z]' "$tmp/ln_$m.loops")" = 1 ] && grep -q '^parallel$' "$tmp/ln_$m.loops" &&
+        [ "$(grep -c 'vectorized' "$tmp/ln_$m.loops")" = 3 ]; then
+        ok "$m.onnx: 4 kernels, one parallel loop over the rows holding both row reductions"
+    else
+        cat "$tmp/ln_$m.loops" >>"$tmp/ln_$m.kernels"
+        not_ok "$m.onnx: 4 kernels, one parallel loop over the rows holding both row reductions" "$tmp/ln_$m.kernels"
+    fi
+    check "$m.onnx: --eval and the compiled model match PyTorch" sh -c "
+        '$TEXC' '$d/$m.onnx' --eval --input x='$d/$m.in.x.npy' -o '$tmp/ln_$m.ev' &&
+        '$b/tests/npycmp' '$d/$m.out.y.npy' '$tmp/ln_$m.ev.y.npy' &&
+        '$TEXC' '$d/$m.onnx' --harness -o '$tmp/ln_$m' &&
+        ${CC:-cc} $KCFLAGS -I'$tmp' '$tmp/ln_$m.c' '$tmp/ln_${m}_harness.c' -lm -o '$tmp/ln_$m.run' &&
+        '$tmp/ln_$m.run' '$d/$m.in.x.npy' '$tmp/ln_$m.weights' '$tmp/ln_$m.got.npy' &&
+        '$b/tests/npycmp' '$d/$m.out.y.npy' '$tmp/ln_$m.got.npy'"
+done
+if cmp -s "$tmp/ln_layernorm14.loops" "$tmp/ln_layernorm17.loops"; then
+    ok "layer norm: the opset 14 chain and LayerNormalization lower to the same loop nest"
+else
+    diff "$tmp/ln_layernorm14.loops" "$tmp/ln_layernorm17.loops" >"$tmp/out"
+    not_ok "layer norm: the opset 14 chain and LayerNormalization lower to the same loop nest" "$tmp/out"
+fi
+
 # 5. every unsupported op, in one error
 fails "unsupported ops: one error lists them all" \
     "unsupported.onnx: error: the model uses ops texc does not convert (opset 14):" "$d/unsupported.onnx"

@@ -1,11 +1,15 @@
 #!/usr/bin/python3
-# gen_symdims.py — writes the models of tests/onnx.sh's run-time dims
-# (-D NAME=LO..HI): each exported once with dynamic_axes, and PyTorch's
-# outputs at several sizes, NAME.in.x.SIZES.npy and NAME.out.y.SIZES.npy
-# (SIZES: the dynamic dims' sizes joined by '_').  Run from this folder
-# with the Python that imports torch (python3-torch 1.13):
-#     /usr/bin/python3 gen_symdims.py
-# (apart from gen_models.py, so that the models it writes stay as they are)
+# gen_more.py — writes the models tests/onnx.sh gained after gen_models.py
+# (apart from it, so that the models that one writes stay as they are):
+#   - run-time dims (-D NAME=LO..HI): each model exported once with
+#     dynamic_axes, and PyTorch's outputs at several sizes,
+#     NAME.in.x.SIZES.npy and NAME.out.y.SIZES.npy (SIZES: the dynamic
+#     dims' sizes joined by '_');
+#   - nn.LayerNorm alone at opsets 14 (PyTorch's decomposed chain) and 17
+#     (LayerNormalization), NAME.in.x.npy and NAME.out.y.npy.
+# Run from this folder with the Python that imports torch (python3-torch
+# 1.13):
+#     /usr/bin/python3 gen_more.py
 import numpy as np
 import torch
 import torch.nn as nn
@@ -80,3 +84,30 @@ class Centered(nn.Module):
 
 
 export("centered_rt", Centered(), torch.randn(3, 4), {0: "batch"}, [])
+
+
+class Norm(nn.Module):
+    """nn.LayerNorm over the last axis of [4, 6, 48], with a gain and a
+    bias that are not 1 and 0."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(48)
+        with torch.no_grad():
+            self.norm.weight.uniform_(0.5, 1.5)
+            self.norm.bias.uniform_(-0.5, 0.5)
+
+    def forward(self, x):
+        return self.norm(x)
+
+
+norm = Norm().eval()
+x = torch.randn(4, 6, 48) * 3 + 1
+with torch.no_grad():
+    y = norm(x)
+for opset in (14, 17):
+    name = "layernorm%d" % opset
+    torch.onnx.export(norm, (x,), name + ".onnx", opset_version=opset, input_names=["x"],
+                      output_names=["y"])
+    np.save(name + ".in.x.npy", x.numpy())
+    np.save(name + ".out.y.npy", y.numpy())
