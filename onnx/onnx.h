@@ -185,6 +185,15 @@ typedef struct OxValue {
     const OxNode *reader;   /* the first node that reads it, and at which input */
     int reader_slot;
     int uses;               /* inputs of nodes (and graph outputs) that read it */
+    /* A linear layer on rows whose run-time dim is not the first (ops.c,
+       held_rows): ROWS_OF set, a Reshape of it to [rows, K] the program
+       does not write, which its one reader, a Gemm, reads in ROWS_OF's
+       dims; HELD_RANK set, the Gemm's [rows, N] (RANK and DIMS, for
+       Shape) that the program holds as HELD_DIMS (the rows' dims, N)
+       for its one reader, a Reshape back to those dims. */
+    struct OxValue *rows_of;
+    int held_rank;
+    int64_t held_dims[OX_MAX_RANK];
 } OxValue;
 
 typedef struct OxImporter {

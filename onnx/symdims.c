@@ -465,13 +465,16 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
             }
         if (!ox_import_bound(a, m, bound, ndefines, title, dims_text, p.te, p.k, probes, 3 * p.k,
                              &p.run[r])) {
-            const char *at = "";
-            for (int d = 0; d < p.k; d++)
+            const char *at = "", *bind = "";
+            for (int d = 0; d < p.k; d++) {
                 at = arena_printf(a, "%s%s%s = %lld", at, d ? ", " : "", p.param[d],
                                   (long long)probe_at(&p, r, d));
-            fprintf(stderr, "%s: note: texc imports a model with run-time dims at sizes standing "
-                            "for them (here %s); -D NAME=VALUE binds a dim to one size\n",
-                    m->path, at);
+                bind = arena_printf(a, "%s%s-D %s=VALUE", bind, d ? " " : "", p.param[d]);
+            }
+            fprintf(stderr, "%s: note: texc imports a model with run-time dims at large sizes "
+                            "standing for them (here %s); a model that cannot take those "
+                            "cannot keep them at run time: bind them with %s\n",
+                    m->path, at, bind);
             return false;
         }
     }
