@@ -68,11 +68,26 @@ class Encoder(nn.Module):
         return self.layer(x)
 
 
-# batch and seq both symbolic; tests/onnx.sh binds batch (-D batch=2: a
-# run-time batch would be a value in the attention's [seq * batch, 16]
-# view) and keeps seq in 1..16
+# batch in 1..4 and seq in 1..16: PyTorch's attention views its [seq,
+# batch, 16] as [seq * batch, 16] for the output projection, which texc
+# keeps in its rows' dims (ops.c, held_rows)
 export("encoder_rt", Encoder(), torch.randn(2, 5, 16), {0: "batch", 1: "seq"},
-       [(2, 1, 16), (2, 5, 16), (2, 7, 16), (2, 16, 16)])
+       [(1, 1, 16), (1, 16, 16), (2, 5, 16), (3, 7, 16), (4, 16, 16), (4, 1, 16)])
+
+
+class Positions(nn.Module):
+    """x + a learned embedding of torch.arange(x.size(1)): the positions
+    are a constant whose size is the sequence's."""
+
+    def __init__(self):
+        super().__init__()
+        self.pos = nn.Embedding(32, 8)
+
+    def forward(self, x):
+        return x + self.pos(torch.arange(x.size(1)))
+
+
+export("positions_rt", Positions(), torch.randn(2, 5, 8), {1: "seq"}, [])
 
 
 class Centered(nn.Module):
