@@ -707,7 +707,7 @@ static bool row_shape(const OxValue *x, int64_t K, int64_t *rows, int *m, int64_
             return false;
         *split = K / tail; /* dim p - 1 is rows' last times SPLIT */
     }
-    *m = *split == 1 ? p : p;
+    *m = p;
     if (*m == 0)
         return false;
     memcpy(rows, x->dims, sizeof *rows * (size_t)*m);

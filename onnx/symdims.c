@@ -300,7 +300,13 @@ static bool merge(Probing *p)
                             (input_line && depth > 0);
                 const char *poly = integer ? polynomial(p, v) : NULL;
                 if (!size || !poly) {
-                    if (size)
+                    if (!size && strncmp(where(p->a, base, at[0]), "the declaration", 15) == 0)
+                        fprintf(stderr, "%s: error: %s: a weight's shape varies with the size "
+                                        "of %s, and weights are fixed when compiling; bind it "
+                                        "with %s\n",
+                                p->m->path, where(p->a, base, at[0]), dims_of(p, v),
+                                binding(p, v));
+                    else if (size)
                         fprintf(stderr, "%s: error: %s: a size varies with %s in a way te's "
                                         "sizes cannot say (a sum of products of the run-time "
                                         "dims and integers); bind it with %s\n",
