@@ -272,6 +272,9 @@ fails "a size outside the range at --eval" \
 fails "the size of a run-time batch as a value (a mean over the batch)" \
     "centered_rt.onnx: error: node '/ReduceMean' (ReduceMean): computes with the size of 'batch' as a value, not only as a shape, which a run-time dim cannot be; bind it with -D batch=VALUE" \
     "$d/centered_rt.onnx" -D batch=1..8
+fails "a weight whose shape is the run-time dim's (arange(x.size(0)) folded)" \
+    "ramp_rt.onnx: error: the declaration 'input Mul : const f32[1009, 4]': a weight's shape varies with the size of 'n', and weights are fixed when compiling; bind it with -D n=VALUE" \
+    "$d/ramp_rt.onnx" -D n=1..8
 fails "learned positions of torch.arange(seq): the probe's size does not fit, and the note says why" \
     "positions_rt.onnx: note: texc imports a model with run-time dims at large sizes standing for them (here seq = 1009); a model that cannot take those cannot keep them at run time: bind them with -D seq=VALUE" \
     "$d/positions_rt.onnx" -D seq=1..16

@@ -126,3 +126,14 @@ for opset in (14, 17):
                       output_names=["y"])
     np.save(name + ".in.x.npy", x.numpy())
     np.save(name + ".out.y.npy", y.numpy())
+
+
+class Ramp(nn.Module):
+    """x + arange(x.size(0)) as a column: a folded constant, a weight,
+    whose shape is the run-time dim's."""
+
+    def forward(self, x):
+        return x + torch.arange(x.size(0), dtype=torch.float32).unsqueeze(1) * torch.ones(1, 4)
+
+
+export("ramp_rt", Ramp(), torch.randn(3, 4), {0: "n"}, [])
