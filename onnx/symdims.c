@@ -29,7 +29,8 @@
  * probes are large, so such a decision is the one for large sizes.  One
  * more thing is the converters' business: a flat view that merges a
  * run-time dim with the dims before it divides by it, so ops.c asks
- * ox_is_probe where it has another form (rows_matmul).
+ * ox_is_probe where it has another form (cv_matmul keeps such rows
+ * batched; held_rows keeps a linear layer's flat rows in their dims).
  */
 #include <stdlib.h>
 #include <string.h>
