@@ -2445,7 +2445,7 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
                 o->name, o->name, o->name, cg_upper(e->p.a, arena_printf(e->p.a, "%s_PROFILED", o->name)),
                 o->name, o->name);
     if (o->weights)
-        cg_emit_weights_h(g, o->weights, o->name, buffer_names(e), h);
+        cg_emit_weights_h(g, o->weights, o->name, buffer_names(e), e->rt_names, e->nrt, h);
     fputs("\n#ifdef __cplusplus\n}\n#endif\n\n#endif\n", h);
 }
 
@@ -2923,7 +2923,6 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
     cg_claim(&e.p, arena_printf(a, "%s_prepack_args", o->name));
     cg_claim(&e.p, arena_printf(a, "%s_packed_args", o->name));
     if (o->weights) { /* the weights' API (weights.c); NAME_run's parameter */
-        TE_ASSERT(!e.nrt && nvariants == 1);
         static const char *const api[] = { "weights", "load_weights", "embedded_weights",
                                             "free_weights", "weight", "run" };
         for (size_t i = 0; i < sizeof api / sizeof api[0]; i++)
@@ -3017,7 +3016,7 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
         if (e.profile)
             emit_profile_tail(&e, o, c);
         if (o->weights)
-            ok = cg_emit_weights_c(a, g, o->weights, o->name, buffer_names(&e), c);
+            ok = cg_emit_weights_c(a, g, o->weights, o->name, buffer_names(&e), e.rt_names, e.nrt, c);
     }
     free(body);
     return ok && !ferror(out_c) && !ferror(out_h);

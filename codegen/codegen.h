@@ -110,11 +110,13 @@ int64_t cg_weights_bytes(const Graph *g, const CgWeights *w);
  * when a write fails (the stream's error, or errno). */
 bool cg_write_weights(const Graph *g, const CgWeights *w, FILE *out);
 /* The API's declarations in NAME.h, and its definitions at the end of
- * NAME.c; CNAMES: the C names of G's inputs, then its outputs. */
+ * NAME.c; CNAMES: the C names of G's inputs, then its outputs; RT: the
+ * C names of its NRT run-time dims (NAME_run takes them first and
+ * returns NAME_packed_args' status). */
 void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
-                       const char *const *cnames, FILE *h);
+                       const char *const *cnames, const char *const *rt, int nrt, FILE *h);
 bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
-                       const char *const *cnames, FILE *c);
+                       const char *const *cnames, const char *const *rt, int nrt, FILE *c);
 
 /* parallel.c: te_parallel_for, which runs a parallel loop's function (C text). */
 extern const char cg_parallel_source[];

@@ -481,7 +481,7 @@ static bool emit_embedded(Arena *a, const Graph *g, const CgWeights *w, const ch
 }
 
 void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
-                       const char *const *cnames, FILE *h)
+                       const char *const *cnames, const char *const *rt, int nrt, FILE *h)
 {
     if (w->embed)
         fprintf(h, "\n/* The model's weights, in %s.c (texc --embed-weights).\n"
@@ -495,12 +495,13 @@ void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
                    " * packed, once.  NULL when the file is not right, with the reason in\n"
                    " * ERR (\"PATH: ...\", ERRLEN bytes at most with its NUL; ERR may be NULL).",
                 name, name);
-    fprintf(h, "\n * %s_run runs the model on them: its real inputs, then its outputs,\n"
-               " * as %s takes them.  Any number of calls, from any threads at once, may\n"
+    fprintf(h, "\n * %s_run runs the model on them: %sits real inputs, then its outputs,\n"
+               " * as %s takes them%s.  Any number of calls, from any threads at once, may\n"
                " * share one %s_weights.  %s_free_weights frees them (NULL is ignored).\n"
                " * %s_weight: a weight by its name in the program, NULL if there is\n"
                " * none. */\n",
-            name, name, name, name, name);
+            name, nrt ? "the run-time sizes, " : "", name,
+            nrt ? " and returns 0, or the ERANGE code above with nothing written" : "", name, name, name);
     fprintf(h, "typedef struct %s_weights %s_weights;\n", name, name);
     if (w->embed)
         fprintf(h, "%s_weights *%s_embedded_weights(void);\n", name, name);
@@ -508,7 +509,9 @@ void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
         fprintf(h, "%s_weights *%s_load_weights(const char *path, char *err, size_t errlen);\n",
                 name, name);
     fprintf(h, "void %s_free_weights(%s_weights *weights);\n", name, name);
-    fprintf(h, "void %s_run(const %s_weights *weights", name, name);
+    fprintf(h, "%s %s_run(const %s_weights *weights", nrt ? "int" : "void", name, name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(h, ", int64_t %s", rt[k]);
     bool *is_weight = calloc((size_t)g->ninputs + 1, sizeof *is_weight);
     if (!is_weight)
         te_internal_error(__FILE__, __LINE__, "out of memory");
@@ -526,7 +529,7 @@ void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
 }
 
 bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
-                       const char *const *cnames, FILE *c)
+                       const char *const *cnames, const char *const *rt, int nrt, FILE *c)
 {
     int nbuf = g->ninputs + g->noutputs;
     fputs("\n/* ------------------------------------------------------------------ */\n", c);
@@ -615,7 +618,9 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
                "    return NULL;\n}\n",
             name, name);
     /* NAME_run: the buffers in NAME's order, the weights' from W */
-    fprintf(c, "\nvoid %s_run(const %s_weights *te_weights", name, name);
+    fprintf(c, "\n%s %s_run(const %s_weights *te_weights", nrt ? "int" : "void", name, name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(c, ", int64_t %s", rt[k]);
     int *slot = malloc(sizeof *slot * (size_t)(nbuf + 1));
     if (!slot)
         te_internal_error(__FILE__, __LINE__, "out of memory");
@@ -634,7 +639,14 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
         fprintf(c, "%s\n        (void *)%s", i ? "," : "",
                 slot[i] >= 0 ? arena_printf(a, "te_weights->at[%d]", slot[i])
                              : arena_printf(a, "%s_", cnames[i]));
-    fprintf(c, "\n    };\n    %s_packed_args(te_args, te_weights->packed);\n}\n", name);
+    if (nrt) {
+        fputs("\n    };\n    const int64_t te_dims[] = {", c);
+        for (int k = 0; k < nrt; k++)
+            fprintf(c, "%s %s", k ? "," : "", rt[k]);
+        fprintf(c, " };\n    return %s_packed_args(te_dims, te_args, te_weights->packed);\n}\n", name);
+    } else {
+        fprintf(c, "\n    };\n    %s_packed_args(te_args, te_weights->packed);\n}\n", name);
+    }
     free(slot);
     return !ferror(c);
 }

@@ -56,6 +56,13 @@ typedef struct InputFile {
     const char *name, *path;
 } InputFile;
 
+/* A -D NAME=LO..HI[=HINT]: RANGE false for a -D NAME=VALUE; HINT 0
+ * when not given. */
+typedef struct DimRange {
+    bool range;
+    int64_t lo, hi, hint;
+} DimRange;
+
 typedef struct Options {
     const char *file;
     const char *prefix; /* -o */
@@ -73,6 +80,7 @@ typedef struct Options {
     bool verbose;
     DimOverride *defines;
     int ndefines;
+    DimRange *ranges;    /* per define: -D NAME=LO..HI[=HINT] (ONNX models) */
     const char **knobs; /* NAME=VALUE */
     int nknobs;
     InputFile *inputs;
@@ -104,6 +112,9 @@ static void usage(FILE *out)
             "options:\n"
             "  -o PREFIX           name outputs PREFIX.* (default: FILE's base name)\n"
             "  -D NAME=VALUE       override the dim NAME (ONNX: bind the symbolic input dim NAME)\n"
+            "  -D NAME=LO..HI[=HINT]\n"
+            "                      ONNX: keep the symbolic input dim NAME a run-time dim, LO\n"
+            "                      to HI inclusive (as `dim NAME in LO..HI = HINT;`)\n"
             "  -K NAME=VALUE       set the schedule knob ?NAME\n"
             "      --target=T      cpu (default) or cuda\n"
             "      --arch=sm_XX    CUDA architecture\n"
@@ -184,6 +195,42 @@ static int64_t parse_int(const char *text, const char *what)
     if (errno || end == text || *end)
         usage_error("%s: '%s' is not an integer", what, text);
     return v;
+}
+
+static bool is_onnx(const char *file);
+
+/* -D NAME=LO..HI or NAME=LO..HI=HINT (TEXT is what follows NAME=): a
+ * run-time dim for an ONNX model's symbolic dim, te's `dim NAME in
+ * LO..HI = HINT;`.  A malformed one is a usage error, as `-D M=abc` is. */
+static DimRange parse_range(const char *name, char *text)
+{
+    char *dots = strstr(text, ".."), *eq = strchr(text, '=');
+    DimRange r = { .range = true };
+    char *end;
+    errno = 0;
+    r.lo = strtoll(text, &end, 10);
+    bool bad = errno || end != dots || end == text;
+    char *hi = dots + 2;
+    if (eq)
+        *eq = '\0';
+    r.hi = strtoll(hi, &end, 10);
+    bad = bad || errno || end == hi || *end;
+    if (eq) {
+        r.hint = strtoll(eq + 1, &end, 10);
+        bad = bad || errno || end == eq + 1 || *end;
+    }
+    if (eq)
+        *eq = '=';
+    if (bad)
+        usage_error("-D %s=%s: expected NAME=LO..HI or NAME=LO..HI=HINT (integers: a range of "
+                    "sizes, inclusive, and the size to optimize for)",
+                    name, text);
+    if (r.lo < 1 || r.lo > r.hi)
+        usage_error("-D %s=%s: the range must have 1 <= LO <= HI", name, text);
+    if (eq && (r.hint < r.lo || r.hint > r.hi))
+        usage_error("-D %s=%s: the hint %lld is outside %lld..%lld", name, text,
+                    (long long)r.hint, (long long)r.lo, (long long)r.hi);
+    return r;
 }
 
 /* Splits NAME=VALUE for -D, -K and --input. */
@@ -295,6 +342,7 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
     o->target = TARGET_CPU;
     o->seed = 1;
     o->defines = arena_alloc(a, sizeof *o->defines * (size_t)argc);
+    o->ranges = arena_alloc(a, sizeof *o->ranges * (size_t)argc);
     o->knobs = arena_alloc(a, sizeof *o->knobs * (size_t)argc);
     o->inputs = arena_alloc(a, sizeof *o->inputs * (size_t)argc);
     o->buckets = arena_alloc(a, sizeof *o->buckets * (size_t)argc);
@@ -306,7 +354,12 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
             break;
         case 'D': {
             char *val = split_assign(optarg, "-D");
-            o->defines[o->ndefines++] = (DimOverride){ optarg, parse_int(val, "-D"), false };
+            if (strstr(val, "..")) {
+                o->ranges[o->ndefines] = parse_range(optarg, val);
+                o->defines[o->ndefines++] = (DimOverride){ optarg, 0, false };
+            } else {
+                o->defines[o->ndefines++] = (DimOverride){ optarg, parse_int(val, "-D"), false };
+            }
             break;
         }
         case 'K':
@@ -453,6 +506,14 @@ static void parse_options(int argc, char **argv, Options *o, Arena *a)
         usage_error("one input file at a time; got '%s' and '%s'", argv[optind],
                     argv[optind + 1]);
     o->file = argv[optind];
+    for (int k = 0; k < o->ndefines; k++)
+        if (o->ranges[k].range && !is_onnx(o->file))
+            usage_error("-D %s=%lld..%lld: a range keeps an ONNX model's symbolic dim at run "
+                        "time; in a .te program declare it (`dim %s in %lld..%lld;`) and -D "
+                        "gives it one size",
+                        o->defines[k].name, (long long)o->ranges[k].lo,
+                        (long long)o->ranges[k].hi, o->defines[k].name,
+                        (long long)o->ranges[k].lo, (long long)o->ranges[k].hi);
 }
 
 static bool is_onnx(const char *file)
@@ -1132,7 +1193,8 @@ int main(int argc, char **argv)
         OxImport *im = arena_alloc(&arena, sizeof *im);
         OxDefine *defs = arena_alloc(&arena, sizeof *defs * (size_t)(o.ndefines + 1));
         for (int k = 0; k < o.ndefines; k++)
-            defs[k] = (OxDefine){ o.defines[k].name, o.defines[k].value };
+            defs[k] = (OxDefine){ o.defines[k].name, o.defines[k].value, o.ranges[k].range,
+                                  o.ranges[k].lo, o.ranges[k].hi, o.ranges[k].hint };
         const char *prefix = output_prefix(&arena, &o);
         const char *base = strrchr(prefix, '/');
         if (!ox_read_model(&arena, o.file, NULL, 0, &model) ||
@@ -1143,12 +1205,45 @@ int main(int argc, char **argv)
         }
         o.ndefines = 0; /* bound: the program has the sizes */
         o.onnx = im;
-        src_from_string(&src, arena_printf(&arena, "%s (imported)", o.file), im->text, im->len);
         /* --input takes the graph's names as well as the program's */
         for (int k = 0; k < o.ninputs; k++)
             for (int j = 0; j < im->nnames; j++)
                 if (strcmp(o.inputs[k].name, im->onnx_names[j]) == 0)
                     o.inputs[k].name = im->te_names[j];
+        /* --eval runs one instance: a run-time dim takes its size from
+           the input file that has it, as -D would give it */
+        for (int d = 0; o.eval && d < im->nrtdims; d++) {
+            const OxRtDim *rd = &im->rtdims[d];
+            const char *path = NULL;
+            for (int k = 0; k < o.ninputs; k++)
+                if (rd->input && strcmp(o.inputs[k].name, rd->input) == 0)
+                    path = o.inputs[k].path;
+            int rank;
+            int64_t shape[TE_MAX_RANK];
+            if (!path) {
+                fprintf(stderr, "texc: --eval: the run-time dim '%s' takes its size from input "
+                                "'%s' (dim %d); give it with --input %s=FILE.npy\n",
+                        rd->onnx, rd->input ? rd->input : "?", rd->axis,
+                        rd->input ? rd->input : "NAME");
+                arena_free(&arena);
+                return 1;
+            }
+            if (npy_read_shape(path, &rank, shape) < 0) {
+                arena_free(&arena);
+                return 1;
+            }
+            if (rank <= rd->axis || shape[rd->axis] < rd->lo || shape[rd->axis] > rd->hi) {
+                fprintf(stderr, "texc: %s: dim %d is %lld, outside the range %lld..%lld of "
+                                "'%s' (-D %s=%lld..%lld)\n",
+                        path, rd->axis, rank > rd->axis ? (long long)shape[rd->axis] : 0LL,
+                        (long long)rd->lo, (long long)rd->hi, rd->onnx, rd->onnx,
+                        (long long)rd->lo, (long long)rd->hi);
+                arena_free(&arena);
+                return 1;
+            }
+            o.defines[o.ndefines++] = (DimOverride){ rd->te, shape[rd->axis], false };
+        }
+        src_from_string(&src, arena_printf(&arena, "%s (imported)", o.file), im->text, im->len);
     } else if (o.emit_te) {
         usage_error("--emit-te writes the program an ONNX model imports; %s is not a .onnx file",
                     o.file);

@@ -455,7 +455,8 @@ static double decode(const NpyHeader *h, const unsigned char *p)
     }
 }
 
-static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
+/* F's header into H, and where its data starts; -1 after the message. */
+static int read_header(FILE *f, const char *path, NpyHeader *hp, size_t *offset)
 {
     unsigned char pre[12];
     if (fread(pre, 1, 10, f) != 10 || memcmp(pre, npy_magic, 6) != 0)
@@ -491,6 +492,17 @@ static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
         return read_error(path, "%s", msg);
     if (h.fortran)
         return read_error(path, "fortran_order arrays are not supported");
+    *hp = h;
+    *offset = data_offset;
+    return 0;
+}
+
+static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
+{
+    NpyHeader h;
+    size_t data_offset;
+    if (read_header(f, path, &h, &data_offset) < 0)
+        return -1;
 
     bool same = h.rank == t->rank;
     for (int d = 0; same && d < h.rank; d++)
@@ -547,6 +559,22 @@ static int read_npy(FILE *f, const char *path, const Tensor *t, double *data)
 int npy_read_file(FILE *f, const char *path, const Tensor *t, double *data)
 {
     return read_npy(f, path, t, data);
+}
+
+int npy_read_shape(const char *path, int *rank, int64_t *shape)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return read_error(path, "%s", strerror(errno));
+    NpyHeader h;
+    size_t offset;
+    int rc = read_header(f, path, &h, &offset);
+    fclose(f);
+    if (rc == 0) {
+        *rank = h.rank;
+        memcpy(shape, h.shape, sizeof *shape * (size_t)h.rank);
+    }
+    return rc;
 }
 
 int npy_read(const char *path, const Tensor *t, double *data)

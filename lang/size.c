@@ -439,6 +439,36 @@ static Poly *poly_opaque(Norm *n, SizeKind k, Poly *x, Poly *y)
     int64_t v;
     if (xnum && ynum && te_size_arith(k, x->constant, y->constant, &v))
         return poly_new(n, v);
+    /* (C * P + R) / C with P's terms divisible by C and no less than
+       their coefficients' sum (every atom a dim, so at least 1, every
+       coefficient positive): at the least C * P + R is that sum plus R,
+       and where that is not negative, / truncates as floor does, so the
+       quotient is P + floor(R / C) and the remainder R's floor modulus:
+       the flat views of a run-time dim, (8 * M - 1) / 8, are M - 1 */
+    if ((k == SZ_DIV || k == SZ_MOD) && ynum && y->constant > 0 && !xnum) {
+        Poly terms = *x;
+        terms.constant = 0;
+        int64_t least = x->constant;
+        bool floor_ok = poly_divisible(&terms, y->constant);
+        for (int i = 0; floor_ok && i < x->nterms; i++) {
+            floor_ok = x->terms[i].coef > 0 && least <= INT64_MAX - x->terms[i].coef;
+            least += floor_ok ? x->terms[i].coef : 0;
+            for (int j = 0; floor_ok && j < x->terms[i].natoms; j++)
+                floor_ok = x->terms[i].atoms[j]->kind == SZ_DIM;
+        }
+        if (floor_ok && least >= 0 && x->constant % y->constant != 0) {
+            int64_t c = y->constant, r = x->constant;
+            int64_t fq = r / c - (r % c < 0), fr = r - fq * c;
+            if (k == SZ_MOD)
+                return poly_new(n, fr);
+            Poly *q = poly_new(n, fq);
+            *q = terms;
+            q->constant = fq;
+            for (int i = 0; i < q->nterms; i++)
+                q->terms[i].coef /= c;
+            return q;
+        }
+    }
     switch (k) {
     case SZ_DIV:
         if (ynum && poly_divisible(x, y->constant)) {

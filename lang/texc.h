@@ -635,6 +635,8 @@ int npy_write_file(FILE *f, const Tensor *t, const double *data);
 /* Reads PATH, which must hold exactly T's shape; any numeric dtype is
  * converted.  On error prints "texc: PATH: why" and returns -1. */
 int npy_read(const char *path, const Tensor *t, double *data);
+/* PATH's shape alone (SHAPE: TE_MAX_RANK entries); -1 after the message. */
+int npy_read_shape(const char *path, int *rank, int64_t *shape);
 /* The same from the open stream F, called PATH in the messages. */
 int npy_read_file(FILE *f, const char *path, const Tensor *t, double *data);
 

@@ -77,7 +77,7 @@ static void name_add(Arena *a, PtrMap *s, const char *name)
 }
 
 /* NAME made C-safe: "/fc1/Gemm_output_0" -> "fc1_Gemm". */
-static char *c_safe(Arena *a, const char *name)
+char *ox_c_safe(Arena *a, const char *name)
 {
     size_t n = strlen(name);
     if (n > 9 && strcmp(name + n - 9, "_output_0") == 0)
@@ -110,7 +110,7 @@ static const char *te_safe(Arena *a, const char *name)
 {
     static const char *reserved[] = { "at", "const", "dim", "in", "input", "let", "output",
                                       "schedule" };
-    const char *base = c_safe(a, name);
+    const char *base = ox_c_safe(a, name);
     for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++)
         if (strcmp(base, reserved[i]) == 0)
             return arena_printf(a, "%s_", base);
@@ -136,6 +136,14 @@ void ox_name(OxImporter *im, OxValue *v)
 const char *ox_aux_name(OxImporter *im, const OxValue *out, const char *suffix)
 {
     return new_name(im, arena_printf(im->a, "%s_%s", out->te ? out->te : out->onnx, suffix));
+}
+
+bool ox_is_probe(const OxImporter *im, int64_t size)
+{
+    for (int k = 0; k < im->nprobes; k++)
+        if (im->probes[k] == size)
+            return true;
+    return false;
 }
 
 /* ------------------------------------------------------------------ */
@@ -676,12 +684,13 @@ static bool bind_inputs(OxImporter *im, const OxDefine *defines, int ndefines)
             int k;
             for (k = 0; k < ndefines; k++)
                 if (strcmp(defines[k].name, p) == 0 ||
-                    strcmp(defines[k].name, c_safe(im->a, p)) == 0)
+                    strcmp(defines[k].name, ox_c_safe(im->a, p)) == 0)
                     break;
             if (k == ndefines)
                 return ox_error(im, "graph input '%s': dim %d is '%s', a size the model leaves "
-                                    "open; give it one with -D %s=VALUE",
-                                vi->name, d, p, c_safe(im->a, p));
+                                    "open; give it one with -D %s=VALUE, or keep it a run-time "
+                                    "size in a range with -D %s=LO..HI",
+                                vi->name, d, p, ox_c_safe(im->a, p), ox_c_safe(im->a, p));
             used[k] = true;
             dims[d] = defines[k].value;
             bound_empty = bound_empty || dims[d] == 0;
@@ -714,12 +723,16 @@ static char *close_stream(FILE *f, char **text, size_t *len)
     return *text;
 }
 
-bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines,
-               const char *title, OxImport *out)
+bool ox_import_bound(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines,
+                     const char *title, const char *dims_text, const char *const *reserved,
+                     int nreserved, const int64_t *probes, int nprobes, OxImport *out)
 {
-    OxImporter im = { .a = a, .m = m, .path = m->path, .opset = m->opset };
+    OxImporter im = { .a = a, .m = m, .path = m->path, .opset = m->opset, .probes = probes,
+                      .nprobes = nprobes };
     memset(out, 0, sizeof *out);
-    /* graph outputs first: they keep their names */
+    /* the run-time dims' names, then the graph outputs': they keep theirs */
+    for (int i = 0; i < nreserved; i++)
+        name_add(a, &im.names, reserved[i]);
     for (int i = 0; i < m->noutputs; i++)
         if (!name_used(&im.names, te_safe(a, m->outputs[i].name)))
             name_add(a, &im.names, te_safe(a, m->outputs[i].name));
@@ -752,7 +765,9 @@ bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines
         fprintf(stderr, "texc: out of memory\n");
         return false;
     }
-    /* the real inputs, declared first, in the graph's order */
+    /* the run-time dims, then the real inputs, in the graph's order */
+    if (dims_text)
+        fputs(dims_text, im.decl);
     for (int i = 0; i < m->ninputs; i++) {
         OxValue *v = find_value(&im, m->inputs[i].name);
         if (v->kind != OXV_INPUT || empty_dim(v) >= 0)

@@ -108,11 +108,25 @@ typedef struct OxWeight {
     const double *values;
 } OxWeight;
 
-/* A -D NAME=VALUE that binds a symbolic dim of the model's inputs. */
+/* A -D NAME=VALUE that binds a symbolic dim of the model's inputs, or a
+ * -D NAME=LO..HI[=HINT] that keeps it a run-time dim of the program. */
 typedef struct OxDefine {
     const char *name;
-    int64_t value;
+    int64_t value;       /* the size (RANGE false) */
+    bool range;          /* a run-time dim: LO..HI inclusive, HINT in it */
+    int64_t lo, hi, hint;
 } OxDefine;
+
+/* A symbolic dim kept at run time: the program's `dim TE in LO..HI =
+ * HINT;`, and where the graph's inputs carry it (for --eval, which reads
+ * its size from the input files). */
+typedef struct OxRtDim {
+    const char *onnx;      /* the dim_param, as the model writes it */
+    const char *te;        /* the dim in the program */
+    int64_t lo, hi, hint;
+    const char *input;     /* the first graph input (its program name) that has it ... */
+    int axis;              /* ... at this axis */
+} OxRtDim;
 
 typedef struct OxImport {
     char *text;          /* the .te program (arena) */
@@ -122,12 +136,26 @@ typedef struct OxImport {
     const char **onnx_names; /* graph inputs' names as the model writes them ... */
     const char **te_names;   /* ... and as the program does */
     int nnames;
+    OxRtDim *rtdims;         /* the run-time dims (-D NAME=LO..HI), in declaration order */
+    int nrtdims;
 } OxImport;
 
-/* import.c: converts M into a .te program named after TITLE (for its
- * comments).  False after the errors (every unsupported op in one). */
+/* symdims.c: converts M into a .te program named after TITLE (for its
+ * comments).  A define with a range keeps its dim symbolic: the program
+ * declares it a run-time dim.  False after the errors (every unsupported
+ * op in one). */
 bool ox_import(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines,
                const char *title, OxImport *out);
+/* import.c: one import with every symbolic dim bound to a number (the
+ * defines' VALUE, ranges included); DIMS_TEXT (or NULL) opens the
+ * declarations, RESERVED names (NRESERVED) the program must not take
+ * for anything else, PROBES (NPROBES) the sizes standing for run-time
+ * dims in this import (ops.c keeps their products out of flat views). */
+bool ox_import_bound(Arena *a, const OxModel *m, const OxDefine *defines, int ndefines,
+                     const char *title, const char *dims_text, const char *const *reserved,
+                     int nreserved, const int64_t *probes, int nprobes, OxImport *out);
+/* NAME made C-safe, as the program names things from the model's names. */
+char *ox_c_safe(Arena *a, const char *name);
 /* W's values as doubles (NELEMS of them, malloc'd by the caller). */
 void ox_weight_values(const OxWeight *w, double *out);
 
@@ -157,6 +185,15 @@ typedef struct OxValue {
     const OxNode *reader;   /* the first node that reads it, and at which input */
     int reader_slot;
     int uses;               /* inputs of nodes (and graph outputs) that read it */
+    /* A linear layer on rows whose run-time dim is not the first (ops.c,
+       held_rows): ROWS_OF set, a Reshape of it to [rows, K] the program
+       does not write, which its one reader, a Gemm, reads in ROWS_OF's
+       dims; HELD_RANK set, the Gemm's [rows, N] (RANK and DIMS, for
+       Shape) that the program holds as HELD_DIMS (the rows' dims, N)
+       for its one reader, a Reshape back to those dims. */
+    struct OxValue *rows_of;
+    int held_rank;
+    int64_t held_dims[OX_MAX_RANK];
 } OxValue;
 
 typedef struct OxImporter {
@@ -175,6 +212,8 @@ typedef struct OxImporter {
     bool commented;          /* its comment is written */
     const char **gelu_of;    /* per node: x of the erf-GELU chain it ends, or NULL */
     bool *skip;              /* per node: inside a chain another node converts */
+    const int64_t *probes;   /* the sizes standing for run-time dims (symdims.c) */
+    int nprobes;
 } OxImporter;
 
 typedef bool (*OxConvert)(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out);
@@ -197,6 +236,7 @@ const char *const *ox_index_vars(OxImporter *im, int rank, const char *prefix);
 const char *ox_literal(OxImporter *im, DType t, double v);
 void ox_name(OxImporter *im, OxValue *v); /* V's name in the program, from ONNX's */
 const char *ox_aux_name(OxImporter *im, const OxValue *out, const char *suffix);
+bool ox_is_probe(const OxImporter *im, int64_t size);
 void ox_stage(OxImporter *im, OxValue *out, const char *expr);
 void ox_aux_stage(OxImporter *im, const char *name, int rank, const int64_t *dims,
                   const char *expr);

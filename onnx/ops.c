@@ -671,6 +671,89 @@ static bool reshape_to(OxImporter *im, OxValue *x, OxValue *out, int rank, const
     return true;
 }
 
+/* The one node that reads V other than Shape nodes (which read only its
+ * ONNX shape), or NULL: none, more, or a graph output among them. */
+static const OxNode *only_reader(OxImporter *im, const OxValue *v)
+{
+    const OxNode *r = NULL;
+    int refs = 0;
+    for (int i = 0; i < im->m->nnodes; i++)
+        for (int k = 0; k < im->m->nodes[i].ninputs; k++)
+            if (strcmp(im->m->nodes[i].inputs[k], v->onnx) == 0) {
+                refs++;
+                if (strcmp(im->m->nodes[i].op, "Shape") == 0)
+                    continue;
+                if (r)
+                    return NULL;
+                r = &im->m->nodes[i];
+            }
+    return refs == v->uses ? r : NULL;
+}
+
+/* The rows of X as [rows, K]: the leading dims ROWS (*M of them) whose
+ * product is the rows, the last of them split from X's dim *M - 1 by
+ * *SPLIT when that dim holds both rows and K's part (PyTorch's [seq,
+ * batch * heads, d] viewed as [seq * batch, heads * d]; *SPLIT 1 when
+ * not).  False when X's trailing dims do not make K so. */
+static bool row_shape(const OxValue *x, int64_t K, int64_t *rows, int *m, int64_t *split)
+{
+    int64_t tail = 1;
+    int p = x->rank;
+    while (p > 0 && tail * x->dims[p - 1] <= K && tail < K)
+        tail *= x->dims[--p];
+    *split = 1;
+    if (tail != K) {
+        if (p == 0 || K % tail || x->dims[p - 1] % (K / tail))
+            return false;
+        *split = K / tail; /* dim p - 1 is rows' last times SPLIT */
+    }
+    *m = p;
+    if (*m == 0)
+        return false;
+    memcpy(rows, x->dims, sizeof *rows * (size_t)*m);
+    if (*split != 1)
+        rows[*m - 1] = x->dims[*m - 1] / *split;
+    return true;
+}
+
+/* Reshape(X, [rows, K]) -> Gemm -> Reshape back to the rows' dims,
+ * PyTorch's linear layer on a [seq, batch, K] tensor (the output
+ * projection of its multi-head attention), with a run-time dim among
+ * the rows' dims after the first: the flat rows' index would divide by
+ * it, which te's indices cannot.  Then the first Reshape writes nothing
+ * (OUT holds X: rows_of), the Gemm is a product over X's rows in their
+ * own dims (flat), and the second Reshape is a copy of it.  Static sizes
+ * keep the 2-D product, the form of texc's matmul micro-kernel. */
+static bool held_rows(OxImporter *im, OxValue *x, OxValue *out, int rank, const int64_t *dims)
+{
+    int64_t rows[OX_MAX_RANK], split;
+    int m;
+    if (rank != 2 || x->kind == OXV_CONST || !dtype_is_float(x->dtype) ||
+        !row_shape(x, dims[1], rows, &m, &split) || m < 2)
+        return false;
+    bool inner_probe = false;
+    int64_t n = 1;
+    for (int d = 0; d < m; d++) {
+        inner_probe = inner_probe || (d > 0 && ox_is_probe(im, rows[d]));
+        n *= rows[d];
+    }
+    if (!inner_probe || n != dims[0])
+        return false;
+    const OxNode *g = only_reader(im, out);
+    if (!g || strcmp(g->op, "Gemm") || g->ninputs < 2 || strcmp(g->inputs[0], out->onnx) ||
+        ox_attr_int(g, "transA", 0) || g->noutputs < 1)
+        return false;
+    int i = strmap_get(&im->value_index, g->outputs[0]);
+    const OxNode *r = i < 0 ? NULL : only_reader(im, im->values.items[i]);
+    if (!r || strcmp(r->op, "Reshape"))
+        return false;
+    if (!ox_set_shape(im, out, x->odtype, rank, dims))
+        return false;
+    out->rows_of = x;
+    out->kind = OXV_STAGE;
+    return true;
+}
+
 static bool cv_reshape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     int64_t dims[OX_MAX_RANK];
@@ -702,6 +785,25 @@ static bool cv_reshape(OxImporter *im, const OxNode *n, OxValue **in, OxValue **
             return ox_error(im, "cannot infer the -1 of its shape: %lld elements", (long long)ox_elems(in[0]));
         dims[infer] = ox_elems(in[0]) / known;
     }
+    if (in[0]->held_rank) { /* a held_rows Gemm, back in its rows' dims */
+        bool same = rank == in[0]->held_rank;
+        for (int d = 0; same && d < rank; d++)
+            same = dims[d] == in[0]->held_dims[d];
+        if (!same)
+            return ox_error(im, "reshapes a linear layer's rows to other dims than its input's; "
+                                "texc keeps the rows in their input's dims where a run-time dim "
+                                "is among them");
+        if (!ox_set_shape(im, out[0], in[0]->odtype, rank, dims))
+            return false;
+        const char *const *idx = ox_index_vars(im, rank, "i");
+        const char *read = arena_printf(ARENA, "%s[", in[0]->te);
+        for (int d = 0; d < rank; d++)
+            read = arena_printf(ARENA, "%s%s%s", read, d ? ", " : "", idx[d]);
+        ox_stage(im, out[0], arena_printf(ARENA, "%s]", read));
+        return true;
+    }
+    if (held_rows(im, in[0], out[0], rank, dims))
+        return true;
     return reshape_to(im, in[0], out[0], rank, dims);
 }
 
@@ -1173,7 +1275,12 @@ static bool cv_matmul(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     int64_t K = a->dims[a->rank - 1], kb = b->dims[b->rank >= 2 ? b->rank - 2 : 0];
     if (K != kb)
         return ox_error(im, "inner dims differ: %lld and %lld", (long long)K, (long long)kb);
-    if (a->rank > 2 && b->rank == 2)
+    /* the rows' flat index divides by every dim but the first: a run-time
+       one there keeps the product batched (symdims.c) */
+    bool inner_probe = false;
+    for (int d = 1; d < a->rank - 1; d++)
+        inner_probe = inner_probe || ox_is_probe(im, a->dims[d]);
+    if (a->rank > 2 && b->rank == 2 && !inner_probe)
         return rows_matmul(im, a, b, out[0]);
     /* batch dims broadcast */
     OxValue ba = { .rank = a->rank > 2 ? a->rank - 2 : 0 }, bb = { .rank = b->rank > 2 ? b->rank - 2 : 0 };
@@ -1211,6 +1318,76 @@ static bool cv_matmul(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     return true;
 }
 
+/* Gemm(Reshape(X, [rows, K]), B, C) over X's rows in X's dims: OUT is
+ * X's leading dims and N, held for the Reshape back (held_rows). */
+static bool gemm_rows(OxImporter *im, OxValue *x, OxValue *b, OxValue *c, bool tb, double alpha,
+                      double beta, OxValue *out)
+{
+    int64_t K = b->rank == 2 ? b->dims[tb] : 0, N = b->rank == 2 ? b->dims[!tb] : 0;
+    int64_t rows[OX_MAX_RANK], split;
+    int m;
+    if (b->rank != 2 || !row_shape(x, K, rows, &m, &split))
+        return ox_error(im, "its B must be a matrix of as many rows as its A's");
+    int r = m + 1;
+    if (!dtype_is_float(b->dtype) || b->dtype != x->dtype || (c && c->dtype != x->dtype))
+        return ox_error(im, "its operands must be floats of one type");
+    if (c && (c->rank > 2 || (c->rank == 2 && c->dims[0] != 1) ||
+              (c->rank >= 1 && c->dims[c->rank - 1] != 1 && c->dims[c->rank - 1] != N)))
+        return ox_error(im, "its C must be one row of %lld (its rows are held in their input's dims)",
+                        (long long)N);
+    int64_t dims[OX_MAX_RANK], flat[2] = { 1, N };
+    memcpy(dims, rows, sizeof *dims * (size_t)m);
+    dims[m] = N;
+    for (int d = 0; d < m; d++)
+        flat[0] *= rows[d];
+    if (!ox_set_shape(im, out, x->odtype, 2, flat))
+        return false;
+    out->held_rank = r; /* ONNX's [rows, N], held in DIMS */
+    memcpy(out->held_dims, dims, sizeof *dims * (size_t)r);
+    /* X's index: the rows' own, then K's flat _k0 over X's trailing dims */
+    const char *const *idx = ox_index_vars(im, r, "i");
+    const char *sx[OX_MAX_RANK];
+    int64_t stride = K;
+    for (int d = 0; d < x->rank; d++) {
+        if (d < m - (split != 1)) {
+            sx[d] = idx[d];
+            continue;
+        }
+        if (d == m - 1) { /* split: the rows' last and K's first part */
+            stride /= split;
+            sx[d] = arena_printf(ARENA, "%s * %lld + _k0 / %lld", idx[d], (long long)split,
+                                 (long long)stride);
+            continue;
+        }
+        bool first = stride == K;
+        stride /= x->dims[d];
+        const char *q = stride == 1 ? "_k0" : arena_printf(ARENA, "(_k0 / %lld)", (long long)stride);
+        sx[d] = first ? q : arena_printf(ARENA, "%s %% %lld", q, (long long)x->dims[d]);
+    }
+    const char *sb[2] = { tb ? idx[r - 1] : "_k0", tb ? "_k0" : idx[r - 1] };
+    const char *prod = arena_printf(ARENA, "sum(_k0 in %lld) %s * %s", (long long)K,
+                                    ox_read(im, x, sx), ox_read(im, b, sb));
+    if (alpha != 1)
+        prod = arena_printf(ARENA, "%s * %s", prod, ox_literal(im, x->dtype, alpha));
+    ox_name(im, out);
+    out->kind = OXV_STAGE;
+    if (!c || beta == 0) {
+        ox_aux_stage(im, out->te, r, dims, prod);
+        return true;
+    }
+    const char *mm = ox_aux_name(im, out, "mm");
+    ox_aux_stage(im, mm, r, dims, prod);
+    const char *t = arena_printf(ARENA, "%s[", mm);
+    for (int d = 0; d < r; d++)
+        t = arena_printf(ARENA, "%s%s%s", t, d ? ", " : "", idx[d]);
+    const char *ci[2] = { "0", c->rank && c->dims[c->rank - 1] != 1 ? idx[r - 1] : "0" };
+    const char *cr = ox_read(im, c, c->rank == 2 ? ci : ci + 1);
+    t = beta == 1 ? arena_printf(ARENA, "%s] + %s", t, cr)
+                  : arena_printf(ARENA, "%s] + %s * %s", t, ox_literal(im, x->dtype, beta), cr);
+    ox_aux_stage(im, out->te, r, dims, t);
+    return true;
+}
+
 static bool cv_gemm(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     if (!need_inputs(im, n, in, 2, 3))
@@ -1218,6 +1395,8 @@ static bool cv_gemm(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out
     OxValue *a = in[0], *b = in[1], *c = n->ninputs > 2 ? in[2] : NULL;
     bool ta = ox_attr_int(n, "transA", 0), tb = ox_attr_int(n, "transB", 0);
     double alpha = ox_attr_float(n, "alpha", 1), beta = ox_attr_float(n, "beta", 1);
+    if (a->rows_of) /* held_rows: A's rows in their own dims */
+        return gemm_rows(im, a->rows_of, b, c, tb, alpha, beta, out[0]);
     if (a->rank != 2 || b->rank != 2)
         return ox_error(im, "its A and B must be matrices");
     if (!dtype_is_float(a->dtype) || a->dtype != b->dtype || (c && c->dtype != a->dtype))

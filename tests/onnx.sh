@@ -211,7 +211,7 @@ fails() {
     fi
 }
 fails "a symbolic dim without -D" \
-    "mlp_dyn.onnx: error: graph input 'x': dim 0 is 'batch', a size the model leaves open; give it one with -D batch=VALUE" \
+    "mlp_dyn.onnx: error: graph input 'x': dim 0 is 'batch', a size the model leaves open; give it one with -D batch=VALUE, or keep it a run-time size in a range with -D batch=LO..HI" \
     "$d/mlp_dyn.onnx"
 fails "-D naming no dim of the model" "-D nosuch: the model's inputs have no dim called 'nosuch' (they have batch)" \
     "$d/mlp_dyn.onnx" -D batch=2 -D nosuch=3
@@ -219,6 +219,151 @@ fails "-D batch=0" "'x' would have dim 0 of size 0" "$d/mlp_dyn.onnx" -D batch=0
 fails "an empty input a stage reads" \
     "bad_empty.onnx: error: graph input 'x' is empty (dim 0 is 0); texc takes no empty tensors" \
     "$d/bad_empty.onnx" --eval
+
+# 4b. run-time dims: -D NAME=LO..HI keeps a symbolic dim one; the model
+# compiles once and runs at every size of the range (tests/onnx/
+# gen_symdims.py: PyTorch's outputs at the range's ends and odd sizes)
+# rt_model NAME DIMS AXES LO HI SIZES DEFINES...: DIMS the run-time dims
+# ("batch seq"), AXES their axes in x ("1 2"), LO..HI the first's range,
+# SIZES the files' tags (the dims' sizes joined by _): --emit-te declares
+# the first dim; --eval at each size (read from the input file); one
+# build, its harness (NAME=SIZE first) and NAME_run (tests/onnx_weights.c)
+# at each size, and the first dim at LO - 1 and HI + 1 refused with
+# nothing written
+rt_model() {
+    m=$1 dims=$2 axes=$3 lo=$4 hi=$5 sizes=$6
+    shift 6
+    k=$tmp/rt_$m
+    dim=${dims%% *}
+    if "$TEXC" "$d/$m.onnx" "$@" --emit-te -o "$k" >"$tmp/out" 2>&1 &&
+        grep -q "^dim $dim in $lo\.\.$hi" "$k.te" && grep -q "^input x : f32\[.*$dim" "$k.te"; then
+        ok "$m.onnx $*: --emit-te declares 'dim $dim in $lo..$hi' and x's shape uses it"
+    else
+        not_ok "$m.onnx $*: --emit-te declares 'dim $dim in $lo..$hi' and x's shape uses it" "$tmp/out"
+    fi
+    : >"$tmp/out"
+    for s in $sizes; do
+        "$TEXC" "$d/$m.onnx" "$@" --eval --input "x=$d/$m.in.x.$s.npy" -o "$k.ev$s" >>"$tmp/out" 2>&1 &&
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.ev$s.y.npy" >>"$tmp/out" 2>&1 || break
+        s=
+    done
+    if [ -z "$s" ]; then
+        ok "$m.onnx --eval at sizes $sizes matches PyTorch"
+    else
+        not_ok "$m.onnx --eval at sizes $sizes matches PyTorch" "$tmp/out"
+    fi
+    run() {
+        "$TEXC" "$d/$m.onnx" "$@" --harness --log=/dev/null -o "$k" || return 1
+        params=$(for n in $dims; do printf 'int64_t %s, ' "$n"; done)
+        grep -qF "int rt_${m}_run(const rt_${m}_weights *weights, ${params}const float *x, float *y);" "$k.h" || return 1
+        # shellcheck disable=SC2086
+        ${CC:-cc} $KCFLAGS -I"$tmp" "$k.c" "${k}_harness.c" -lm -o "$k.run" || return 1
+        axis2=
+        [ "${axes#* }" != "$axes" ] && axis2=-DRTDIM_AXIS2=${axes#* }
+        # shellcheck disable=SC2086
+        ${CC:-cc} $KCFLAGS -DMODEL="rt_$m" -DRTDIM_AXIS="${axes%% *}" $axis2 -DRTDIM_LO="$lo" \
+            -DRTDIM_HI="$hi" -include "$k.h" -I"$tmp" "${srcdir:-.}/tests/onnx_weights.c" "$k.c" \
+            -lm -o "$k.api" || return 1
+        for s in $sizes; do
+            # the harness's sizes: batch=2 seq=7 from the tag 2_7
+            args=$(echo "$s" | tr _ ' ' | { read -r s1 s2; set -- $dims; printf '%s=%s' "$1" "$s1"
+                [ -n "${s2:-}" ] && printf ' %s=%s' "$2" "$s2"; })
+            # shellcheck disable=SC2086
+            "$k.run" $args "$d/$m.in.x.$s.npy" "$k.weights" "$k.got$s.npy" || return 1
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.got$s.npy" || return 1
+            "$k.api" run "$k.weights" "$d/$m.in.x.$s.npy" "$d/$m.out.y.$s.npy" "$k.api$s.npy" || return 1
+            "$b/tests/npycmp" "$d/$m.out.y.$s.npy" "$k.api$s.npy" || return 1
+        done
+        # (the harness's status for sizes its check refuses: 3)
+        # shellcheck disable=SC2086
+        "$k.run" $(echo "$args" | sed "s/^$dim=[0-9]*/$dim=$((hi + 1))/") "$d/$m.in.x.$s.npy" \
+            "$k.weights" "$k.big.npy"
+        [ $? -eq 3 ] && [ ! -e "$k.big.npy" ]
+    }
+    if run "$@" >"$tmp/out" 2>&1; then
+        ok "$m.onnx built once: its harness and rt_${m}_run at sizes $sizes match PyTorch; $dim $((lo - 1)) and $((hi + 1)) refused"
+    else
+        not_ok "$m.onnx built once: its harness and rt_${m}_run at sizes $sizes match PyTorch; $dim $((lo - 1)) and $((hi + 1)) refused" "$tmp/out"
+    fi
+}
+rt_model mlp_rt batch 0 1 64 "1 2 7 13 64" -D batch=1..64=8
+# the attention's [seq * batch, 16] view kept in its rows' dims
+rt_model encoder_rt "batch seq" "0 1" 1 4 "1_1 1_16 2_5 3_7 4_16 4_1" -D batch=1..4 -D seq=1..16=8
+
+fails "a size outside the range at --eval" \
+    "mlp_rt.in.x.1.npy: dim 0 is 1, outside the range 2..64 of 'batch' (-D batch=2..64)" \
+    "$d/mlp_rt.onnx" -D batch=2..64 --eval --input "x=$d/mlp_rt.in.x.1.npy"
+fails "the size of a run-time batch as a value (a mean over the batch)" \
+    "centered_rt.onnx: error: node '/ReduceMean' (ReduceMean): computes with the size of 'batch' as a value, not only as a shape, which a run-time dim cannot be; bind it with -D batch=VALUE" \
+    "$d/centered_rt.onnx" -D batch=1..8
+fails "a weight whose shape is the run-time dim's (arange(x.size(0)) folded)" \
+    "ramp_rt.onnx: error: the declaration 'input Mul : const f32[1009, 4]': a weight's shape varies with the size of 'n', and weights are fixed when compiling; bind it with -D n=VALUE" \
+    "$d/ramp_rt.onnx" -D n=1..8
+fails "learned positions of torch.arange(seq): the probe's size does not fit, and the note says why" \
+    "positions_rt.onnx: note: texc imports a model with run-time dims at large sizes standing for them (here seq = 1009); a model that cannot take those cannot keep them at run time: bind them with -D seq=VALUE" \
+    "$d/positions_rt.onnx" -D seq=1..16
+fails "a symbolic dim left open names the range form too" \
+    "give it one with -D batch=VALUE, or keep it a run-time size in a range with -D batch=LO..HI" \
+    "$d/mlp_rt.onnx"
+# a malformed range is a usage error (exit 2), as -D M=abc is
+for bad in "batch=1.." "batch=..4" "batch=a..4" "batch=0..4" "batch=5..4" "batch=1..4=9" "batch=1..4=x"; do
+    rm -rf "$tmp/none" && mkdir "$tmp/none"
+    "$TEXC" "$d/mlp_rt.onnx" -D "$bad" -o "$tmp/none/out" >"$tmp/out" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -qF -- "texc: -D $bad: " "$tmp/out" && [ -z "$(ls "$tmp/none")" ]; then
+        ok "-D $bad: refused, saying why"
+    else
+        echo "exit $rc" >>"$tmp/out"
+        not_ok "-D $bad: refused, saying why" "$tmp/out"
+    fi
+done
+"$TEXC" -D M=1..64 "${srcdir:-.}/samples/softmax.te" -o "$tmp/none/out" >"$tmp/out" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -qF "texc: -D M=1..64: a range keeps an ONNX model's symbolic dim at run time" "$tmp/out"; then
+    ok "-D M=1..64 on a .te program: a usage error, saying where ranges go"
+else
+    echo "exit $rc" >>"$tmp/out"
+    not_ok "-D M=1..64 on a .te program: a usage error, saying where ranges go" "$tmp/out"
+fi
+
+# 4c. PyTorch's layer norm: at opset 14 the chain ReduceMean, Sub, Pow,
+# ReduceMean, Add, Sqrt, Div, Mul, Add; at 17 LayerNormalization.  Both
+# reach the form a layer norm written in te gets (samples/layernorm.te):
+# four kernels (the mean's sum, the deviation, the sum of squares, the
+# normalization), lowered by the default schedule to one parallel loop
+# over the rows with both row reductions computed inside it; the two
+# opsets' loop nests are the same, and both give PyTorch's numbers
+# compiled and evaluated
+loops() {  # loops MODEL: the lowered loop nest's statement kinds, one a line
+    "$TEXC" "$d/$1.onnx" --dump=loops -o "$tmp/ln_$1" | sed -n '/^# lowered/,$p' |
+        sed -n 's/^\( *\)\(parallel\|for\|vectorized\|local\) .*/\1\2/p'
+}
+for o in 14 17; do
+    m=layernorm$o
+    "$TEXC" "$d/$m.onnx" --dump=kernels -o "$tmp/ln_$m" >"$tmp/ln_$m.kernels" 2>&1
+    loops $m >"$tmp/ln_$m.loops" 2>&1
+    if [ "$(grep -c '^kernel' "$tmp/ln_$m.kernels")" = 4 ] &&
+        [ "$(grep -c '^[a-z]' "$tmp/ln_$m.loops")" = 1 ] && grep -q '^parallel$' "$tmp/ln_$m.loops" &&
+        [ "$(grep -c 'vectorized' "$tmp/ln_$m.loops")" = 3 ]; then
+        ok "$m.onnx: 4 kernels, one parallel loop over the rows holding both row reductions"
+    else
+        cat "$tmp/ln_$m.loops" >>"$tmp/ln_$m.kernels"
+        not_ok "$m.onnx: 4 kernels, one parallel loop over the rows holding both row reductions" "$tmp/ln_$m.kernels"
+    fi
+    check "$m.onnx: --eval and the compiled model match PyTorch" sh -c "
+        '$TEXC' '$d/$m.onnx' --eval --input x='$d/$m.in.x.npy' -o '$tmp/ln_$m.ev' &&
+        '$b/tests/npycmp' '$d/$m.out.y.npy' '$tmp/ln_$m.ev.y.npy' &&
+        '$TEXC' '$d/$m.onnx' --harness -o '$tmp/ln_$m' &&
+        ${CC:-cc} $KCFLAGS -I'$tmp' '$tmp/ln_$m.c' '$tmp/ln_${m}_harness.c' -lm -o '$tmp/ln_$m.run' &&
+        '$tmp/ln_$m.run' '$d/$m.in.x.npy' '$tmp/ln_$m.weights' '$tmp/ln_$m.got.npy' &&
+        '$b/tests/npycmp' '$d/$m.out.y.npy' '$tmp/ln_$m.got.npy'"
+done
+if cmp -s "$tmp/ln_layernorm14.loops" "$tmp/ln_layernorm17.loops"; then
+    ok "layer norm: the opset 14 chain and LayerNormalization lower to the same loop nest"
+else
+    diff "$tmp/ln_layernorm14.loops" "$tmp/ln_layernorm17.loops" >"$tmp/out"
+    not_ok "layer norm: the opset 14 chain and LayerNormalization lower to the same loop nest" "$tmp/out"
+fi
 
 # 5. every unsupported op, in one error
 fails "unsupported ops: one error lists them all" \

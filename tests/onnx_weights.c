@@ -13,6 +13,11 @@
  *         (written in DIR): each refused with its message, none crashing;
  *         TAP lines
  *
+ * Built with -DRTDIM_AXIS=A -DRTDIM_LO=L -DRTDIM_HI=H, for a model with a
+ * run-time dim (-D NAME=L..H) that X has at axis A: NAME_run takes the
+ * size from X's shape, and refuses L - 1 and H + 1 writing nothing
+ * (-DRTDIM_AXIS2=B: a second run-time dim, X's dim B, its size taken
+ * from X too).
  * Built with -DEMBEDDED (texc --embed-weights) it takes no weights file:
  * "onnx_weights run X.npy WANT.npy GOT.npy".
  *
@@ -98,7 +103,43 @@ static int run(const char *weights, const char *x_path, const char *want_path,
         return 2;
     for (size_t i = 0; i < (wn - wd) / 4; i++)
         out[i] = -12345.0f; /* an element the model forgets does not pass */
+#ifdef RTDIM_AXIS
+    /* a run-time dim: its size is X's dim RTDIM_AXIS; the sizes just
+       outside the range return the ERANGE code and write nothing */
+    const char *shape = strstr((const char *)x + 10, "'shape': ("); /* (the header: text) */
+    if (!shape)
+        return 2;
+    int64_t dim[16] = { 0 };
+    char *end = (char *)shape + 10;
+    for (int d = 0; d < 16 && *end != ')'; d++) {
+        dim[d] = strtoll(end, &end, 10);
+        end += *end == ',' ? 1 : 0;
+        end += *end == ' ' ? 1 : 0;
+    }
+    int64_t size = dim[RTDIM_AXIS];
+#ifdef RTDIM_AXIS2 /* a second run-time dim, always in its range here */
+#define SIZES(s) (s), dim[RTDIM_AXIS2]
+#define CHECK_SIZES(s) API(_check_sizes)((s), dim[RTDIM_AXIS2])
+#else
+#define SIZES(s) (s)
+#define CHECK_SIZES(s) API(_check_sizes)(s)
+#endif
+    int64_t outside[2] = { RTDIM_LO - 1, RTDIM_HI + 1 };
+    for (int k = 0; k < 2; k++) {
+        int rc = API(_run)(w, SIZES(outside[k]), in, out);
+        if (rc == 0 || rc != CHECK_SIZES(outside[k]) || out[0] != -12345.0f) {
+            fprintf(stderr, "onnx_weights: size %lld: returned %d, wrote %g\n",
+                    (long long)outside[k], rc, out[0]);
+            return 1;
+        }
+    }
+    if (API(_run)(w, SIZES(size), in, out) != 0) {
+        fprintf(stderr, "onnx_weights: size %lld refused\n", (long long)size);
+        return 1;
+    }
+#else
     API(_run)(w, in, out);
+#endif
     memcpy(got + wd, out, wn - wd);
     spill(got_path, got, wn);
     API(_free_weights)(w);

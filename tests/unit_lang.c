@@ -1146,6 +1146,12 @@ static void test_size_expr(void)
     expect_size("(- (max N M) (max M N))", "0", 0, 0, true);
     expect_size("(+ 7 (* 3 5))", "22", 22, 22, true);
     expect_size("(% M 7)", "M % 7", 0, 6, false);
+    /* a flat view's index over a run-time dim: never negative, so / is floor */
+    expect_size("(/ (- (* 8 M) 1) 8)", "M - 1", 0, 4095, true);
+    expect_size("(% (- (* 8 M) 1) 8)", "7", 7, 7, true);
+    expect_size("(/ (+ (* 8 (* M N)) 3) 8)", "M * N", 2, 32768, true);
+    expect_size("(/ (- (* 8 M) 9) 8)", "(8 * M - 9) / 8", 0, 4094, false); /* -1 at M = 1 */
+    expect_size("(/ (- (* 8 M) (+ (* 8 N) 1)) 8)", "(8 * M - 8 * N - 1) / 8", -7, 4093, false);
 
     Arena a = { 0 };
     const char *p = "(- (* M N) (/ M 3))";
