@@ -710,7 +710,7 @@ static Value convert_name(Sema *s, const Node *n, Scope *scope)
     TE_UNREACHABLE();
 }
 
-/* Does E read a tensor?  Indices must not: gathers are not supported. */
+/* Does E read a tensor?  An index that does is a gather (below). */
 static const Expr *find_load(const Expr *e)
 {
     if (e->kind == EX_LOAD)
@@ -723,6 +723,33 @@ static const Expr *find_load(const Expr *e)
     return NULL;
 }
 
+/* A gather: index IX of dimension D of T reads a tensor (LOAD, one of
+ * its reads), so its value is data, known only at run time.  It is
+ * clamped into the dimension, min(max(IX, 0), size - 1) (TVM's take,
+ * mode "clip"), so that no data makes a kernel read outside T; the clamp
+ * is plain IR, so the evaluator, the passes and the backends compute it
+ * as they compute any index, and bounds analysis finds it in range.  A
+ * dimension whose size is known only at run time has no constant to
+ * clamp to: this texc refuses it. */
+static Expr *clamp_gather(Sema *s, const Tensor *t, int d, Expr *ix, const Expr *load)
+{
+    if (t->shape_size[d]) {
+        FAIL(s, ix->span,
+             "index %d of '%s' reads a tensor ('%s'), but that dimension's size is known only at run "
+             "time: this texc clamps a gathered index only into a dimension of constant size",
+             d, t->name, load->tensor->name);
+        return NULL;
+    }
+    Expr *lo[2] = { ix, ex_const(s->arena, ix->span, DT_I32, 0) };
+    Expr *hi[2] = { ex_op(s->arena, ix->span, OP_MAX, DT_I32, lo, 2),
+                    ex_const(s->arena, ix->span, DT_I32, (double)(t->shape[d] - 1)) };
+    return ex_op(s->arena, ix->span, OP_MIN, DT_I32, hi, 2);
+}
+
+/* access = NAME "[" index ("," index)* "]"
+ * An index is an i32 expression; one that reads a tensor is a gather,
+ * whose tensor holds integers: i32, or u8 and i8, widened to i32 when
+ * they are the whole index. */
 static Value convert_access(Sema *s, const Node *n, Scope *scope)
 {
     Symbol *sym = lookup(s, n->name);
@@ -752,18 +779,18 @@ static Value convert_access(Sema *s, const Node *n, Scope *scope)
         Value v = convert(s, n->kids[d], scope);
         if (!v.e || !coerce(s, &v, DT_I32, n->kids[d]->span))
             return fail_value();
-        if (v.e->dtype != DT_I32) {
-            FAIL(s, n->kids[d]->span, "index %d of '%s' must be i32, got %s",
-                 d, n->name, dtype_name(v.e->dtype));
-            return fail_value();
-        }
         const Expr *l = find_load(v.e);
-        if (l) {
-            FAIL(s, l->span, "an index cannot read a tensor ('%s'): gathers are not supported",
-                 l->tensor->name);
+        if (l && dtype_is_narrow_int(v.e->dtype))
+            v.e = ex_op(s->arena, v.e->span, OP_CAST, DT_I32, &v.e, 1);
+        if (v.e->dtype != DT_I32) {
+            FAIL(s, n->kids[d]->span, "index %d of '%s' must be i32, got %s%s",
+                 d, n->name, dtype_name(v.e->dtype),
+                 l ? ": a gathered index is an integer (i32, u8 or i8); convert it with i32(...)" : "");
             return fail_value();
         }
-        idx[d] = v.e;
+        idx[d] = l ? clamp_gather(s, t, d, v.e, l) : v.e;
+        if (!idx[d])
+            return fail_value();
     }
     t->uses++;
     return (Value){ ex_load(s->arena, n->span, t, idx, n->nkids), TYPED };
@@ -1171,6 +1198,20 @@ typedef struct Interval {
     bool known;
 } Interval;
 
+/* A value read from a tensor (a gather's index, or a cast of one): every
+ * value of its integer dtype, whatever the data; so the clamp around a
+ * gather bounds it. */
+static Interval data_range(const Expr *e)
+{
+    switch (e->dtype) {
+    case DT_I32: return (Interval){ -2147483648.0, 2147483647.0, true };
+    case DT_U8: return (Interval){ 0, 255, true };
+    case DT_I8: return (Interval){ -128, 127, true };
+    case DT_BOOL: return (Interval){ 0, 1, true };
+    default: return (Interval){ 0, 0, false };
+    }
+}
+
 static Interval interval(const Expr *e)
 {
     Interval r = { 0, 0, false };
@@ -1179,6 +1220,8 @@ static Interval interval(const Expr *e)
     if (e->kind == EX_VAR)
         return (Interval){ (double)e->var->lo,
                            (double)(e->var->lo + e->var->extent - 1), true };
+    if (e->kind == EX_LOAD || (e->kind == EX_OP && e->op == OP_CAST && find_load(e)))
+        return data_range(e);
     if (e->kind != EX_OP || e->nargs == 0)
         return r;
     Interval a = interval(e->args[0]);
@@ -1254,6 +1297,12 @@ static SymInterval sym_interval(Sema *s, const Expr *e)
         const SizeExpr *hi = v->extent_size ? OP(SZ_ADD, v->extent_size, NUM(v->lo - 1))
                                             : NUM(v->lo + v->extent - 1);
         return (SymInterval){ NUM(v->lo), te_size_simplify(a, hi), true };
+    }
+    if (e->kind == EX_LOAD || (e->kind == EX_OP && e->op == OP_CAST && find_load(e))) {
+        Interval d = data_range(e);
+        if (!d.known)
+            return r;
+        return (SymInterval){ NUM((int64_t)d.lo), NUM((int64_t)d.hi), true };
     }
     if (e->kind != EX_OP || e->nargs == 0 || e->nargs > 2)
         return r;

@@ -1225,14 +1225,72 @@ static bool cv_gather(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
         ox_stage(im, out[0], ox_read(im, x, src));
         return true;
     }
-    /* indices known only at run time (an embedding): a one-hot sum over
-       the axis, as te's indices cannot read a tensor */
-    src[axis] = "_k0";
+    /* indices known only at run time (an embedding): a true gather, a
+       read at the index read from IX.  ONNX counts a negative index from
+       the end; te clamps what is still out of range into the axis
+       (doc/language.md, "Gathers"), where ONNX leaves it undefined. */
     const char *which = ox_read(im, ix, ixs);
-    ox_stage(im, out[0],
-             arena_printf(ARENA, "sum(_k0 in %lld) select((%s + %lld) %% %lld == _k0, %s, %s)",
-                          (long long)len, which, (long long)len, (long long)len,
-                          ox_read(im, x, src), ox_literal(im, x->dtype, 0)));
+    src[axis] = arena_printf(ARENA, "select(%s < 0, %s + %lld, %s)", which, which, (long long)len,
+                             which);
+    ox_stage(im, out[0], ox_read(im, x, src));
+    return true;
+}
+
+/* GatherElements: out[i..] = x[i..] with the index along AXIS read from
+ * ix[i..]; out has ix's shape.  Run-time indices are a gather, negative
+ * ones counted from the end as in Gather. */
+static bool cv_gather_elements(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
+{
+    if (!need_inputs(im, n, in, 2, 2))
+        return false;
+    OxValue *x = in[0], *ix = in[1];
+    int64_t axis = ox_attr_int(n, "axis", 0);
+    if (!norm_axis(im, &axis, x->rank, "axis"))
+        return false;
+    if (ix->rank != x->rank)
+        return ox_error(im, "its indices have rank %d, its data %d", ix->rank, x->rank);
+    if (dtype_is_float(ix->dtype))
+        return ox_error(im, "its indices are %s", ox_dtype_name(ix->odtype));
+    for (int d = 0; d < x->rank; d++)
+        if (d != axis && ix->dims[d] > x->dims[d])
+            return ox_error(im, "its indices have %lld entries along dim %d, its data %lld",
+                            (long long)ix->dims[d], d, (long long)x->dims[d]);
+    int64_t len = x->dims[axis];
+    if (ix->kind == OXV_CONST) {
+        double *iv = ox_const_values(im, ix);
+        for (int64_t i = 0; i < ox_elems(ix); i++)
+            if (iv[i] < -len || iv[i] >= len)
+                return ox_error(im, "index %g is outside dim %lld of size %lld", iv[i],
+                                (long long)axis, (long long)len);
+    }
+    if (foldable(in, 2, ix->rank, ix->dims)) {
+        int64_t total = ox_elems(ix);
+        double *v = fold_buffer(im, total), *src = ox_const_values(im, x), *iv = ox_const_values(im, ix);
+        for (int64_t i = 0; i < total; i++) {
+            int64_t rest = i, at = 0, stride = 1;
+            for (int d = ix->rank - 1; d >= 0; d--) {
+                int64_t k = rest % ix->dims[d];
+                rest /= ix->dims[d];
+                if (d == axis)
+                    k = (int64_t)iv[i] < 0 ? (int64_t)iv[i] + len : (int64_t)iv[i];
+                at += k * stride;
+                stride *= x->dims[d];
+            }
+            v[i] = src[at];
+        }
+        ox_set_const(im, out[0], x->odtype, ix->rank, ix->dims, v);
+        return true;
+    }
+    if (!ox_set_shape(im, out[0], x->odtype, ix->rank, ix->dims))
+        return false;
+    const char *const *idx = ox_index_vars(im, ix->rank, "i");
+    const char *src[OX_MAX_RANK];
+    const char *which = ox_read(im, ix, idx);
+    for (int d = 0; d < x->rank; d++)
+        src[d] = idx[d];
+    src[axis] = arena_printf(ARENA, "select(%s < 0, %s + %lld, %s)", which, which, (long long)len,
+                             which);
+    ox_stage(im, out[0], ox_read(im, x, src));
     return true;
 }
 
@@ -2268,7 +2326,8 @@ static const struct {
     { "Dropout", 12, cv_dropout },      { "Equal", 11, cv_elementwise },
     { "Erf", 9, cv_elementwise },       { "Exp", 6, cv_elementwise },
     { "Expand", 8, cv_expand },         { "Flatten", 1, cv_flatten },
-    { "Gather", 11, cv_gather },        { "Gelu", 20, cv_elementwise },
+    { "Gather", 11, cv_gather },        { "GatherElements", 11, cv_gather_elements },
+    { "Gelu", 20, cv_elementwise },
     { "Gemm", 7, cv_gemm },             { "GlobalAveragePool", 1, cv_pool },
     { "GlobalMaxPool", 1, cv_pool },    { "Greater", 7, cv_elementwise },
     { "GreaterOrEqual", 12, cv_elementwise },

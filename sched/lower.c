@@ -158,6 +158,12 @@ static bool depends_on(const Expr *e, const bool *varying, int n)
     return false;
 }
 
+static bool is_load(const Expr *x, const void *ctx)
+{
+    (void)ctx;
+    return x->kind == EX_LOAD;
+}
+
 /* The range of E when the variables of VARYING loops take every value of
  * their range and all others are fixed.  False if E is beyond interval
  * arithmetic. */
@@ -166,6 +172,13 @@ static bool bounds(Lower *L, Expr *e, bool *varying, Bounds *out)
     Arena *a = L->a;
     int64_t c;
     Bounds x, y;
+    /* A gathered index (one that reads a tensor) is data: not a bound,
+     * even where no loop of the region moves it, since a region's bounds
+     * are computed where the region is, where the tensor read may be a
+     * buffer of another region or not yet computed.  Its reader takes the
+     * whole dimension, which the index's clamp stays inside. */
+    if (te_expr_any(e, is_load, NULL))
+        return false;
     if (!depends_on(e, varying, L->st->next_var)) {
         /* fixed while the region's loops run: a single point */
         *out = (Bounds){ e, e };

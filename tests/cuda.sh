@@ -2,8 +2,9 @@
 # cuda.sh — the cuda target on a machine without a GPU.
 #
 # The programs: every sample (the table at the bottom), tests/cuda/*.te
-# (f16/bf16 and i32 values) and tests/e2e/i32_wrap.te (i32 at its
-# boundaries, which e2e.sh runs as C).  Their CUDA schedules:
+# (f16/bf16 and i32 values), tests/e2e/i32_wrap.te (i32 at its
+# boundaries, which e2e.sh runs as C) and tests/e2e/gather.te (indices
+# read from tensors, clamped).  Their CUDA schedules:
 #   own      the file's own cuda schedule, if it has one;
 #   default  the file with its schedule blocks stripped (sch_default_cuda);
 #   N        tests/cuda/NAME.N.sched appended to the stripped file.
@@ -271,6 +272,7 @@ program half          "$scheds/half.te"           "M=64 N=64 K=32"          "M=3
 program ints          "$scheds/ints.te"           "M=16 N=64"               "M=9 N=37"
 program i32_wrap      "$srcdir/tests/e2e/i32_wrap.te" "M=64"                "M=37"
 program lowp          "$srcdir/tests/e2e/lowp.te" "M=16 N=64 K=32"          "M=13 N=37 K=67"
+program gather        "$srcdir/tests/e2e/gather.te" "S=16 V=37 D=64 R=8"    "S=13 V=11 D=19 R=3"
 # the tensor cores (sm_80 code at both sizes; the default schedule's SIMT
 # fallback for them is sm_75's, in program half and below)
 program mma           "$scheds/mma.te"            "M=128 N=128 K=64"        "M=100 N=72 K=40" sm_80

@@ -65,6 +65,10 @@ golden conv2d             samples/conv2d.te            "-D N=1 -D C=3 -D H=9 -D 
 golden transformer_block  samples/transformer_block.te "-D S=13 -D D=36 -D H=3 -D F=40"   cpu
 golden matmul_gelu_cuda   samples/matmul_gelu.te       "-D M=20 -D N=40 -D K=24"          cuda
 golden layernorm_cuda     samples/layernorm.te         "-D M=7 -D D=37"                   cuda
+# a gather: an embedding's rows read at run-time ids (clamped), fused
+# into the matmul that reads them
+golden gather             tests/golden/gather.te       ""                                 cpu
+golden gather_cuda        tests/golden/gather.te       ""                                 cuda
 # run-time dims: the rows of softmax at run time, two variants (M = 1 and
 # the rest), their dispatcher and table, and NAME_ERANGE
 golden softmax_rtdim      samples/softmax.te           "-D N=37 --buckets M=1,2..64"      cpu \

@@ -7,7 +7,8 @@
 # refused with "FILE: error: ...", exit 1 and nothing written.
 #
 # The models and PyTorch's outputs are committed (tests/onnx/, written by
-# tests/onnx/gen_models.py with python3-torch), so nothing here needs
+# tests/onnx/gen_models.py with python3-torch; embed and gathers, whose
+# indices are read at run time, by tests/onnx/gen_embedding.py), so nothing here needs
 # Python; the one check that uses python3-onnx, when it is there, SKIPs
 # visibly without it.
 . "${srcdir:-.}/tests/lib.sh"
@@ -32,7 +33,7 @@ same_outputs() {
 }
 
 # 1. --eval: the reference evaluator on PyTorch's models
-for m in mlp tiny encoder14 encoder17 cnn resblock ops ops11 semantics; do
+for m in mlp tiny encoder14 encoder17 cnn resblock ops ops11 semantics embed gathers; do
     # shellcheck disable=SC2046 # inputs splits on purpose
     if "$TEXC" "$d/$m.onnx" --eval $(inputs $m) -o "$tmp/ev_$m" >"$tmp/out" 2>&1 &&
         same_outputs $m "$tmp/ev_$m" >>"$tmp/out" 2>&1; then
@@ -44,7 +45,7 @@ done
 
 # 2. compiled: NAME.h + NAME.c and the weights as NAME.weights, built
 # with the sanitizers and run by texc's harness on PyTorch's inputs
-for m in mlp cnn resblock encoder17; do
+for m in mlp cnn resblock encoder17 embed gathers; do
     k=$tmp/k_$m
     args=
     run() {

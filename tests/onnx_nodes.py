@@ -229,12 +229,14 @@ def compile_run(texc, cc, nodedir, workdir, name):
     # the harness's arguments: real inputs (as the graph orders them), then
     # the weights' file
     real = re.findall(r"^input ([A-Za-z0-9_]+) : (?!const)", te, re.M)
-    # the harness reads the program's dtypes: int64 data as its i32
+    # the harness reads the program's dtypes: the integers the importer
+    # carries as i32 (int64, int16, uint16, uint32, uint64) as i32
+    as_i32 = (np.int64, np.int16, np.uint16, np.uint32, np.uint64)
     by_name = {}
     for i, (vi, arr) in enumerate(zip(case.inputs, case.in_arrays)):
         if vi.name not in case.bound:
             path = os.path.join(work, "in%d.npy" % i)
-            np.save(path, arr.astype(np.int32) if arr.dtype == np.int64 else arr)
+            np.save(path, arr.astype(np.int32) if arr.dtype in as_i32 else arr)
             by_name[c_safe(vi.name)] = path
     args = [by_name[n] for n in real] + [k + ".weights"]
     outs = ["%s.got.%s.npy" % (k, c_safe(n)) for n in case.outputs]

@@ -64,6 +64,7 @@ refcheck "run-time dims: softmax, M in 1..2048" "$tmp/sm_rt.te" -D N=70 M=1,3,25
 # --- 1c. the dtypes' corner cases ------------------------------------------
 refcheck "f16, bf16, f64 inputs, casts, NaN, math, selects, integers" "$srcdir/tests/reference/dtypes.te"
 refcheck "i32 at its boundaries (tests/e2e/i32_wrap.te)" "$srcdir/tests/e2e/i32_wrap.te"
+refcheck "gathers, clamped (tests/e2e/gather.te)" "$srcdir/tests/e2e/gather.te"
 
 # --- 2. what it cannot compute: the evaluator does -------------------------
 refcheck "a cast to bf16 falls back to the evaluator" -e "$srcdir/tests/reference/bf16_cast.te"
