@@ -1,14 +1,18 @@
 /* bench_lowp.c — make bench-lowp: matmul_gelu in bf16 and in u8 x i8
- * (issue 20, asks 2 and 5) against texc's fp32 build and oneDNN's
- * bf16 and u8 x s8 matmul primitives, at one shape M x K x N.
+ * (issue 20, asks 2 and 5) against texc's fp32 build, oneDNN's bf16 and
+ * u8 x s8 matmul primitives and OpenBLAS's bf16 GEMM, at one shape
+ * M x K x N.
  *
- * Built once per shape (Makefile.am: bench-lowp) with three texc kernels
- * of that shape, named by the macros LOWP_FP (samples/matmul_gelu.te, its
+ *   bench_lowp MIN_TIME ROWS TARGETS [SBGEMM_PEER]
+ *
+ * Built once per shape (bench/bench_lowp.sh) with three texc kernels of
+ * that shape, named by the macros LOWP_FP (samples/matmul_gelu.te, its
  * own schedule), LOWP_BF (bench/lowp_bf16.te) and LOWP_IU
  * (bench/lowp_u8i8.te), the last two under texc's default schedule.
  * Every row runs on weights packed once, outside the timed calls: texc's
  * NAME_prepack, oneDNN's reorder into the layout its primitive asks for
- * (format any).  The rows compute
+ * (format any); OpenBLAS takes w as given (it packs inside each call).
+ * The rows compute
  *   fp32   z = gelu(0.125 * x @ w + b), x and w f32
  *   bf16   the same with x and w bf16, an f32 sum (texc: vdpbf16ps)
  *   int8   z = gelu(sx * f32(x @ w) + b), x u8 and w i8, an i32 sum
@@ -18,17 +22,28 @@
  * oneDNN's bf16 primitive has an output scale 0.125 and a gelu_erf
  * post-op; its u8 x s8 one an output scale sx and the same post-op; both
  * add the bias before the scale (oneDNN 2.x), so they are given b / scale.
- * Each row's output is checked: bf16 against texc's fp32 run on the same
- * bf16-valued inputs (relative to max|z|, BENCH_TOLERANCE), int8 against
- * oneDNN's (both sum exactly; the epilogues differ by rounding).  Timing
- * is bench_measure's (measure.c): median of the timed calls, with the
- * threads OMP_NUM_THREADS gives (texc's pool and oneDNN's OpenMP both
- * follow it).
+ * SBGEMM_PEER (sbgemm_peer.c, where configure found cblas_sbgemm) runs
+ * OpenBLAS's bf16 row in a process of its own, once for each
+ * OPENBLAS_CORETYPE and OMP_WAIT_POLICY below, the fastest kept.  Each
+ * row's output is checked: the bf16 rows against texc's fp32 run on the
+ * same bf16-valued inputs (relative to max|z|, BENCH_TOLERANCE), the int8
+ * ones against each other (both sum exactly; the epilogues differ by
+ * rounding).  Timing is bench_measure's (measure.c): median of the timed
+ * calls, with the threads OMP_NUM_THREADS gives (texc's pool and oneDNN's
+ * OpenMP both follow it).
+ *
+ * Appends the shape's rows, for this thread count, to ROWS (Markdown
+ * table rows: bench_lowp.sh writes the header) and the issue's targets at
+ * this shape, judged, to TARGETS (a Markdown list).  The exit status is 1
+ * where a row's output is wrong or a peer failed.
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "bench.h"
 
@@ -127,14 +142,109 @@ static int dnnl_setup(Dnnl *p, dnnl_data_type_t src_t, dnnl_data_type_t wei_t, v
     return 1;
 }
 
-static double gflops(const Timing *t)
+static double gflops(double secs)
 {
-    return 2.0 * LOWP_M * LOWP_N * LOWP_K / t->median * 1e-9;
+    return 2.0 * LOWP_M * LOWP_N * LOWP_K / secs * 1e-9;
+}
+
+enum { SEED_X = 1, SEED_W = 2, SEED_B = 3 };
+
+/* A row of the table; MEDIAN 0 where it did not run. */
+typedef struct Row {
+    const char *impl;
+    Timing t;
+    double err;          /* max|z - ref| / max|ref|, or -1: the reference */
+    const char *against; /* what err is measured against */
+    char note[512];
+} Row;
+
+/* OpenBLAS's bf16 row: PEER in a process of its own for each core type
+ * and wait policy, the fastest whose output is REF's (within the
+ * tolerance) kept.  Z is M x N scratch. 1, or 0 with R->note saying why. */
+static int sbgemm_row(Row *r, const char *peer, int threads, double min_time, const float *ref,
+                      float *z)
+{
+    static const char *const cores[] = {"SkylakeX", "Cooperlake"};
+    static const char *const policies[] = {"PASSIVE", "ACTIVE"};
+    size_t count = (size_t)LOWP_M * LOWP_N;
+    char times[256] = "", config[256] = "", best_env[64] = "";
+    int ok = 0;
+    for (size_t c = 0; c < 2; c++)
+        for (size_t i = 0; i < 2; i++) {
+            char out[] = "/tmp/texc-sbgemm-XXXXXX", cmd[1024], line[512];
+            int fd = mkstemp(out);
+            if (fd < 0)
+                bench_die("mkstemp: %s", strerror(errno));
+            close(fd);
+            snprintf(cmd, sizeof cmd,
+                     "env OPENBLAS_CORETYPE=%s OMP_WAIT_POLICY=%s OMP_NUM_THREADS=%d "
+                     "OPENBLAS_NUM_THREADS=%d '%s' %d %d %d %d %.9g %d %d %d '%s'",
+                     cores[c], policies[i], threads, threads, peer, LOWP_M, LOWP_K, LOWP_N,
+                     threads, min_time, SEED_X, SEED_W, SEED_B, out);
+            FILE *f = popen(cmd, "r");
+            Timing t = {0};
+            int got = 0;
+            char cfg[256] = "";
+            while (f && fgets(line, sizeof line, f)) {
+                if (sscanf(line, "timing %lf %lf %lf %lf %d %lf %lf", &t.median, &t.p25, &t.p75,
+                           &t.best, &t.reps, &t.cpu_secs, &t.cpu_share) == 7)
+                    got = 1;
+                else if (!strncmp(line, "config ", 7))
+                    snprintf(cfg, sizeof cfg, "%.*s", (int)strcspn(line + 7, "\n"), line + 7);
+            }
+            int status = f ? pclose(f) : -1;
+            FILE *zf = got && status == 0 ? fopen(out, "rb") : NULL;
+            bench_fill_nan(z, count);
+            int read_all = zf && fread(z, sizeof *z, count, zf) == count;
+            if (zf)
+                fclose(zf);
+            unlink(out);
+            size_t used = strlen(times);
+            if (!read_all) {
+                snprintf(times + used, sizeof times - used, "%s%s/%s failed", used ? ", " : "",
+                         cores[c], policies[i]);
+                continue;
+            }
+            double err = bench_rel_error(z, ref, count);
+            snprintf(times + used, sizeof times - used, "%s%s/%s %.3f ms%s", used ? ", " : "",
+                     cores[c], policies[i], t.median * 1e3, err > BENCH_TOLERANCE ? " wrong" : "");
+            if (err > BENCH_TOLERANCE || (ok && t.median >= r->t.median))
+                continue;
+            ok = 1;
+            r->t = t;
+            r->err = err;
+            snprintf(config, sizeof config, "%s", cfg);
+            snprintf(best_env, sizeof best_env, "OPENBLAS_CORETYPE=%s, OMP_WAIT_POLICY=%s",
+                     cores[c], policies[i]);
+        }
+    if (ok)
+        snprintf(r->note, sizeof r->note,
+                 "own process; %s; %s (w as given) + bias/GELU pass through libmvec; fastest: "
+                 "%s (medians: %s); %d reps",
+                 config, LOWP_M == 1 ? "sbgemv" : "sbgemm", best_env, times, r->t.reps);
+    else
+        snprintf(r->note, sizeof r->note, "bench/sbgemm_peer failed or was wrong: %s", times);
+    return ok;
+}
+
+/* the ratio cell: how many times faster TEXC is than R */
+static void ratio(char *buf, size_t size, const Timing *texc, const Row *r)
+{
+    if (texc->median > 0 && r->t.median > 0)
+        snprintf(buf, size, "%.2f", r->t.median / texc->median);
+    else
+        snprintf(buf, size, "—");
 }
 
 int main(int argc, char **argv)
 {
-    double min_time = argc > 1 ? atof(argv[1]) : 0.3;
+    if (argc < 4 || argc > 5)
+        bench_die("usage: bench_lowp MIN_TIME ROWS TARGETS [SBGEMM_PEER]");
+    double min_time = atof(argv[1]);
+    const char *sbgemm_peer = argc > 4 ? argv[4] : NULL;
+    FILE *rows = fopen(argv[2], "a"), *targets = fopen(argv[3], "a");
+    if (!rows || !targets)
+        bench_die("bench_lowp: cannot append to %s or %s", argv[2], argv[3]);
     const char *threads_env = getenv("OMP_NUM_THREADS");
     int threads = threads_env ? atoi(threads_env) : 1;
     size_t mk = (size_t)LOWP_M * LOWP_K, kn = (size_t)LOWP_K * LOWP_N, mn = (size_t)LOWP_M * LOWP_N;
@@ -147,14 +257,15 @@ int main(int argc, char **argv)
     d.zi = bench_xmalloc(4 * mn);
     d.zd = bench_xmalloc(4 * mn);
     d.zd8 = bench_xmalloc(4 * mn);
+    float *zs = bench_xmalloc(4 * mn);
     d.xb = bench_xmalloc(2 * mk);
     d.wb = bench_xmalloc(2 * kn);
     d.xu = bench_xmalloc(mk);
     d.wi = bench_xmalloc(kn);
     d.sx = 4e-6f;
-    bench_fill_random(d.xf, mk, 1);
-    bench_fill_random(d.wf, kn, 2);
-    bench_fill_random(d.b, LOWP_N, 3);
+    bench_fill_random(d.xf, mk, SEED_X);
+    bench_fill_random(d.wf, kn, SEED_W);
+    bench_fill_random(d.b, LOWP_N, SEED_B);
     /* the bf16 inputs, and fp32 ones of the same values */
     for (size_t i = 0; i < mk; i++) {
         d.xb[i] = to_bf16(d.xf[i]);
@@ -188,26 +299,82 @@ int main(int argc, char **argv)
     run_iu(&d);
     run_dnnl(&bf);
     run_dnnl(&s8);
-    double err_bf = bench_rel_error(d.zb, d.zf, mn), err_dbf = bench_rel_error(d.zd, d.zf, mn);
-    double err_iu = bench_rel_error(d.zi, d.zd8, mn);
-    Timing tf = bench_measure(run_fp, &d, threads, min_time);
-    Timing tb = bench_measure(run_bf, &d, threads, min_time);
-    Timing tdb = bench_measure(run_dnnl, &bf, threads, min_time);
-    Timing ti = bench_measure(run_iu, &d, threads, min_time);
-    Timing tds = bench_measure(run_dnnl, &s8, threads, min_time);
-    char load[64];
-    bench_read_load(load, sizeof load);
-    printf("%dx%dx%d, %d thread%s (load %s):\n", LOWP_M, LOWP_K, LOWP_N, threads, threads > 1 ? "s" : "",
-           load);
-    printf("  texc fp32        %7.1f GFLOP/s\n", gflops(&tf));
-    printf("  texc bf16        %7.1f GFLOP/s  %.2fx texc fp32, %.2fx oneDNN bf16  (error %.1e%s)\n",
-           gflops(&tb), tf.median / tb.median, tdb.median / tb.median, err_bf,
-           err_bf > BENCH_TOLERANCE ? " WRONG" : "");
-    printf("  oneDNN bf16      %7.1f GFLOP/s  (%s; error %.1e%s)\n", gflops(&tdb), bf.impl, err_dbf,
-           err_dbf > BENCH_TOLERANCE ? " WRONG" : "");
-    printf("  texc u8 x i8     %7.1f GOP/s    %.2fx texc fp32, %.2fx oneDNN u8 x s8  (vs oneDNN %.1e%s)\n",
-           gflops(&ti), tf.median / ti.median, tds.median / ti.median, err_iu,
-           err_iu > BENCH_TOLERANCE ? " WRONG" : "");
-    printf("  oneDNN u8 x s8   %7.1f GOP/s    (%s)\n", gflops(&tds), s8.impl);
-    return err_bf > BENCH_TOLERANCE || err_dbf > BENCH_TOLERANCE || err_iu > BENCH_TOLERANCE;
+    enum { FP, BF, DBF, SB, IU, DS8, ROWS };
+    Row r[ROWS] = {
+        [FP] = {"texc fp32", .err = -1, .against = "reference of the bf16 rows"},
+        [BF] = {"texc bf16", .err = bench_rel_error(d.zb, d.zf, mn), .against = "texc fp32"},
+        [DBF] = {"onednn bf16", .err = bench_rel_error(d.zd, d.zf, mn), .against = "texc fp32"},
+        [SB] = {"openblas sbgemm", .err = -1, .against = "texc fp32"},
+        [IU] = {"texc u8×i8", .err = bench_rel_error(d.zi, d.zd8, mn), .against = "onednn u8×s8"},
+        [DS8] = {"onednn u8×s8", .err = bench_rel_error(d.zd8, d.zi, mn), .against = "texc u8×i8"},
+    };
+    r[FP].t = bench_measure(run_fp, &d, threads, min_time);
+    r[BF].t = bench_measure(run_bf, &d, threads, min_time);
+    r[DBF].t = bench_measure(run_dnnl, &bf, threads, min_time);
+    r[IU].t = bench_measure(run_iu, &d, threads, min_time);
+    r[DS8].t = bench_measure(run_dnnl, &s8, threads, min_time);
+    snprintf(r[FP].note, sizeof r[FP].note, "samples/matmul_gelu.te, its schedule; w prepacked");
+    snprintf(r[BF].note, sizeof r[BF].note, "bench/lowp_bf16.te, default schedule; w prepacked");
+    snprintf(r[IU].note, sizeof r[IU].note, "bench/lowp_u8i8.te, default schedule; w prepacked");
+    snprintf(r[DBF].note, sizeof r[DBF].note, "%s; w reordered once", bf.impl);
+    snprintf(r[DS8].note, sizeof r[DS8].note, "%s; w reordered once", s8.impl);
+    int failed = 0;
+    if (!sbgemm_peer)
+        snprintf(r[SB].note, sizeof r[SB].note,
+                 "not run: the peer's OpenBLAS has no cblas_sbgemm (configure)");
+    else if (!sbgemm_row(&r[SB], sbgemm_peer, threads, min_time, d.zf, zs))
+        failed = 1;
+
+    for (int i = 0; i < ROWS; i++) {
+        char rb[32], ri[32], err[64];
+        ratio(rb, sizeof rb, &r[BF].t, &r[i]);
+        ratio(ri, sizeof ri, &r[IU].t, &r[i]);
+        const char *check = "—";
+        if (r[i].t.median > 0 && r[i].err >= 0) {
+            snprintf(err, sizeof err, "%.1e vs %s", r[i].err, r[i].against);
+            check = r[i].err > BENCH_TOLERANCE ? "WRONG" : "ok";
+            failed |= r[i].err > BENCH_TOLERANCE;
+        } else if (r[i].t.median > 0) {
+            snprintf(err, sizeof err, "%s", r[i].against);
+        } else {
+            snprintf(err, sizeof err, "—");
+            check = sbgemm_peer ? "failed" : "not run";
+        }
+        if (r[i].t.median > 0)
+            fprintf(rows, "| %d×%d×%d | %d | %s | %.3f | %.1f | %s | %s | %s | %s | %s |\n", LOWP_M,
+                    LOWP_K, LOWP_N, threads, r[i].impl, r[i].t.median * 1e3, gflops(r[i].t.median),
+                    rb, ri, err, check, r[i].note);
+        else
+            fprintf(rows, "| %d×%d×%d | %d | %s | — | — | — | — | — | %s | %s |\n", LOWP_M, LOWP_K,
+                    LOWP_N, threads, r[i].impl, check, r[i].note);
+    }
+
+    /* issue 20's targets at its shapes */
+    struct { int row, peer; double at_least; const char *what; } gemm[] = {
+        {BF, DBF, 1.0, "bf16 ≥ 1.0× oneDNN bf16"},
+        {BF, FP, 1.7, "bf16 ≥ 1.7× texc fp32"},
+        {IU, DS8, 1.0, "u8×i8 ≥ 1.0× oneDNN u8×s8"},
+        {IU, FP, 2.5, "u8×i8 ≥ 2.5× texc fp32"},
+    }, gemv[] = {
+        {BF, FP, 1.8, "bf16 weights ≥ 1.8× texc fp32 GEMV"},
+    };
+    int issue_gemm = (LOWP_M == 512 && LOWP_K == 768 && LOWP_N == 3072) ||
+                     (LOWP_M == 1024 && LOWP_K == 1024 && LOWP_N == 1024) ||
+                     (LOWP_M == 64 && LOWP_K == 768 && LOWP_N == 3072);
+    int issue_gemv = LOWP_M == 1 && LOWP_K == 768 && LOWP_N == 3072;
+    size_t count = issue_gemm ? sizeof gemm / sizeof gemm[0] : issue_gemv ? 1 : 0;
+    for (size_t i = 0; i < count; i++) {
+        int row = issue_gemm ? gemm[i].row : gemv[i].row, peer = issue_gemm ? gemm[i].peer : gemv[i].peer;
+        double at_least = issue_gemm ? gemm[i].at_least : gemv[i].at_least;
+        const char *what = issue_gemm ? gemm[i].what : gemv[i].what;
+        int wrong = r[row].err > BENCH_TOLERANCE || r[peer].err > BENCH_TOLERANCE;
+        double x = r[peer].t.median / r[row].t.median;
+        fprintf(targets, "- %d×%d×%d, %d thread%s: %s: %.2f×: %s\n", LOWP_M, LOWP_K, LOWP_N,
+                threads, threads > 1 ? "s" : "", what, x,
+                wrong ? "not judged (a row's output is wrong)"
+                      : x >= at_least ? "**holds**" : "**does not hold**");
+    }
+    fclose(rows);
+    fclose(targets);
+    return failed;
 }
