@@ -95,6 +95,13 @@ else
         cmp -s "$tmp/kdef" "$tmp/said"
 fi
 ndef=$(wc -l <"$tmp/kdef" | tr -d ' ')
+if grep -q ': it takes the tuned schedule$' "$tmp/t.err"; then
+    check "end to end: what the profiles expect of the choice" \
+        grep -Eq "^texc: the kernels that take their tuned schedule save [0-9.e+-]+ ms a call in the profiles: [0-9.]+% of the default program's [0-9.e+-]+ ms" "$tmp/t.err"
+else
+    check "end to end: no kernel takes its tuned schedule, no expectation line" \
+        sh -c "! grep -q '^texc: the kernels that take their tuned schedule save' '$tmp/t.err'"
+fi
 
 # the plain build takes each kernel's record, and computes the right numbers
 # shellcheck disable=SC2086
