@@ -24,6 +24,7 @@
 #include <stdlib.h>
 
 #include "bench.h"
+#include "openblas_report.h"
 
 void bench_bias_gelu_mvec(float *restrict z, const float *restrict b, int m, int n);
 
@@ -70,15 +71,7 @@ int main(int argc, char **argv)
     Problem p = {m, k, n, x, w, b, z};
     Timing t = bench_measure(run, &p, threads, min_time);
 
-    FILE *out = fopen(argv[9], "wb");
-    if (!out || fwrite(z, sizeof *z, zs, out) != zs || fclose(out) != 0)
-        bench_die("openblas_peer: cannot write %s", argv[9]);
-    static const char *const parallel[] = {"sequential", "pthreads", "OpenMP"};
-    int par = openblas_get_parallel();
-    printf("timing %.9g %.9g %.9g %.9g %d %.9g %.9g\n", t.median, t.p25, t.p75, t.best, t.reps,
-           t.cpu_secs, t.cpu_share);
-    printf("config `%s`, core %s, %s build\n", openblas_get_config(), openblas_get_corename(),
-           par >= 0 && par <= 2 ? parallel[par] : "?");
+    openblas_report("openblas_peer", argv[9], z, zs, t);
     free(x);
     free(w);
     free(b);

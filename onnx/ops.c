@@ -1145,6 +1145,21 @@ static bool cv_concat(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
     return true;
 }
 
+/* Are constant indices IX (Gather's, GatherElements') within dim AXIS of
+ * size LEN, counting from its end where negative?  False after the
+ * error naming the first that is not. */
+static bool const_indices_in(OxImporter *im, OxValue *ix, int64_t axis, int64_t len)
+{
+    if (ix->kind != OXV_CONST)
+        return true;
+    double *iv = ox_const_values(im, ix);
+    for (int64_t i = 0; i < ox_elems(ix); i++)
+        if (iv[i] < -len || iv[i] >= len)
+            return ox_error(im, "index %g is outside dim %lld of size %lld", iv[i], (long long)axis,
+                            (long long)len);
+    return true;
+}
+
 static bool cv_expand(OxImporter *im, const OxNode *n, OxValue **in, OxValue **out)
 {
     int64_t shape[OX_MAX_RANK], dims[OX_MAX_RANK];
@@ -1192,13 +1207,8 @@ static bool cv_gather(OxImporter *im, const OxNode *n, OxValue **in, OxValue **o
             dims[o++] = x->dims[d];
     }
     int64_t len = x->dims[axis];
-    if (ix->kind == OXV_CONST) {
-        double *iv = ox_const_values(im, ix);
-        for (int64_t i = 0; i < ox_elems(ix); i++)
-            if (iv[i] < -len || iv[i] >= len)
-                return ox_error(im, "index %g is outside dim %lld of size %lld", iv[i],
-                                (long long)axis, (long long)len);
-    }
+    if (!const_indices_in(im, ix, axis, len))
+        return false;
     if (foldable(in, 2, rank, dims)) {
         int64_t total = elems_of(rank, dims), inner = elems_of(x->rank - (int)axis - 1, x->dims + axis + 1);
         int64_t ni = ox_elems(ix);
@@ -1256,13 +1266,8 @@ static bool cv_gather_elements(OxImporter *im, const OxNode *n, OxValue **in, Ox
             return ox_error(im, "its indices have %lld entries along dim %d, its data %lld",
                             (long long)ix->dims[d], d, (long long)x->dims[d]);
     int64_t len = x->dims[axis];
-    if (ix->kind == OXV_CONST) {
-        double *iv = ox_const_values(im, ix);
-        for (int64_t i = 0; i < ox_elems(ix); i++)
-            if (iv[i] < -len || iv[i] >= len)
-                return ox_error(im, "index %g is outside dim %lld of size %lld", iv[i],
-                                (long long)axis, (long long)len);
-    }
+    if (!const_indices_in(im, ix, axis, len))
+        return false;
     if (foldable(in, 2, ix->rank, ix->dims)) {
         int64_t total = ox_elems(ix);
         double *v = fold_buffer(im, total), *src = ox_const_values(im, x), *iv = ox_const_values(im, ix);
