@@ -527,8 +527,14 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             annotate(&b, s->name, "vectorize", inner->name);
         else if (sch_vectorizes_reduction(st, s))
             annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);
-        if ((s->nsvars >= 2 || s->is_reduce) && at[i] < 0)
-            annotate(&b, s->name, "parallel", parallel_loop(s)->name);
+        if ((s->nsvars >= 2 || s->is_reduce) && at[i] < 0) {
+            /* a row's reader keeps its first loop, the one its row
+               statistics are computed at (below) */
+            bool row_reader = false;
+            for (int j = 0; j < st->stages.len && !row_reader; j++)
+                row_reader = at[j] == i;
+            annotate(&b, s->name, "parallel", (row_reader ? s->svars[0] : parallel_loop(s))->name);
+        }
     }
     /* the rows last: each at a loop its reader's annotations keep */
     for (int i = 0; i < st->stages.len; i++) {
