@@ -607,8 +607,7 @@ json_t *tune_program_record(Arena *a, Graph *g, const TuneOptions *o)
 /* ------------------------------------------------------------------ */
 /* Builds: the best record.                                            */
 
-/* "2024-05-01 12:00" from a record's timestamp. */
-static void record_date(json_t *r, char *out, size_t size)
+void tune_record_date(json_t *r, char *out, size_t size)
 {
     const char *t = str_field(r, "timestamp");
     snprintf(out, size, "%.10s %.5s", t, strlen(t) > 11 ? t + 11 : "");
@@ -715,7 +714,7 @@ const Schedule *tune_best(Arena *a, Graph *g, const Schedule *written, const Tun
             }
         }
         char date[32];
-        record_date(best, date, sizeof date);
+        tune_record_date(best, date, sizeof date);
         *from = arena_printf(a, "a tuning-log record (workload %s, %s): %s", w.hash, date, what);
         if (!o->quiet) {
             fprintf(stderr, "texc: using the tuned schedule from %s (%.3g GFLOP/s, record of %s)\n",
@@ -845,7 +844,7 @@ int tune_log_summary(const char *path)
             char *keep = json_dumps(json_object_get(json_object_get(best, "config"), "default_kernels"),
                                     JSON_COMPACT);
             char date[32];
-            record_date(best, date, sizeof date);
+            tune_record_date(best, date, sizeof date);
             printf("  program   end to end %.3g s, default %.3g s; kernels kept default: %s; "
                    "recorded %s (the last, which builds follow)\n",
                    num_field(best, "time_s"), num_field(best, "default_s"), keep ? keep : "?", date);
@@ -858,7 +857,7 @@ int tune_log_summary(const char *path)
         }
         char *config = json_dumps(json_object_get(best, "config"), JSON_COMPACT | JSON_SORT_KEYS);
         char date[32];
-        record_date(best, date, sizeof date);
+        tune_record_date(best, date, sizeof date);
         printf("  best      %.3g GFLOP/s, %.3g s, %s, recorded %s\n", num_field(best, "gflops"),
                num_field(best, "time_s"), config ? config : "?", date);
         free(config);

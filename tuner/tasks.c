@@ -444,14 +444,14 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
         const char *k = json_string_value(json_array_get(names, (size_t)i));
         keep[i] = arena_strdup(a, k ? k : "");
     }
-    const char *stamp = json_string_value(json_object_get(prog, "timestamp"));
-    stamp = stamp ? stamp : "";
-    char date[24];
-    snprintf(date, sizeof date, "%.10s %.5s", stamp, strlen(stamp) > 11 ? stamp + 11 : "");
+    char date[32] = "";
+    bool recorded = prog != NULL;
+    if (recorded)
+        tune_record_date(prog, date, sizeof date);
     json_decref(prog);
     int found, kernels;
     const Schedule *s = best_tasks(a, g, o, keep, nkeep, &found, &kernels);
-    if (!s && !prog)
+    if (!s && !recorded)
         return NULL;
     if (!s) {
         /* the end-to-end check found no tuned kernel faster in the program */

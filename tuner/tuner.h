@@ -579,6 +579,8 @@ int tune_log_read(const char *path, LogPlace *from, json_t ***out, int *invalid,
 bool tune_record_matches(json_t *record, const Workload *w, const Machine *m, const char **why);
 /* The common fields of a record. */
 json_t *tune_record_new(const Workload *w, const Machine *m, const Space *sp);
+/* "2024-05-01 12:00" from record R's timestamp, into OUT. */
+void tune_record_date(json_t *r, char *out, size_t size);
 /* Its last fields: in an MPI job, the host and rank that measured it. */
 void tune_record_where(json_t *r);
 /* A program's record (tasks.c): the common fields of the whole program's
