@@ -48,18 +48,9 @@ static void run(void *ctx)
 
 int main(int argc, char **argv)
 {
-    if (argc != 10)
-        bench_die("usage: openblas_peer M K N THREADS MIN_TIME SEED_X SEED_W SEED_B OUT");
-    int m = atoi(argv[1]), k = atoi(argv[2]), n = atoi(argv[3]), threads = atoi(argv[4]);
-    double min_time = atof(argv[5]);
-    if (m < 1 || k < 1 || n < 1 || threads < 1 || !(min_time > 0))
-        bench_die("openblas_peer: bad arguments");
-
-    openblas_set_num_threads(threads);
-    omp_set_num_threads(threads); /* the GELU pass's, and the OpenMP build's */
-    if (openblas_get_num_threads() != threads || omp_get_max_threads() != threads)
-        bench_die("openblas_peer: %d threads asked, OpenBLAS has %d, OpenMP %d", threads,
-                  openblas_get_num_threads(), omp_get_max_threads());
+    int m, k, n, threads;
+    double min_time;
+    openblas_peer_start("openblas_peer", argc, argv, &m, &k, &n, &threads, &min_time);
 
     size_t xs = (size_t)m * k, ws = (size_t)k * n, zs = (size_t)m * n;
     float *x = bench_xmalloc(sizeof *x * xs), *w = bench_xmalloc(sizeof *w * ws);
