@@ -117,6 +117,11 @@ void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
                        const char *const *cnames, const char *const *rt, int nrt, FILE *h);
 bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
                        const char *const *cnames, const char *const *rt, int nrt, FILE *c);
+/* The same API in a cuda header (nvrtc.c), all of it there as static
+ * inline functions on libtexrt: the weights copied to the device once,
+ * NAME_run_weights calling NAME_run. */
+void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const char *name,
+                          const char *const *cnames, const char *const *rt, int nrt, FILE *h);
 
 /* parallel.c: te_parallel_for, which runs a parallel loop's function (C text). */
 extern const char cg_parallel_source[];

@@ -21,6 +21,7 @@
  * through libtexrt (texrt.h).
  */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,7 +288,7 @@ static const char *const header_reserved[] = {
     "union", "unsigned", "void", "volatile", "while", "bool", "true", "false", "class", "new",
     "delete", "this", "template", "typename", "namespace", "operator", "private", "public",
     "protected", "virtual", "friend", "using", "nullptr", "module", "workspace", "kernel",
-    "rc", "args", "tensors", "device", "cubin_path",
+    "rc", "args", "tensors", "device", "cubin_path", "weights",
 };
 
 /* A parameter's C name from BASE: not a keyword, not the launchers' own,
@@ -577,6 +578,14 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     write_params(&hd, false, true);
     fprintf(h, ");   (device pointers)\n");
     fprintf(h, " *   texrt_module_unload(m);\n *\n");
+    if (co->weights) {
+        fprintf(h, " * or, the model's weights loaded once from the file texc wrote (below):\n *\n");
+        fprintf(h, " *   char err[256];\n");
+        fprintf(h, " *   %s_weights *w = %s_load_weights(\"%s.weights\", 0, err, sizeof err);\n", n, n,
+                o->prefix);
+        fprintf(h, " *   %s_run_weights(m, w, <sizes, >real inputs, outputs);\n", n);
+        fprintf(h, " *   %s_free_weights(w);\n *\n", n);
+    }
     fprintf(h, " * The tensors, row-major:");
     for (int i = 0; i < g->ninputs; i++)
         write_tensor_comment(a, h, g->inputs[i], "input ");
@@ -584,6 +593,9 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
         write_tensor_comment(a, h, g->outputs[i], "output");
     fprintf(h, "\n *\n * Do not edit: regenerate with texc.\n */\n");
     fprintf(h, "#ifndef TEXC_%s_CUDA_H\n#define TEXC_%s_CUDA_H\n\n", M, M);
+    if (co->weights) /* the weights' reader's */
+        fputs("#include <errno.h>\n#include <stdarg.h>\n#include <stdio.h>\n#include <stdlib.h>\n"
+              "#include <string.h>\n", h);
     fputs("#include <stdint.h>\n\n#include <texrt.h>\n\n", h);
     fputs("#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n", h);
     write_dims(&hd);
@@ -726,6 +738,12 @@ static bool write_header(Arena *a, FILE *h, const CodegenOptions *co, const Cuda
     if (p->workspace_bytes > 0)
         fputs("    texrt_dev_free(workspace);\n", h);
     fputs("    return rc;\n}\n\n", h);
+    if (co->weights) { /* an imported model: its weights' API (weights.c) */
+        const char **cnames = arena_alloc(a, sizeof *cnames * (size_t)(ntensors + 1));
+        for (int i = 0; i < ntensors; i++)
+            cnames[i] = param_name(&hd, i < g->ninputs ? g->inputs[i] : g->outputs[i - g->ninputs]);
+        cg_emit_weights_cuda(a, g, co->weights, n, cnames, hd.sizes.names, hd.sizes.n, h);
+    }
     fprintf(h, "#ifdef __cplusplus\n}\n#endif\n\n#endif\n");
     return !ferror(h);
 }
@@ -784,6 +802,8 @@ int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions
     FILE *cb = o->embed ? NULL : cg_output_open(&out, cubin_path, true);
     FILE *hf = cg_output_open(&out, h_path, false);
     FILE *cu = o->keep ? cg_output_open(&out, cu_path, false) : NULL;
+    const char *w_path = arena_printf(a, "%s.weights", o->prefix);
+    FILE *wf = co->weights ? cg_output_open(&out, w_path, true) : NULL;
     bool ok = !out.failed;
     if (ok && !o->embed)
         ok = fwrite(cubin, 1, cubin_size, cb) == cubin_size;
@@ -792,6 +812,11 @@ int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions
                           cubin, cubin_size);
     if (ok && o->keep)
         ok = fputs(prog.source, cu) >= 0;
+    if (ok && wf && !cg_write_weights(st->g, co->weights, wf)) {
+        if (!ferror(wf))
+            fprintf(stderr, "texc: cannot write %s: %s\n", w_path, strerror(errno));
+        ok = false;
+    }
     free(cubin);
     if (!cg_output_commit(&out, ok))
         return 1;
@@ -801,6 +826,8 @@ int cg_cuda_build(const CgVariant *variants, int nvariants, const CodegenOptions
             fprintf(stderr, " and %s", cubin_path);
         if (o->keep)
             fprintf(stderr, " and %s", cu_path);
+        if (wf)
+            fprintf(stderr, " and %s", w_path);
         fprintf(stderr, " (%s, %d kernel%s)\n", arch.name, prog.nkernels, prog.nkernels == 1 ? "" : "s");
     }
     return 0;

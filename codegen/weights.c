@@ -207,15 +207,33 @@ bool cg_write_weights(const Graph *g, const CgWeights *w, FILE *out)
 /* ------------------------------------------------------------------ */
 /* The generated API.                                                  */
 
-/* The loader's part that is the same for every model: it reads the file
- * against te_weight_infos[0..TE_NWEIGHTS), which the model's part
- * defines before it. */
-static const char loader_body[] =
-    "/* The file's layout: codegen/weights.c in texc's sources, doc/onnx.md. */\n"
+/* The types every model's weights API uses (a header guard keeps two
+ * models' generated code apart in one translation unit), and the
+ * weights file's reader: the same text in every model's NAME.c (cpu) or
+ * NAME.h (cuda), C and C++. */
+static const char reader_types[] =
+    "#ifndef TEXC_WEIGHT_INFO_\n"
+    "#define TEXC_WEIGHT_INFO_\n"
+    "/* What a program takes: each weight's name, dtype (ONNX's code), rank,\n"
+    "   dims, bytes and place among its inputs */\n"
+    "typedef struct te_weight_info {\n"
+    "    const char *name;\n"
+    "    uint64_t dtype, rank;\n"
+    "    uint64_t dims[16];\n"
+    "    uint64_t bytes;\n"
+    "    int input;\n"
+    "} te_weight_info;\n"
+    "#endif\n";
+
+static const char reader_body[] =
+    "#ifndef TEXC_WEIGHTS_READER_\n"
+    "#define TEXC_WEIGHTS_READER_\n"
+    "/* The weights file's reader, the same in every texc program that loads\n"
+    "   one (C and C++).  The file's layout: codegen/weights.c in texc's\n"
+    "   sources, doc/onnx.md. */\n"
     "enum { TE_WF_HEADER = 64, TE_WF_ENTRY = 160, TE_WF_MAX_RANK = 16 };\n"
-    "static const unsigned char te_wf_magic[8] = { 0x89, 'T', 'X', 'W', '\\r', '\\n', 0x1a, '\\n' };\n"
     "\n"
-    "static uint64_t te_wf_le(const unsigned char *p, int bytes)\n"
+    "static inline uint64_t te_wf_le(const unsigned char *p, int bytes)\n"
     "{\n"
     "    uint64_t v = 0;\n"
     "    for (int i = 0; i < bytes; i++)\n"
@@ -224,7 +242,7 @@ static const char loader_body[] =
     "}\n"
     "\n"
     "/* FNV-1a, 64 bits: H updated with P[0..N) */\n"
-    "static uint64_t te_wf_fnv1a(uint64_t h, const unsigned char *p, size_t n)\n"
+    "static inline uint64_t te_wf_fnv1a(uint64_t h, const unsigned char *p, size_t n)\n"
     "{\n"
     "    for (size_t i = 0; i < n; i++) {\n"
     "        h ^= p[i];\n"
@@ -234,7 +252,7 @@ static const char loader_body[] =
     "}\n"
     "\n"
     "/* \"PATH: MESSAGE\" into ERR; NULL */\n"
-    "static void *te_wf_fail(char *err, size_t errlen, const char *path, const char *fmt, ...)\n"
+    "static inline void *te_wf_fail(char *err, size_t errlen, const char *path, const char *fmt, ...)\n"
     "{\n"
     "    if (!err || !errlen)\n"
     "        return NULL;\n"
@@ -248,7 +266,7 @@ static const char loader_body[] =
     "    return NULL;\n"
     "}\n"
     "\n"
-    "static const char *te_wf_dtype(uint64_t code)\n"
+    "static inline const char *te_wf_dtype(uint64_t code)\n"
     "{\n"
     "    switch (code) {\n"
     "    case 1: return \"f32\";\n"
@@ -264,7 +282,7 @@ static const char loader_body[] =
     "}\n"
     "\n"
     "/* \"[48, 64]\": RANK dims, little-endian u64 bytes (FILE) or uint64_t */\n"
-    "static const char *te_wf_shape(char *buf, size_t size, const void *dims, uint64_t rank, int file)\n"
+    "static inline const char *te_wf_shape(char *buf, size_t size, const void *dims, uint64_t rank, int file)\n"
     "{\n"
     "    size_t n = (size_t)snprintf(buf, size, \"[\");\n"
     "    for (uint64_t d = 0; d < rank && n < size; d++) {\n"
@@ -276,86 +294,54 @@ static const char loader_body[] =
     "    return buf;\n"
     "}\n"
     "\n"
-    "/* Reads PATH whole into 64-byte aligned memory and checks it: its\n"
-    "   magic, version, size and checksum, then each entry against\n"
-    "   te_weight_infos (the same name, dtype, shape and size, each weight\n"
-    "   once, its data inside the file).  Each weight's place into AT, in\n"
-    "   te_weight_infos' order; the memory, or NULL after a message in ERR. */\n"
-    "static unsigned char *te_wf_read(const char *path, const void **at, char *err, size_t errlen)\n"
+    "/* Checks FILE, SIZE bytes read from PATH: its magic, version, size and\n"
+    "   checksum, then each entry against INFOS[0..N) (the same name, dtype,\n"
+    "   shape and size, each weight once, its data inside the file).  Each\n"
+    "   weight's place into AT, in INFOS' order; 1, or 0 after a message in\n"
+    "   ERR. */\n"
+    "static inline int te_wf_check(const unsigned char *file, size_t size, const char *path,\n"
+    "                              const te_weight_info *infos, int n, const void **at, char *err,\n"
+    "                              size_t errlen)\n"
     "{\n"
-    "    const uint16_t one = 1;\n"
-    "    if (*(const unsigned char *)&one != 1)\n"
-    "        return te_wf_fail(err, errlen, path, \"its data is little-endian, and this machine is not\");\n"
-    "    FILE *f = fopen(path, \"rb\");\n"
-    "    if (!f)\n"
-    "        return te_wf_fail(err, errlen, path, \"cannot open it: %s\", strerror(errno));\n"
-    "    long end = -1;\n"
-    "    if (fseek(f, 0, SEEK_END) == 0)\n"
-    "        end = ftell(f);\n"
-    "    if (end < 0 || fseek(f, 0, SEEK_SET) != 0) {\n"
-    "        int e = errno;\n"
-    "        fclose(f);\n"
-    "        return te_wf_fail(err, errlen, path, \"cannot read it: %s\", strerror(e));\n"
-    "    }\n"
-    "    size_t size = (size_t)end;\n"
-    "    if (size < TE_WF_HEADER) {\n"
-    "        fclose(f);\n"
-    "        return te_wf_fail(err, errlen, path, \"truncated: %zu bytes, less than a weights file's %d-byte header\",\n"
-    "                          size, TE_WF_HEADER);\n"
-    "    }\n"
-    "    unsigned char *file = aligned_alloc(64, (size + 63) / 64 * 64);\n"
-    "    if (!file) {\n"
-    "        fclose(f);\n"
-    "        return te_wf_fail(err, errlen, path, \"out of memory for its %zu bytes\", size);\n"
-    "    }\n"
-    "    size_t got = fread(file, 1, size, f);\n"
-    "    int e = ferror(f) ? errno : 0;\n"
-    "    fclose(f);\n"
-    "    const char *why = NULL;\n"
-    "    char buf[2][160];\n"
-    "    if (got != size) {\n"
-    "        te_wf_fail(err, errlen, path, \"cannot read it: %s\", e ? strerror(e) : \"it shrank while being read\");\n"
-    "        goto fail;\n"
-    "    }\n"
-    "    if (memcmp(file, te_wf_magic, 8) != 0) {\n"
+    "    static const unsigned char magic[8] = { 0x89, 'T', 'X', 'W', '\\r', '\\n', 0x1a, '\\n' };\n"
+    "    if (memcmp(file, magic, 8) != 0) {\n"
     "        te_wf_fail(err, errlen, path, \"not a texc weights file (wrong magic)\");\n"
-    "        goto fail;\n"
+    "        return 0;\n"
     "    }\n"
     "    if (te_wf_le(file + 8, 4) != 1) {\n"
     "        te_wf_fail(err, errlen, path, \"weights file version %llu; this program reads version 1\",\n"
     "                   (unsigned long long)te_wf_le(file + 8, 4));\n"
-    "        goto fail;\n"
+    "        return 0;\n"
     "    }\n"
     "    uint64_t said = te_wf_le(file + 24, 8);\n"
     "    if (said != size) {\n"
     "        te_wf_fail(err, errlen, path, \"%s: %zu bytes, its header says %llu\",\n"
     "                   said > size ? \"truncated\" : \"longer than it should be\", size, (unsigned long long)said);\n"
-    "        goto fail;\n"
+    "        return 0;\n"
     "    }\n"
     "    uint64_t sum = te_wf_fnv1a(te_wf_fnv1a(0xcbf29ce484222325ULL, file, 32), file + 40, size - 40);\n"
     "    if (sum != te_wf_le(file + 32, 8)) {\n"
     "        te_wf_fail(err, errlen, path, \"checksum mismatch (its header says %016llx, its bytes give %016llx): the file is damaged\",\n"
     "                   (unsigned long long)te_wf_le(file + 32, 8), (unsigned long long)sum);\n"
-    "        goto fail;\n"
+    "        return 0;\n"
     "    }\n"
     "    uint64_t count = te_wf_le(file + 12, 4), data = te_wf_le(file + 16, 8);\n"
     "    for (int i = 40; i < TE_WF_HEADER; i++)\n"
     "        if (file[i]) {\n"
     "            te_wf_fail(err, errlen, path, \"its header's reserved bytes are not zero\");\n"
-    "            goto fail;\n"
+    "            return 0;\n"
     "        }\n"
-    "    if (count != TE_NWEIGHTS) {\n"
-    "        te_wf_fail(err, errlen, path, \"it holds %llu weights, the program takes %d\", (unsigned long long)count,\n"
-    "                   TE_NWEIGHTS);\n"
-    "        goto fail;\n"
+    "    if (count != (uint64_t)n) {\n"
+    "        te_wf_fail(err, errlen, path, \"it holds %llu weights, the program takes %d\", (unsigned long long)count, n);\n"
+    "        return 0;\n"
     "    }\n"
     "    uint64_t names = TE_WF_HEADER + TE_WF_ENTRY * count;\n"
     "    if (data < names || data > size || data % 64) {\n"
     "        te_wf_fail(err, errlen, path, \"its data offset %llu is not a multiple of 64 between the end of its \"\n"
     "                   \"entries (%llu) and the end of the file (%zu)\", (unsigned long long)data, (unsigned long long)names, size);\n"
-    "        goto fail;\n"
+    "        return 0;\n"
     "    }\n"
-    "    for (int i = 0; i < TE_NWEIGHTS; i++)\n"
+    "    for (int i = 0; i < n; i++)\n"
     "        at[i] = NULL;\n"
     "    for (uint64_t k = 0; k < count; k++) {\n"
     "        const unsigned char *e = file + TE_WF_HEADER + TE_WF_ENTRY * k;\n"
@@ -364,26 +350,27 @@ static const char loader_body[] =
     "        uint64_t offset = te_wf_le(e + 144, 8), bytes = te_wf_le(e + 152, 8);\n"
     "        if (name_at < names || name_at > data || name_len > data - name_at) {\n"
     "            te_wf_fail(err, errlen, path, \"entry %llu: its name lies outside the header\", (unsigned long long)k);\n"
-    "            goto fail;\n"
+    "            return 0;\n"
     "        }\n"
     "        const char *name = (const char *)file + name_at;\n"
     "        int i = 0;\n"
-    "        while (i < TE_NWEIGHTS && (strlen(te_weight_infos[i].name) != name_len ||\n"
-    "                                   memcmp(te_weight_infos[i].name, name, name_len) != 0))\n"
+    "        while (i < n && (strlen(infos[i].name) != name_len || memcmp(infos[i].name, name, name_len) != 0))\n"
     "            i++;\n"
-    "        if (i == TE_NWEIGHTS) {\n"
+    "        if (i == n) {\n"
     "            /* (the name as far as it is printable) */\n"
-    "            size_t n = 0;\n"
-    "            while (n < name_len && n < 64 && name[n] >= 0x20 && name[n] < 0x7f)\n"
-    "                n++;\n"
+    "            size_t shown = 0;\n"
+    "            while (shown < name_len && shown < 64 && name[shown] >= 0x20 && name[shown] < 0x7f)\n"
+    "                shown++;\n"
     "            te_wf_fail(err, errlen, path, \"entry %llu: the program takes no weight called '%.*s%s'\",\n"
-    "                       (unsigned long long)k, (int)n, name, n < name_len ? \"...\" : \"\");\n"
-    "            goto fail;\n"
+    "                       (unsigned long long)k, (int)shown, name, shown < name_len ? \"...\" : \"\");\n"
+    "            return 0;\n"
     "        }\n"
-    "        const te_weight_info *w = &te_weight_infos[i];\n"
+    "        const te_weight_info *w = &infos[i];\n"
     "        int same = rank == w->rank;\n"
     "        for (uint64_t d = 0; same && d < TE_WF_MAX_RANK; d++)\n"
     "            same = te_wf_le(e + 16 + 8 * d, 8) == (d < rank ? w->dims[d] : 0);\n"
+    "        char buf[2][160];\n"
+    "        const char *why = NULL;\n"
     "        if (at[i])\n"
     "            why = \"appears twice\";\n"
     "        else if (dtype != w->dtype)\n"
@@ -409,13 +396,54 @@ static const char loader_body[] =
     "        }\n"
     "        if (why)\n"
     "            te_wf_fail(err, errlen, path, \"weight '%s' %s\", w->name, why);\n"
-    "        goto fail;\n"
+    "        return 0;\n"
+    "    }\n"
+    "    return 1;\n"
+    "}\n"
+    "\n"
+    "/* Reads PATH whole into 64-byte aligned memory (free()) and checks it\n"
+    "   against INFOS[0..N) (te_wf_check): the memory, each weight's place in\n"
+    "   it in AT; or NULL after a message in ERR. */\n"
+    "static inline unsigned char *te_wf_read(const char *path, const te_weight_info *infos, int n,\n"
+    "                                        const void **at, char *err, size_t errlen)\n"
+    "{\n"
+    "    const uint16_t one = 1;\n"
+    "    if (*(const unsigned char *)&one != 1)\n"
+    "        return (unsigned char *)te_wf_fail(err, errlen, path, \"its data is little-endian, and this machine is not\");\n"
+    "    FILE *f = fopen(path, \"rb\");\n"
+    "    if (!f)\n"
+    "        return (unsigned char *)te_wf_fail(err, errlen, path, \"cannot open it: %s\", strerror(errno));\n"
+    "    long end = -1;\n"
+    "    if (fseek(f, 0, SEEK_END) == 0)\n"
+    "        end = ftell(f);\n"
+    "    if (end < 0 || fseek(f, 0, SEEK_SET) != 0) {\n"
+    "        int e = errno;\n"
+    "        fclose(f);\n"
+    "        return (unsigned char *)te_wf_fail(err, errlen, path, \"cannot read it: %s\", strerror(e));\n"
+    "    }\n"
+    "    size_t size = (size_t)end;\n"
+    "    if (size < TE_WF_HEADER) {\n"
+    "        fclose(f);\n"
+    "        return (unsigned char *)te_wf_fail(err, errlen, path, \"truncated: %zu bytes, less than a weights file's %d-byte header\",\n"
+    "                                           size, TE_WF_HEADER);\n"
+    "    }\n"
+    "    unsigned char *file = (unsigned char *)aligned_alloc(64, (size + 63) / 64 * 64);\n"
+    "    if (!file) {\n"
+    "        fclose(f);\n"
+    "        return (unsigned char *)te_wf_fail(err, errlen, path, \"out of memory for its %zu bytes\", size);\n"
+    "    }\n"
+    "    size_t got = fread(file, 1, size, f);\n"
+    "    int e = ferror(f) ? errno : 0;\n"
+    "    fclose(f);\n"
+    "    if (got != size)\n"
+    "        te_wf_fail(err, errlen, path, \"cannot read it: %s\", e ? strerror(e) : \"it shrank while being read\");\n"
+    "    if (got != size || !te_wf_check(file, size, path, infos, n, at, err, errlen)) {\n"
+    "        free(file);\n"
+    "        return NULL;\n"
     "    }\n"
     "    return file;\n"
-    "fail:\n"
-    "    free(file);\n"
-    "    return NULL;\n"
-    "}\n";
+    "}\n"
+    "#endif\n";
 
 /* The C literal of V as T's element in the generated code's storage
  * (bf16: its bits). */
@@ -528,38 +556,38 @@ void cg_emit_weights_h(const Graph *g, const CgWeights *w, const char *name,
     fprintf(h, "const void *%s_weight(const %s_weights *weights, const char *name);\n", name, name);
 }
 
+/* The table of what the program takes, TABLE[COUNT] (te_weight_info:
+ * reader_types), in W's order. */
+static void emit_infos(const Graph *g, const CgWeights *w, const char *table, const char *count,
+                       FILE *out)
+{
+    fputc('\n', out);
+    fputs(reader_types, out);
+    fprintf(out, "\n#define %s %d\n", count, w->n);
+    if (w->n == 0)
+        fputs("/* (none: one unused entry, C having no empty arrays) */\n", out);
+    fprintf(out, "static const te_weight_info %s[%d] = {\n", table, w->n ? w->n : 1);
+    for (int i = 0; i < w->n; i++) {
+        const Tensor *t = weight_tensor(g, w, i);
+        fprintf(out, "    { \"%s\", %u, %d, { ", t->name, wf_dtype_code(t->dtype), t->rank);
+        for (int d = 0; d < t->rank; d++)
+            fprintf(out, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
+        fprintf(out, "%s }, %lld, %d },\n", t->rank ? "" : "0", (long long)weight_bytes(t),
+                w->input[i]);
+    }
+    if (w->n == 0)
+        fputs("    { \"\", 0, 0, { 0 }, 0, -1 },\n", out);
+    fputs("};\n\n", out);
+}
+
 bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
                        const char *const *cnames, const char *const *rt, int nrt, FILE *c)
 {
     int nbuf = g->ninputs + g->noutputs;
     fputs("\n/* ------------------------------------------------------------------ */\n", c);
-    fprintf(c, "/* The model's weights: %s_%s, %s_run.  */\n\n", name,
+    fprintf(c, "/* The model's weights: %s_%s, %s_run.  */\n", name,
             w->embed ? "embedded_weights" : "load_weights", name);
-    fprintf(c, "/* What the program takes: each weight's name, dtype (ONNX's code),\n"
-               "   rank, dims, bytes and place among %s's inputs */\n"
-               "typedef struct te_weight_info {\n"
-               "    const char *name;\n"
-               "    uint64_t dtype, rank;\n"
-               "    uint64_t dims[16];\n"
-               "    uint64_t bytes;\n"
-               "    int input;\n"
-               "} te_weight_info;\n\n",
-            name);
-    fprintf(c, "#define TE_NWEIGHTS %d\n", w->n);
-    if (w->n == 0)
-        fputs("/* (none: one unused entry, C having no empty arrays) */\n", c);
-    fprintf(c, "static const te_weight_info te_weight_infos[%d] = {\n", w->n ? w->n : 1);
-    for (int i = 0; i < w->n; i++) {
-        const Tensor *t = weight_tensor(g, w, i);
-        fprintf(c, "    { \"%s\", %u, %d, { ", t->name, wf_dtype_code(t->dtype), t->rank);
-        for (int d = 0; d < t->rank; d++)
-            fprintf(c, "%s%lld", d ? ", " : "", (long long)t->shape[d]);
-        fprintf(c, "%s }, %lld, %d },\n", t->rank ? "" : "0", (long long)weight_bytes(t),
-                w->input[i]);
-    }
-    if (w->n == 0)
-        fputs("    { \"\", 0, 0, { 0 }, 0, -1 },\n", c);
-    fputs("};\n\n", c);
+    emit_infos(g, w, "te_weight_infos", "TE_NWEIGHTS", c);
     fprintf(c, "struct %s_weights {\n"
                "    unsigned char *file; /* the file's bytes, which AT points into (NULL: embedded) */\n"
                "    const void *at[%d];   /* each weight, in te_weight_infos' order */\n"
@@ -571,7 +599,7 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
             return false;
     } else {
         fputc('\n', c);
-        fputs(loader_body, c);
+        fputs(reader_body, c);
     }
     fprintf(c, "\nvoid %s_free_weights(%s_weights *weights)\n{\n"
                "    if (!weights)\n        return;\n"
@@ -604,7 +632,7 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
                    "    %s_weights *w = calloc(1, sizeof *w);\n"
                    "    if (!w)\n"
                    "        return te_wf_fail(err, errlen, path, \"out of memory\");\n"
-                   "    w->file = te_wf_read(path, w->at, err, errlen);\n"
+                   "    w->file = te_wf_read(path, te_weight_infos, TE_NWEIGHTS, w->at, err, errlen);\n"
                    "    if (!w->file) {\n        free(w);\n        return NULL;\n    }\n",
                 name, name, name);
     }
@@ -649,4 +677,95 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
     }
     free(slot);
     return !ferror(c);
+}
+
+void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const char *name,
+                          const char *const *cnames, const char *const *rt, int nrt, FILE *h)
+{
+    const char *N = cg_upper(a, arena_printf(a, "%s_NWEIGHTS", name));
+    int nbuf = g->ninputs + g->noutputs, n = w->n ? w->n : 1;
+    fprintf(h, "/* ------------------------------------------------------------------ */\n"
+               "/* The model's weights, from the file texc wrote beside this header\n"
+               " * (%s.weights).\n"
+               " *\n"
+               " * %s_load_weights reads PATH whole, checks it (its magic, version,\n"
+               " * size and checksum, then each weight's name, dtype and shape against\n"
+               " * this program's) and copies the weights into one allocation on DEVICE,\n"
+               " * once.  NULL when the file is not right or the device refuses, with\n"
+               " * the reason in ERR (\"PATH: ...\", ERRLEN bytes at most with its NUL;\n"
+               " * ERR may be NULL).\n"
+               " * %s_run_weights runs the model on them as %s_run does (and waits\n"
+               " * for it): %sits real inputs, then its outputs, device pointers.  Any\n"
+               " * number of calls may share one %s_weights.\n"
+               " * %s_weight: a weight's device pointer by its name in the program, 0 if\n"
+               " * there is none.  %s_free_weights frees them (NULL is ignored). */\n",
+            name, name, name, name, nrt ? "the run-time sizes, " : "", name, name, name);
+    emit_infos(g, w, arena_printf(a, "%s_weight_infos", name), N, h);
+    fputs(reader_body, h);
+    fprintf(h, "\ntypedef struct %s_weights {\n"
+               "    uint64_t memory; /* the device memory that holds them all */\n"
+               "    uint64_t at[%d];  /* each weight's device pointer, in %s_weight_infos' order */\n"
+               "} %s_weights;\n\n",
+            name, n, name, name);
+    fprintf(h, "static inline void %s_free_weights(%s_weights *weights)\n{\n"
+               "    if (!weights)\n        return;\n"
+               "    texrt_dev_free(weights->memory);\n"
+               "    free(weights);\n}\n\n",
+            name, name);
+    /* the file's data region, 64-byte aligned weights and all, in one
+       copy: each weight's device pointer keeps its offset in it */
+    fprintf(h, "static inline %s_weights *%s_load_weights(const char *path, int device, char *err, size_t errlen)\n{\n"
+               "    const void *at[%d];\n"
+               "    unsigned char *file = te_wf_read(path, %s_weight_infos, %s, at, err, errlen);\n"
+               "    if (!file)\n        return NULL;\n"
+               "    %s_weights *w = (%s_weights *)calloc(1, sizeof *w);\n"
+               "    if (!w) {\n        free(file);\n"
+               "        return (%s_weights *)te_wf_fail(err, errlen, path, \"out of memory\");\n    }\n"
+               "    uint64_t data = te_wf_le(file + 16, 8), size = te_wf_le(file + 24, 8);\n"
+               "    int rc = texrt_cuda_init(device);\n"
+               "    if (rc == TEXRT_OK && size > data)\n"
+               "        rc = texrt_dev_alloc(&w->memory, (size_t)(size - data));\n"
+               "    if (rc == TEXRT_OK && size > data)\n"
+               "        rc = texrt_memcpy_htod(w->memory, file + data, (size_t)(size - data));\n"
+               "    for (int i = 0; rc == TEXRT_OK && i < %s; i++)\n"
+               "        w->at[i] = w->memory + (uint64_t)((const unsigned char *)at[i] - (file + data));\n"
+               "    free(file);\n"
+               "    if (rc != TEXRT_OK) {\n"
+               "        te_wf_fail(err, errlen, path, \"cannot copy its weights to device %%d: %%s\", device,\n"
+               "                   texrt_last_error());\n"
+               "        %s_free_weights(w);\n"
+               "        return NULL;\n    }\n"
+               "    return w;\n}\n\n",
+            name, name, n, name, N, name, name, name, N, name);
+    fprintf(h, "static inline uint64_t %s_weight(const %s_weights *weights, const char *name)\n{\n"
+               "    for (int i = 0; i < %s; i++)\n"
+               "        if (strcmp(%s_weight_infos[i].name, name) == 0)\n"
+               "            return weights->at[i];\n"
+               "    return 0;\n}\n\n",
+            name, name, N, name);
+    /* NAME_run_weights: NAME_run's tensors, the weights' from W */
+    int *slot = malloc(sizeof *slot * (size_t)(nbuf + 1));
+    if (!slot)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < nbuf; i++)
+        slot[i] = -1;
+    for (int i = 0; i < w->n; i++)
+        slot[w->input[i]] = i;
+    fprintf(h, "static inline int %s_run_weights(texrt_module *module, const %s_weights *weights", name,
+            name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(h, ", int64_t %s", rt[k]);
+    for (int i = 0; i < nbuf; i++)
+        if (slot[i] < 0)
+            fprintf(h, ", uint64_t %s", cnames[i]);
+    fprintf(h, ")\n{\n    return %s_run(module", name);
+    for (int k = 0; k < nrt; k++)
+        fprintf(h, ", %s", rt[k]);
+    for (int i = 0; i < nbuf; i++)
+        if (slot[i] >= 0)
+            fprintf(h, ", weights->at[%d]", slot[i]);
+        else
+            fprintf(h, ", %s", cnames[i]);
+    fputs(");\n}\n\n", h);
+    free(slot);
 }

@@ -107,7 +107,7 @@ static void usage(FILE *out)
             "       texc [options] MODEL.onnx\n"
             "\n"
             "Compiles a tensor-expression program, or an ONNX model imported as one\n"
-            "(its weights: PREFIX.weights beside PREFIX.h and PREFIX.c).\n"
+            "(its weights: PREFIX.weights beside PREFIX.h and PREFIX.c, or PREFIX.cubin).\n"
             "\n"
             "options:\n"
             "  -o PREFIX           name outputs PREFIX.* (default: FILE's base name)\n"
@@ -930,8 +930,7 @@ static Graph *plain_graph(Arena *a, const Options *o, const Source *src, const P
 static int build(Arena *a, const Options *o, Graph *g, const PlainSource *plain_src, OptStats *stats)
 {
     /* an ONNX model's weights: NAME.weights, or in NAME.c (cpu) */
-    const CgWeights *weights =
-        o->onnx && o->target == TARGET_CPU ? model_weights(a, o, g) : NULL;
+    const CgWeights *weights = o->onnx ? model_weights(a, o, g) : NULL;
     int64_t weight_bytes = weights ? cg_weights_bytes(g, weights) : 0;
     if (weights && weights->embed && weight_bytes > CG_EMBED_MAX_BYTES) {
         fprintf(stderr, "%s: error: --embed-weights: the model's weights take %lld bytes, more "

@@ -32,6 +32,80 @@ same_outputs() {
     done
 }
 
+# 2c. --target cuda: NAME.weights beside NAME.h and NAME.cubin (the same
+# file as the cpu target's), and the header's NAME_load_weights (the
+# weights copied to the device once) and NAME_run_weights, in
+# tests/onnx_weights.c built with -DCUDA: run in the emulator
+# (tests/cudaemu, with the sanitizers; on the GPU with CUDA_DEVICE set, as
+# tests/gpu/run.sh runs this part alone, ONNX_CUDA_ONLY=1) against
+# PyTorch, and the loader on the hostile files.
+cuda_models() {
+    if "$TEXC" --target cuda --arch sm_80 "$d/mlp.onnx" --check 2>&1 | grep -q "disabled at configure time"; then
+        skip "--target cuda: NAME.weights and NAME_run_weights" "the cuda target was disabled at configure time"
+        return
+    fi
+    cxx=${CXX:-c++}
+    if [ -z "${CUDA_DEVICE:-}" ] && ! command -v "$cxx" >/dev/null 2>&1; then
+        skip "--target cuda: NAME_run_weights, emulated" "no C++ compiler ($cxx) for tests/cudaemu"
+        return
+    fi
+    . "${srcdir:-.}/tests/cudaemu/unit.sh" # cudaemu_unit
+    san="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
+    if [ -z "${CUDA_DEVICE:-}" ]; then
+        # shellcheck disable=SC2086
+        $cxx -std=c++17 $san -I"${srcdir:-.}/tests/cudaemu" -I"${srcdir:-.}/runtime" \
+            -c "${srcdir:-.}/tests/cudaemu/cudaemu.cc" -o "$tmp/emu.o" >"$tmp/out" 2>&1 ||
+            { not_ok "tests/cudaemu builds" "$tmp/out"; return; }
+    fi
+    for m in mlp cnn; do
+        c=$tmp/cu_$m
+        mkdir "$c"
+        arch="--arch sm_80"
+        [ -z "${CUDA_DEVICE:-}" ] || arch=
+        # shellcheck disable=SC2086 # $arch splits on purpose
+        if "$TEXC" "$d/$m.onnx" --target cuda $arch --keep -o "$c/k" >"$tmp/out" 2>&1 &&
+            "$TEXC" "$d/$m.onnx" -o "$c/cpu" >>"$tmp/out" 2>&1 && cmp "$c/k.weights" "$c/cpu.weights" >>"$tmp/out" 2>&1 &&
+            grep -q "^static inline int k_run_weights(texrt_module \*module, const k_weights \*weights, uint64_t x, uint64_t y)$" "$c/k.h"; then
+            ok "$m --target cuda: k.weights beside k.h and k.cubin, the cpu target's file; k_run_weights takes x and y"
+        else
+            not_ok "$m --target cuda: k.weights beside k.h and k.cubin, the cpu target's file; k_run_weights takes x and y" "$tmp/out"
+            continue
+        fi
+        # shellcheck disable=SC2086
+        if [ -n "${CUDA_DEVICE:-}" ]; then
+            ${CC:-cc} -std=gnu11 $san -DCUDA -DMODEL=k -I"${srcdir:-.}/runtime" -include "$c/k.h" -I"$c" \
+                "${srcdir:-.}/tests/onnx_weights.c" -L"$b/runtime/.libs" -Wl,-rpath,"$b/runtime/.libs" -ltexrt \
+                -o "$c/api" >"$tmp/out" 2>&1
+        else
+            cudaemu_unit "$c" && $cxx -std=c++17 $san -w -I"${srcdir:-.}/tests/cudaemu" -I"${srcdir:-.}/runtime" \
+                -I"$c" -c "$c/table.cc" -o "$c/table.o" >"$tmp/out" 2>&1 &&
+                ${CC:-cc} -std=gnu11 $san -Wall -Wextra -Werror -DCUDA -DMODEL=k -I"${srcdir:-.}/runtime" \
+                    -include "$c/k.h" -I"$c" -c "${srcdir:-.}/tests/onnx_weights.c" -o "$c/api.o" >>"$tmp/out" 2>&1 &&
+                $cxx $san -o "$c/api" "$c/api.o" "$c/table.o" "$tmp/emu.o" -lpthread >>"$tmp/out" 2>&1
+        fi || { not_ok "$m --target cuda: tests/onnx_weights.c builds on k.h" "$tmp/out"; continue; }
+        where=$([ -n "${CUDA_DEVICE:-}" ] && echo "on the GPU" || echo "emulated")
+        if "$c/api" run "$c/k.weights" "$d/$m.in.x.npy" "$d/$m.out.y.npy" "$c/got.npy" >"$tmp/out" 2>&1 &&
+            "$b/tests/npycmp" "$d/$m.out.y.npy" "$c/got.npy" >>"$tmp/out" 2>&1; then
+            ok "$m --target cuda: k_load_weights with one call, k_run_weights on x alone ($where): PyTorch's numbers"
+        else
+            not_ok "$m --target cuda: k_load_weights with one call, k_run_weights on x alone ($where): PyTorch's numbers" "$tmp/out"
+        fi
+    done
+    # the header's loader on hostile files (its TAP lines, renumbered)
+    mkdir "$tmp/cu_hw"
+    if [ -x "$tmp/cu_mlp/api" ]; then
+        "$tmp/cu_mlp/api" hostile "$tmp/cu_mlp/k.weights" "$tmp/cu_hw" >"$tmp/hostile" 2>&1
+        rc=$?
+        relay_tap "$tmp/hostile" "k_load_weights (cuda): "
+        [ $rc -eq 0 ] || not_ok "onnx_weights -DCUDA hostile exited $rc" "$tmp/hostile"
+    fi
+}
+if [ -n "${ONNX_CUDA_ONLY:-}" ]; then
+    cuda_models
+    done_testing
+    exit
+fi
+
 # 1. --eval: the reference evaluator on PyTorch's models
 for m in mlp tiny encoder14 encoder17 cnn resblock ops ops11 semantics embed gathers; do
     # shellcheck disable=SC2046 # inputs splits on purpose
@@ -153,6 +227,9 @@ else
     echo "exit $rc" >>"$tmp/out"
     not_ok "mlp's harness given cnn's weights: refused, saying why" "$tmp/out"
 fi
+
+# 2c. --target cuda (cuda_models, above)
+cuda_models
 
 # 3. --emit-te: names from the model, weights as const inputs, GELU as gelu;
 # the program evaluates to the model's numbers with the weights beside it,

@@ -21,6 +21,12 @@
  * Built with -DEMBEDDED (texc --embed-weights) it takes no weights file:
  * "onnx_weights run X.npy WANT.npy GOT.npy".
  *
+ * Built with -DCUDA, against the header of texc --target cuda (and
+ * libtexrt, or tests/cudaemu in its place): NAME_load_weights copies the
+ * weights to device 0; "run" loads the cubin (NAME_load), copies X to the
+ * device and runs NAME_run_weights there; "hostile" also checks that a
+ * device the runtime refuses is a message, not a crash.
+ *
  * The crafted files are made here with the format's own checksum (FNV-1a
  * 64, written again below, not the loader's), so each reaches the check
  * it means to hit: a shape, a dtype, a name, an offset.
@@ -35,6 +41,15 @@
 #define API(f) CAT(MODEL, f) /* API(_run): NAME_run */
 
 typedef API(_weights) Weights;
+
+#ifdef CUDA
+#if defined RTDIM_AXIS || defined EMBEDDED
+#error "onnx_weights: -DCUDA takes neither run-time dims nor embedded weights"
+#endif
+#define LOAD_WEIGHTS(path, err, errlen) API(_load_weights)(path, 0, err, errlen)
+#else
+#define LOAD_WEIGHTS(path, err, errlen) API(_load_weights)(path, err, errlen)
+#endif
 
 /* The whole of PATH, malloc'd, its size in *N; exits 2 if unreadable. */
 static unsigned char *slurp(const char *path, size_t *n)
@@ -82,7 +97,7 @@ static int run(const char *weights, const char *x_path, const char *want_path,
     (void)err;
     Weights *w = API(_embedded_weights)();
 #else
-    Weights *w = API(_load_weights)(weights, err, sizeof err);
+    Weights *w = LOAD_WEIGHTS(weights, err, sizeof err);
     if (!w) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -137,6 +152,21 @@ static int run(const char *weights, const char *x_path, const char *want_path,
         fprintf(stderr, "onnx_weights: size %lld refused\n", (long long)size);
         return 1;
     }
+#elif defined CUDA
+    /* the input and the (poisoned) output on the device, the weights
+       where NAME_load_weights put them */
+    texrt_module *m;
+    uint64_t dx = 0, dy = 0;
+    if (API(_load)(&m, NULL, 0) != TEXRT_OK || texrt_dev_alloc(&dx, xn - xd) != TEXRT_OK ||
+        texrt_dev_alloc(&dy, wn - wd) != TEXRT_OK || texrt_memcpy_htod(dx, in, xn - xd) != TEXRT_OK ||
+        texrt_memcpy_htod(dy, out, wn - wd) != TEXRT_OK || API(_run_weights)(m, w, dx, dy) != TEXRT_OK ||
+        texrt_memcpy_dtoh(out, dy, wn - wd) != TEXRT_OK) {
+        fprintf(stderr, "onnx_weights: %s\n", texrt_last_error());
+        return 1;
+    }
+    texrt_dev_free(dx);
+    texrt_dev_free(dy);
+    texrt_module_unload(m);
 #else
     API(_run)(w, in, out);
 #endif
@@ -201,7 +231,7 @@ static int refused(const unsigned char *p, size_t n, const char *want, char *err
     snprintf(path, sizeof path, "%s/h.weights", dir_path);
     spill(path, p, n);
     err[0] = '\0';
-    Weights *w = API(_load_weights)(path, err, errlen);
+    Weights *w = LOAD_WEIGHTS(path, err, errlen);
     if (w) {
         API(_free_weights)(w);
         snprintf(err, errlen, "loaded");
@@ -254,21 +284,28 @@ static int hostile(const char *weights, const char *dir)
     char err[512], line[1024];
     int ok;
     /* the file as texc wrote it loads, and names its weights */
-    Weights *w = API(_load_weights)(weights, err, sizeof err);
+    Weights *w = LOAD_WEIGHTS(weights, err, sizeof err);
     const char *first = (const char *)file + get(file + 64, 4);
     char name[256];
     snprintf(name, sizeof name, "%.*s", (int)get(file + 68, 4), first);
     check(w && API(_weight)(w, name) && !API(_weight)(w, "no such weight"),
           "the file texc wrote loads; NAME_weight finds its first weight by name", err);
     API(_free_weights)(w);
-    check(!API(_load_weights)("/nonexistent/x.weights", err, sizeof err) &&
+    check(!LOAD_WEIGHTS("/nonexistent/x.weights", err, sizeof err) &&
               strcmp(err, "/nonexistent/x.weights: cannot open it: No such file or directory") == 0,
           "a missing file", err);
     /* a short ERR is cut, not overrun; a NULL one is allowed */
     char tiny[8];
-    check(!API(_load_weights)("/nonexistent/x.weights", tiny, sizeof tiny) &&
-              strlen(tiny) == sizeof tiny - 1 && !API(_load_weights)("/nonexistent", NULL, 0),
+    check(!LOAD_WEIGHTS("/nonexistent/x.weights", tiny, sizeof tiny) &&
+              strlen(tiny) == sizeof tiny - 1 && !LOAD_WEIGHTS("/nonexistent", NULL, 0),
           "a short or NULL ERR", NULL);
+#ifdef CUDA
+    /* a device the runtime refuses: the file is right, the copy is not */
+    snprintf(line, sizeof line, "%s: cannot copy its weights to device 7: ", weights);
+    check(!API(_load_weights)(weights, 7, err, sizeof err) && strncmp(err, line, strlen(line)) == 0 &&
+              strlen(err) > strlen(line),
+          "a device that does not exist: refused, saying which", err);
+#endif
 
     /* every prefix up to 1 KiB, and 200 more, each truncated */
     int cut = 0, cuts = 0;

@@ -21,7 +21,10 @@
 #    random inputs (CUDA_SEED, default: the time) with poisoned outputs and
 #    workspace, compared with the reference evaluator; then
 #    tests/cuda_rtdims.sh the same way (six samples with a run-time dim,
-#    one build each, run at many sizes); then samples/app_cuda.
+#    one build each, run at many sizes); then tests/onnx.sh's cuda part
+#    (ONNX_CUDA_ONLY: two imported models, their NAME.weights loaded
+#    onto the GPU by the header's NAME_load_weights and run by
+#    NAME_run_weights, against PyTorch); then samples/app_cuda.
 # 3. The CUDA tuner: texc samples/matmul_gelu.te --tune --target cuda
 #    --trials 20 (TUNE_TRIALS) at the sample's own sizes, into a fresh log;
 #    every candidate valid (the sample's knob points are all schedules the
@@ -225,6 +228,12 @@ TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 CUDA_SEED=$s
 cat "$results/cuda_rtdims.tap" >>"$log"
 grep -c '^ok' "$results/cuda_rtdims.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"
 grep '^not ok' "$results/cuda_rtdims.tap" | tee -a "$log"
+say "run.sh: tests/onnx.sh's cuda part on the GPU (models with NAME.weights)"
+TEXC=$top/texc srcdir=$top builddir=$top CC=${CC:-cc} CUDA_DEVICE=1 ONNX_CUDA_ONLY=1 \
+    sh tests/onnx.sh >"$results/onnx_cuda.tap" 2>&1 || status=1
+cat "$results/onnx_cuda.tap" >>"$log"
+grep -c '^ok' "$results/onnx_cuda.tap" | sed 's/^/run.sh: passed /' | tee -a "$log"
+grep '^not ok' "$results/onnx_cuda.tap" | tee -a "$log"
 app=samples/app_cuda
 if [ -n "$prebuilt" ]; then
     # make embedded a cubin for the build machine's device, or for sm_80
