@@ -580,6 +580,34 @@ static void emit_infos(const Graph *g, const CgWeights *w, const char *table, co
     fputs("};\n\n", out);
 }
 
+/* Each of G's inputs and outputs: its place among W's weights, or -1
+ * (malloc'd, G->ninputs + G->noutputs of them). */
+static int *weight_slots(const Graph *g, const CgWeights *w)
+{
+    int nbuf = g->ninputs + g->noutputs;
+    int *slot = malloc(sizeof *slot * (size_t)(nbuf + 1));
+    if (!slot)
+        te_internal_error(__FILE__, __LINE__, "out of memory");
+    for (int i = 0; i < nbuf; i++)
+        slot[i] = -1;
+    for (int i = 0; i < w->n; i++)
+        slot[w->input[i]] = i;
+    return slot;
+}
+
+/* NAME_weight: a weight (RET, at[i]) by its name in TABLE[COUNT], NONE
+ * if there is none. */
+static void emit_lookup(FILE *out, const char *linkage, const char *ret, const char *name,
+                        const char *table, const char *count, const char *none)
+{
+    fprintf(out, "%s%s%s_weight(const %s_weights *weights, const char *name)\n{\n"
+                 "    for (int i = 0; i < %s; i++)\n"
+                 "        if (strcmp(%s[i].name, name) == 0)\n"
+                 "            return weights->at[i];\n"
+                 "    return %s;\n}\n",
+            linkage, ret, name, name, count, table, none);
+}
+
 bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char *name,
                        const char *const *cnames, const char *const *rt, int nrt, FILE *c)
 {
@@ -639,23 +667,13 @@ bool cg_emit_weights_c(Arena *a, const Graph *g, const CgWeights *w, const char 
     fprintf(c, "    if (!te_weights_pack(w)) {\n        %s_free_weights(w);\n        return %s;\n    }\n"
                "    return w;\n}\n",
             name, w->embed ? "NULL" : "te_wf_fail(err, errlen, path, \"out of memory for the packed weights\")");
-    fprintf(c, "\nconst void *%s_weight(const %s_weights *weights, const char *name)\n{\n"
-               "    for (int i = 0; i < TE_NWEIGHTS; i++)\n"
-               "        if (strcmp(te_weight_infos[i].name, name) == 0)\n"
-               "            return weights->at[i];\n"
-               "    return NULL;\n}\n",
-            name, name);
+    fputc('\n', c);
+    emit_lookup(c, "", "const void *", name, "te_weight_infos", "TE_NWEIGHTS", "NULL");
     /* NAME_run: the buffers in NAME's order, the weights' from W */
     fprintf(c, "\n%s %s_run(const %s_weights *te_weights", nrt ? "int" : "void", name, name);
     for (int k = 0; k < nrt; k++)
         fprintf(c, ", int64_t %s", rt[k]);
-    int *slot = malloc(sizeof *slot * (size_t)(nbuf + 1));
-    if (!slot)
-        te_internal_error(__FILE__, __LINE__, "out of memory");
-    for (int i = 0; i < nbuf; i++)
-        slot[i] = -1;
-    for (int i = 0; i < w->n; i++)
-        slot[w->input[i]] = i;
+    int *slot = weight_slots(g, w);
     for (int i = 0; i < nbuf; i++) {
         bool in = i < g->ninputs;
         const Tensor *t = in ? g->inputs[i] : g->outputs[i - g->ninputs];
@@ -737,20 +755,10 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
                "        return NULL;\n    }\n"
                "    return w;\n}\n\n",
             name, name, n, name, N, name, name, name, N, name);
-    fprintf(h, "static inline uint64_t %s_weight(const %s_weights *weights, const char *name)\n{\n"
-               "    for (int i = 0; i < %s; i++)\n"
-               "        if (strcmp(%s_weight_infos[i].name, name) == 0)\n"
-               "            return weights->at[i];\n"
-               "    return 0;\n}\n\n",
-            name, name, N, name);
+    emit_lookup(h, "static inline ", "uint64_t ", name, arena_printf(a, "%s_weight_infos", name), N, "0");
+    fputc('\n', h);
     /* NAME_run_weights: NAME_run's tensors, the weights' from W */
-    int *slot = malloc(sizeof *slot * (size_t)(nbuf + 1));
-    if (!slot)
-        te_internal_error(__FILE__, __LINE__, "out of memory");
-    for (int i = 0; i < nbuf; i++)
-        slot[i] = -1;
-    for (int i = 0; i < w->n; i++)
-        slot[w->input[i]] = i;
+    int *slot = weight_slots(g, w);
     fprintf(h, "static inline int %s_run_weights(texrt_module *module, const %s_weights *weights", name,
             name);
     for (int k = 0; k < nrt; k++)
