@@ -766,7 +766,10 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
     for (int i = 0; i < nbuf; i++)
         if (slot[i] < 0)
             fprintf(h, ", uint64_t %s", cnames[i]);
-    fprintf(h, ")\n{\n    return %s_run(module", name);
+    fputs(")\n{\n", h);
+    if (w->n == 0)
+        fputs("    (void)weights; /* the model has none */\n", h);
+    fprintf(h, "    return %s_run(module", name);
     for (int k = 0; k < nrt; k++)
         fprintf(h, ", %s", rt[k]);
     for (int i = 0; i < nbuf; i++)

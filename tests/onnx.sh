@@ -91,7 +91,8 @@ cuda_models() {
             not_ok "$m --target cuda: k_load_weights with one call, k_run_weights on x alone ($where): PyTorch's numbers" "$tmp/out"
         fi
     done
-    # a run-time dim: NAME_run_weights takes its size first; two models'
+    # a run-time dim: NAME_run_weights takes its size first; a model with
+    # no weights (gathers.onnx: its file holds no entries); three models'
     # headers in one translation unit, as C and as C++
     c=$tmp/cu_mlp
     arch="--arch sm_80"
@@ -99,15 +100,16 @@ cuda_models() {
     echo 'int main(void) { return 0; }' >"$c/two.c"
     # shellcheck disable=SC2086
     if "$TEXC" "$d/mlp_rt.onnx" -D batch=1..64=8 --target cuda $arch -o "$c/r" >"$tmp/out" 2>&1 &&
+        "$TEXC" "$d/gathers.onnx" --target cuda $arch -o "$c/o" >>"$tmp/out" 2>&1 && [ "$(wc -c <"$c/o.weights")" -eq 64 ] &&
         grep -q "^static inline int r_run_weights(texrt_module \*module, const r_weights \*weights, int64_t batch, uint64_t x, uint64_t y)$" "$c/r.h" &&
         ${CC:-cc} -std=c11 -Wall -Wextra -Werror -I"${srcdir:-.}/runtime" -include "$c/k.h" -include "$c/r.h" \
-            -c "$c/two.c" -o "$c/two.o" >>"$tmp/out" 2>&1 &&
+            -include "$c/o.h" -c "$c/two.c" -o "$c/two.o" >>"$tmp/out" 2>&1 &&
         { ! command -v "$cxx" >/dev/null 2>&1 ||
             $cxx -Wall -Wextra -Werror -I"${srcdir:-.}/runtime" -include "$c/k.h" -include "$c/r.h" \
-                -x c++ -c "$c/two.c" -o "$c/two.o" >>"$tmp/out" 2>&1; }; then
-        ok "mlp_rt --target cuda -D batch=1..64: r_run_weights takes batch first; two models' headers in one C and C++ unit"
+                -include "$c/o.h" -x c++ -c "$c/two.c" -o "$c/two.o" >>"$tmp/out" 2>&1; }; then
+        ok "mlp_rt --target cuda -D batch=1..64: r_run_weights takes batch first; gathers (no weights): a 64-byte file; three models' headers in one C and C++ unit"
     else
-        not_ok "mlp_rt --target cuda -D batch=1..64: r_run_weights takes batch first; two models' headers in one C and C++ unit" "$tmp/out"
+        not_ok "mlp_rt --target cuda -D batch=1..64: r_run_weights takes batch first; gathers (no weights): a 64-byte file; three models' headers in one C and C++ unit" "$tmp/out"
     fi
     # the header's loader on hostile files (its TAP lines, renumbered)
     mkdir "$tmp/cu_hw"
