@@ -701,6 +701,7 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
                           const char *const *cnames, const char *const *rt, int nrt, FILE *h)
 {
     const char *N = cg_upper(a, arena_printf(a, "%s_NWEIGHTS", name));
+    const char *table = arena_printf(a, "%s_weight_infos", name);
     int nbuf = g->ninputs + g->noutputs, n = w->n ? w->n : 1;
     fprintf(h, "/* ------------------------------------------------------------------ */\n"
                "/* The model's weights, from the file texc wrote beside this header\n"
@@ -718,13 +719,13 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
                " * %s_weight: a weight's device pointer by its name in the program, 0 if\n"
                " * there is none.  %s_free_weights frees them (NULL is ignored). */\n",
             name, name, name, name, nrt ? "the run-time sizes, " : "", name, name, name);
-    emit_infos(g, w, arena_printf(a, "%s_weight_infos", name), N, h);
+    emit_infos(g, w, table, N, h);
     fputs(reader_body, h);
     fprintf(h, "\ntypedef struct %s_weights {\n"
                "    uint64_t memory; /* the device memory that holds them all */\n"
-               "    uint64_t at[%d];  /* each weight's device pointer, in %s_weight_infos' order */\n"
+               "    uint64_t at[%d];  /* each weight's device pointer, in %s' order */\n"
                "} %s_weights;\n\n",
-            name, n, name, name);
+            name, n, table, name);
     fprintf(h, "static inline void %s_free_weights(%s_weights *weights)\n{\n"
                "    if (!weights)\n        return;\n"
                "    texrt_dev_free(weights->memory);\n"
@@ -734,7 +735,7 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
        copy: each weight's device pointer keeps its offset in it */
     fprintf(h, "static inline %s_weights *%s_load_weights(const char *path, int device, char *err, size_t errlen)\n{\n"
                "    const void *at[%d];\n"
-               "    unsigned char *file = te_wf_read(path, %s_weight_infos, %s, at, err, errlen);\n"
+               "    unsigned char *file = te_wf_read(path, %s, %s, at, err, errlen);\n"
                "    if (!file)\n        return NULL;\n"
                "    %s_weights *w = (%s_weights *)calloc(1, sizeof *w);\n"
                "    if (!w) {\n        free(file);\n"
@@ -754,8 +755,8 @@ void cg_emit_weights_cuda(Arena *a, const Graph *g, const CgWeights *w, const ch
                "        %s_free_weights(w);\n"
                "        return NULL;\n    }\n"
                "    return w;\n}\n\n",
-            name, name, n, name, N, name, name, name, N, name);
-    emit_lookup(h, "static inline ", "uint64_t ", name, arena_printf(a, "%s_weight_infos", name), N, "0");
+            name, name, n, table, N, name, name, name, N, name);
+    emit_lookup(h, "static inline ", "uint64_t ", name, table, N, "0");
     fputc('\n', h);
     /* NAME_run_weights: NAME_run's tensors, the weights' from W */
     int *slot = weight_slots(g, w);

@@ -51,6 +51,9 @@ cuda_models() {
     fi
     . "${srcdir:-.}/tests/cudaemu/unit.sh" # cudaemu_unit
     san="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
+    # the emulator's architecture, or the GPU's own (no --arch)
+    arch="--arch sm_80" where=emulated
+    [ -z "${CUDA_DEVICE:-}" ] || arch= where="on the GPU"
     if [ -z "${CUDA_DEVICE:-}" ]; then
         # shellcheck disable=SC2086
         $cxx -std=c++17 $san -I"${srcdir:-.}/tests/cudaemu" -I"${srcdir:-.}/runtime" \
@@ -60,8 +63,6 @@ cuda_models() {
     for m in mlp cnn; do
         c=$tmp/cu_$m
         mkdir "$c"
-        arch="--arch sm_80"
-        [ -z "${CUDA_DEVICE:-}" ] || arch=
         # shellcheck disable=SC2086 # $arch splits on purpose
         if "$TEXC" "$d/$m.onnx" --target cuda $arch --keep -o "$c/k" >"$tmp/out" 2>&1 &&
             "$TEXC" "$d/$m.onnx" -o "$c/cpu" >>"$tmp/out" 2>&1 && cmp "$c/k.weights" "$c/cpu.weights" >>"$tmp/out" 2>&1 &&
@@ -83,7 +84,6 @@ cuda_models() {
                     -include "$c/k.h" -I"$c" -c "${srcdir:-.}/tests/onnx_weights.c" -o "$c/api.o" >>"$tmp/out" 2>&1 &&
                 $cxx $san -o "$c/api" "$c/api.o" "$c/table.o" "$tmp/emu.o" -lpthread >>"$tmp/out" 2>&1
         fi || { not_ok "$m --target cuda: tests/onnx_weights.c builds on k.h" "$tmp/out"; continue; }
-        where=$([ -n "${CUDA_DEVICE:-}" ] && echo "on the GPU" || echo "emulated")
         if "$c/api" run "$c/k.weights" "$d/$m.in.x.npy" "$d/$m.out.y.npy" "$c/got.npy" >"$tmp/out" 2>&1 &&
             "$b/tests/npycmp" "$d/$m.out.y.npy" "$c/got.npy" >>"$tmp/out" 2>&1; then
             ok "$m --target cuda: k_load_weights with one call, k_run_weights on x alone ($where): PyTorch's numbers"
@@ -95,8 +95,6 @@ cuda_models() {
     # no weights (gathers.onnx: its file holds no entries); three models'
     # headers in one translation unit, as C and as C++
     c=$tmp/cu_mlp
-    arch="--arch sm_80"
-    [ -z "${CUDA_DEVICE:-}" ] || arch=
     echo 'int main(void) { return 0; }' >"$c/two.c"
     # shellcheck disable=SC2086
     if "$TEXC" "$d/mlp_rt.onnx" -D batch=1..64=8 --target cuda $arch -o "$c/r" >"$tmp/out" 2>&1 &&
