@@ -61,7 +61,7 @@ check "scheduler: at most --trials candidates of the spaces" \
     test "$(grep -v '"space_kind":"program"' "$log" | grep -vc '"config":{"default":true}')" -le 13
 check "scheduler: the table of the tasks" grep -q "^texc: the kernels' times added up: default" "$tmp/t.err"
 check "end to end: default against tuned, measured in the run" \
-    grep -Eq "^texc: end to end: default [0-9.e+-]+ ms, tuned [0-9.e+-]+ ms: [0-9.]+x the default schedule" "$tmp/t.err"
+    grep -Eq "^texc: end to end: default [0-9.e+-]+ ms, tuned [0-9.e+-]+ ms: [0-9.]+x the default schedule \\(the medians of 5 runs each, in turns; the rounds' ratios [0-9.]+ to [0-9.]+\\)$" "$tmp/t.err"
 check "-v: the profile of the default and of the tuned program" sh -c "
     grep -q '^texc: profile of the default program' '$tmp/t.err' &&
     grep -q '^texc: profile of the tuned program' '$tmp/t.err' &&
@@ -83,7 +83,7 @@ kernels_of default_kernels >"$tmp/kdef"
 kernels_of tuned_kernels >"$tmp/ktun"
 sed -n 's/^texc: in the program, \([a-z_0-9]*\) takes .*: it keeps the default$/\1/p' "$tmp/t.err" | sort >"$tmp/said"
 check "end to end: each kernel timed in the program, both ways" \
-    test "$(grep -c '^texc: in the program, [a-z_0-9]* takes [0-9.e+-]* ms a call by default, [0-9.e+-]* ms tuned: it ' "$tmp/t.err")" -eq "$nk"
+    test "$(grep -c '^texc: in the program, [a-z_0-9]* takes [0-9.e+-]* ms a call by default, [0-9.e+-]* ms tuned ([0-9.]*x): it ' "$tmp/t.err")" -eq "$nk"
 check "end to end: one program record naming each kernel once" sh -c "
     test \$(wc -l <'$tmp/prog') -eq 1 && grep -q '\"time_s\":' '$tmp/prog' &&
     test \$(cat '$tmp/kdef' '$tmp/ktun' | sort -u | wc -l) -eq $nk &&

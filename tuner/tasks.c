@@ -40,8 +40,9 @@
  *      while) drop out;
  *   3. the table of the tasks, then the end-to-end time of the whole
  *      program under the default schedule and under the tasks' winners
- *      (tune_best_tasks), built and measured in the same run, in turns
- *      (default, tuned, default, tuned; the faster of each); with -v
+ *      (tune_best_tasks), built and measured in the same run, five
+ *      rounds in turns (default, tuned; tuned, default; ...), judged by
+ *      the median of the rounds' ratios (measure_pair); with -v
  *      the per-kernel profile (--profile's timers) of both.
  *
  * The build (tune_best_tasks) cuts the same tasks out of the program,
@@ -549,19 +550,67 @@ static void print_table(FILE *out, Task *tasks, int n)
 /* ------------------------------------------------------------------ */
 /* The whole program: its kernels in it, the choice, the end to end.   */
 
+/* The pair of programs (default, tuned) is measured in PAIR_ROUNDS
+ * rounds, in turns, the order swapped each round (default first, then
+ * tuned first, ...), so that a clock drifting through the comparison
+ * favours neither.  A verdict is the median over the rounds of the ratio
+ * of the two runs in the round (default / tuned): on a machine whose
+ * clock moves by 10% between runs, the fastest run of each (as before)
+ * told a 6% gain from noise no better than a coin. */
+#define PAIR_ROUNDS 5
+
+/* the median of the N values V (sorted in place); 0 when N is 0 */
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Times of the pair, round by round: run[i][r] under the default (i = 0)
+ * and the tuned schedule (1), 0 where not measured; s[i] the medians of
+ * each, ratio the median of run[0][r] / run[1][r] over the rounds that
+ * have both (0: none). */
+typedef struct PairTime {
+    double run[2][PAIR_ROUNDS];
+    double s[2];
+    double ratio;
+} PairTime;
+
+static void pair_summary(PairTime *p)
+{
+    double v[PAIR_ROUNDS];
+    int n;
+    for (int i = 0; i < 2; i++) {
+        n = 0;
+        for (int r = 0; r < PAIR_ROUNDS; r++)
+            if (p->run[i][r] > 0)
+                v[n++] = p->run[i][r];
+        p->s[i] = median(v, n);
+    }
+    n = 0;
+    for (int r = 0; r < PAIR_ROUNDS; r++)
+        if (p->run[0][r] > 0 && p->run[1][r] > 0)
+            v[n++] = p->run[0][r] / p->run[1][r];
+    p->ratio = median(v, n);
+}
+
 /* A kernel of the program and its time per call in it, from the
- * profiles: [0] under the default schedule, [1] under its task's winner
- * (0: not measured). */
+ * profiles, each round of the pair. */
 typedef struct KernelTime {
     const char *name;
-    double s[2];
+    PairTime t;
 } KernelTime;
 
 /* Takes each kernel's mean time per call from the profile table C's last
  * run left in its run.log ("NAME CALLS TOTAL_MS MEAN_US SHARE%" lines)
- * into KT[..].s[WHICH], the least over the runs; with SHOW prints the
- * table. */
-static void read_profile(const Candidate *c, KernelTime *kt, int nkt, int which, const char *show)
+ * into KT[..].t.run[WHICH][ROUND]; with SHOW prints the table. */
+static void read_profile(const Candidate *c, KernelTime *kt, int nkt, int which, int round,
+                         const char *show)
 {
     char path[4300];
     snprintf(path, sizeof path, "%s/run.log", c->dir);
@@ -584,68 +633,81 @@ static void read_profile(const Candidate *c, KernelTime *kt, int nkt, int which,
             !(mean_us > 0))
             continue;
         for (int i = 0; i < nkt; i++)
-            if (strcmp(kt[i].name, name) == 0 && (kt[i].s[which] == 0 || mean_us * 1e-6 < kt[i].s[which]))
-                kt[i].s[which] = mean_us * 1e-6;
+            if (strcmp(kt[i].name, name) == 0)
+                kt[i].t.run[which][round] = mean_us * 1e-6;
     }
     fclose(f);
 }
 
 /* Builds B's program under the default schedule ([0]) and SCHED ([1]),
- * with --profile's timers if PROFILE, and measures them in turns, ROUNDS
- * times each: BEST[i] is each one's fastest run (0: none, WHY[i] says
- * why).  A profiled pair fills KT's times, and with SHOW prints each
- * one's last table. */
-static void measure_pair(Arena *a, Bench *b, const TuneOptions *o, const Schedule *sched, int rounds,
-                         bool profile, KernelTime *kt, int nkt, bool show, double best[2],
-                         const char *why[2])
+ * with --profile's timers if PROFILE, and measures them PAIR_ROUNDS
+ * times each, in turns (the top of this section): *PT the times (0
+ * where none, WHY[i] says why).  A profiled pair fills KT's times, and
+ * with SHOW prints each one's last table. */
+static void measure_pair(Arena *a, Bench *b, const TuneOptions *o, const Schedule *sched, bool profile,
+                         KernelTime *kt, int nkt, bool show, PairTime *pt, const char *why[2])
 {
     Schedule *none = arena_alloc(a, sizeof *none);
     none->target = o->target;
     Candidate cands[2], *pc[2];
+    memset(pt, 0, sizeof *pt);
     for (int i = 0; i < 2; i++) {
         memset(&cands[i], 0, sizeof cands[i]);
         cands[i].sched = i == 0 ? none : (Schedule *)sched;
         cands[i].predicted = NAN;
         cands[i].trial = i + 1;
         pc[i] = &cands[i];
-        best[i] = 0;
         why[i] = NULL;
     }
     b->profile = profile;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
     tune_build(b, pc, 2, o->jobs > 0 ? o->jobs : cores > 0 ? (int)cores : 1);
-    for (int r = 0; r < 2 * rounds; r++) {
-        Candidate *c = pc[r % 2];
-        if (c->status == TS_OK)
-            tune_measure(b, c, 600);
-        if (c->status != TS_OK) {
-            if (!why[r % 2])
-                why[r % 2] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
-            continue;
+    for (int r = 0; r < PAIR_ROUNDS; r++)
+        for (int turn = 0; turn < 2; turn++) {
+            int i = r % 2 ? 1 - turn : turn;
+            Candidate *c = pc[i];
+            if (c->status == TS_OK)
+                tune_measure(b, c, 600);
+            if (c->status != TS_OK) {
+                if (!why[i])
+                    why[i] = arena_printf(a, "%s (%s)", tune_status_name(c->status), c->detail);
+                continue;
+            }
+            pt->run[i][r] = c->time_s;
+            if (profile)
+                read_profile(c, kt, nkt, i, r,
+                             show && r == PAIR_ROUNDS - 1 ? (i ? "the tuned program" : "the default program")
+                                                          : NULL);
         }
-        if (best[r % 2] == 0 || c->time_s < best[r % 2])
-            best[r % 2] = c->time_s;
-        if (profile)
-            read_profile(c, kt, nkt, r % 2,
-                         show && r >= 2 * rounds - 2 ? (r % 2 ? "the tuned program" : "the default program")
-                                                     : NULL);
-    }
+    pair_summary(pt);
+    for (int k = 0; k < nkt && profile; k++)
+        pair_summary(&kt[k].t);
     for (int i = 0; i < 2; i++)
         tune_discard(b, pc[i]);
     b->profile = false;
 }
 
-/* "end to end: default D, tuned T: R" */
-static void say_end_to_end(const double best[2], const char *const why[2])
+/* "end to end: default D, tuned T: Rx the default schedule (...)" */
+static void say_end_to_end(const PairTime *pt, const char *const why[2])
 {
     char d[64], t[64];
-    ms_text(d, sizeof d, best[0]);
-    ms_text(t, sizeof t, best[1]);
+    ms_text(d, sizeof d, pt->s[0]);
+    ms_text(t, sizeof t, pt->s[1]);
     fprintf(stderr, "texc: end to end: default %s, tuned %s", d, t);
-    if (best[0] > 0 && best[1] > 0)
-        fprintf(stderr, ": %.2fx the default schedule\n", best[0] / best[1]);
-    else
+    if (pt->ratio > 0) {
+        double lo = 0, hi = 0;
+        for (int r = 0; r < PAIR_ROUNDS; r++)
+            if (pt->run[0][r] > 0 && pt->run[1][r] > 0) {
+                double q = pt->run[0][r] / pt->run[1][r];
+                lo = lo == 0 || q < lo ? q : lo;
+                hi = q > hi ? q : hi;
+            }
+        fprintf(stderr, ": %.2fx the default schedule (the medians of %d runs each, in turns; the "
+                        "rounds' ratios %.2f to %.2f)\n",
+                pt->ratio, PAIR_ROUNDS, lo, hi);
+    } else {
         fprintf(stderr, " (%s)\n", why[0] ? why[0] : why[1] ? why[1] : "not measured");
+    }
 }
 
 /* Step 3 (the top of the file): G under the default schedule and under
@@ -655,10 +717,11 @@ static void say_end_to_end(const double best[2], const char *const why[2])
  * (its task measured it alone, on inputs of its own: in the program its
  * operands come from the kernel before, in the layouts the program
  * gives them); then the program so chosen against the default, without
- * timers; a program record in the log says which kernels keep the
- * default, for later builds (tune_best_tasks), and all of them do when
- * the chosen program was not faster end to end.  Returns 0, or 1 after
- * a message. */
+ * timers.  Both comparisons are the median ratio of rounds in turns
+ * (measure_pair).  A program record in the log says which kernels keep
+ * the default, for later builds (tune_best_tasks), and all of them do
+ * when the chosen program was not faster end to end.  Returns 0, or 1
+ * after a message. */
 static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, int n)
 {
     TuneOptions ob = *o;
@@ -686,16 +749,18 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
     KernelTime *kt = arena_alloc(a, sizeof *kt * (size_t)(kernels + 1));
     int nkt = 0;
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < tasks[i].nkernels; k++)
+        for (int k = 0; k < tasks[i].nkernels; k++) {
+            memset(&kt[nkt], 0, sizeof kt[nkt]);
             kt[nkt++].name = tasks[i].kernels[k]->name;
-    double best[2];
+        }
+    PairTime pt;
     const char *why[2];
     const char **keep = arena_alloc(a, sizeof *keep * (size_t)(nkt + 1));
     int nkeep = 0;
     const Schedule *chosen = tuned;
     if (choose)
-        measure_pair(a, &b, o, tuned, 2, true, kt, nkt, show, best, why);
-    if (choose && (best[0] == 0 || best[1] == 0)) {
+        measure_pair(a, &b, o, tuned, true, kt, nkt, show, &pt, why);
+    if (choose && !(pt.ratio > 0)) {
         if (!o->quiet)
             fprintf(stderr, "texc: the profiled programs could not be measured (%s): every kernel "
                             "keeps its winner\n",
@@ -704,41 +769,43 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
     }
     if (choose) {
         for (int i = 0; i < nkt; i++) {
-            bool slower = kt[i].s[0] > 0 && kt[i].s[1] > 0 && kt[i].s[1] >= kt[i].s[0];
+            /* faster tuned: the median of the rounds' ratios above 1 */
+            bool slower = kt[i].t.ratio > 0 && kt[i].t.ratio <= 1;
             if (slower)
                 keep[nkeep++] = kt[i].name;
             if (show || (slower && !o->quiet)) {
                 char d[32], t[32];
-                ms_text(d, sizeof d, kt[i].s[0]);
-                ms_text(t, sizeof t, kt[i].s[1]);
-                fprintf(stderr, "texc: in the program, %s takes %s a call by default, %s tuned: %s\n",
-                        kt[i].name, d, t, slower ? "it keeps the default" : "it takes the tuned schedule");
+                ms_text(d, sizeof d, kt[i].t.s[0]);
+                ms_text(t, sizeof t, kt[i].t.s[1]);
+                fprintf(stderr,
+                        "texc: in the program, %s takes %s a call by default, %s tuned (%.3fx): %s\n",
+                        kt[i].name, d, t, kt[i].t.ratio,
+                        slower ? "it keeps the default" : "it takes the tuned schedule");
             }
         }
         if (nkeep)
             chosen = nkeep < nkt ? best_tasks(a, g, &ob, keep, nkeep, &found, &kernels) : NULL;
         /* what the profiles expect of the choice: the line after it is
-           read against this (two measurements of one program differ by a
-           few percent on a busy or clock-varying machine) */
+           read against this */
         double saved = 0;
         for (int i = 0; i < nkt; i++)
-            if (!kept(kt[i].name, keep, nkeep) && kt[i].s[0] > 0 && kt[i].s[1] > 0)
-                saved += kt[i].s[0] - kt[i].s[1];
+            if (!kept(kt[i].name, keep, nkeep) && kt[i].t.ratio > 0)
+                saved += kt[i].t.s[0] - kt[i].t.s[1];
         if (chosen && !o->quiet) {
             char sv[32], d[32];
             ms_text(sv, sizeof sv, saved);
-            ms_text(d, sizeof d, best[0]);
+            ms_text(d, sizeof d, pt.s[0]);
             fprintf(stderr, "texc: the kernels that take their tuned schedule save %s a call in the "
                             "profiles: %.1f%% of the default program's %s\n",
-                    sv, best[0] > 0 ? saved / best[0] * 100 : 0.0, d);
+                    sv, pt.s[0] > 0 ? saved / pt.s[0] * 100 : 0.0, d);
         }
     }
     /* (all winners when none is kept: the line says what tuning gave) */
-    measure_pair(a, &b, o, chosen ? chosen : tuned, 2, false, NULL, 0, false, best, why);
+    measure_pair(a, &b, o, chosen ? chosen : tuned, false, NULL, 0, false, &pt, why);
     if (!o->quiet)
-        say_end_to_end(best, why);
+        say_end_to_end(&pt, why);
     if (chosen) {
-        if (choose && best[0] > 0 && best[1] > 0 && best[1] >= best[0]) {
+        if (choose && pt.ratio > 0 && pt.ratio <= 1) {
             if (!o->quiet)
                 fprintf(stderr, "texc: the tuned program is not faster end to end: later builds "
                                 "keep the default schedule\n");
@@ -750,7 +817,7 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
         fprintf(stderr, "texc: no kernel was faster tuned in the program: later builds keep the "
                         "default schedule\n");
     }
-    if (choose && best[0] > 0 && best[1] > 0) {
+    if (choose && pt.ratio > 0) {
         /* the verdict, for later builds */
         Workload w;
         Machine m;
@@ -760,14 +827,16 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
         for (int i = 0; i < nkt; i++) {
             json_array_append_new(kept(kt[i].name, keep, nkeep) ? def : tun, json_string(kt[i].name));
             json_object_set_new(times, kt[i].name,
-                                json_pack("{s:f, s:f}", "default_s", kt[i].s[0], "tuned_s", kt[i].s[1]));
+                                json_pack("{s:f, s:f, s:f}", "default_s", kt[i].t.s[0], "tuned_s",
+                                          kt[i].t.s[1], "ratio", kt[i].t.ratio));
         }
         json_object_set_new(r, "config", json_pack("{s:b, s:o, s:o}", "program", 1, "default_kernels",
                                                    def, "tuned_kernels", tun));
         json_object_set_new(r, "kernel_times", times);
         json_object_set_new(r, "status", json_string("ok"));
-        json_object_set_new(r, "default_s", json_real(best[0]));
-        json_object_set_new(r, "time_s", json_real(nkeep == nkt ? best[0] : best[1]));
+        json_object_set_new(r, "default_s", json_real(pt.s[0]));
+        json_object_set_new(r, "time_s", json_real(nkeep == nkt ? pt.s[0] : pt.s[1]));
+        json_object_set_new(r, "ratio", json_real(pt.ratio));
         tune_record_where(r);
         const char *path = tune_log_path(a, o);
         if (path && !tune_log_append(path, r) && !o->quiet)
