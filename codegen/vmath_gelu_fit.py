@@ -3,15 +3,18 @@
 (codegen/vmath.c), reproducibly.  Needs numpy and mpmath (Debian:
 python3-numpy python3-mpmath); not used by the build.
 
-G(u) = erfcx(u/sqrt2) on 16 intervals [0.375k, 0.375(k+1)] of |x|: on each, a
-degree-6 polynomial in d = |x| - 0.375k, fitted for relative error by
-iteratively reweighted least squares on Chebyshev nodes (a Remez-like
-minimax), on the interval widened by 0.004 each side (the lane's interval
-index comes from a rounded product).  The constant term is G(0.375k) as a
-float plus a float correction (c0hi + c0lo); the other coefficients are
-rounded to float and the error is checked with them, in 40-digit arithmetic.
-Then e^r - 1 = r + r^2 P(r) on |r| <= 0.35 (the reduced argument of exp),
-P of degree 4, fitted the same way.
+Q(a) = Phi(-a) = erfc(a/sqrt2)/2 for a = |x| in [0, 6], on 32 intervals of
+width 3/16: on interval k, a degree-7 polynomial in d = a - m_k, m_k the
+interval's middle (k + 1/2) * 3/16, fitted for relative error by iteratively
+reweighted least squares on Chebyshev nodes (a Remez-like minimax), on the
+interval widened by 0.004 each side (the lane's interval index comes from a
+rounded product).  The constant term is Q(m_k) as a float plus a float
+correction (c0hi + c0lo); the others are rounded to float one at a time,
+lowest degree first, the higher ones refitted to what each rounding left
+(c1's rounding alone would cost 3e-8), and the error is checked with the
+rounded coefficients, in 40-digit arithmetic.  With the middle as
+the origin, |d * P(d)| stays below about 0.6 Q(m_k), so the float Horner
+steps round a term smaller than the result.
 
 Prints the table as C string lines for vmath.c and the errors (stderr).
 """
@@ -22,7 +25,7 @@ import mpmath as mp
 import numpy as np
 
 mp.mp.dps = 40
-WIDTH, INTERVALS, DEGREE = 0.375, 16, 6
+WIDTH, INTERVALS, DEGREE = 3 / 16, 32, 7
 
 
 def hexf(v):
@@ -45,24 +48,31 @@ def minimax(basis, target, weight, n_iter=40):
     return c
 
 
-def erfcx_scaled(u):
-    a = mp.mpf(u) / mp.sqrt(2)
-    return mp.exp(a * a) * mp.erfc(a)
+def q_exact(a):
+    """Phi(-a) = erfc(a/sqrt2)/2, in 40 digits"""
+    return mp.erfc(mp.mpf(a) / mp.sqrt(2)) / 2
 
 
 def fit_gelu():
     rows, worst = [], 0.0
-    lo, hi = -0.004, WIDTH + 0.004
+    lo, hi = -WIDTH / 2 - 0.004, WIDTH / 2 + 0.004
     nodes = (lo + hi) / 2 + (hi - lo) / 2 * np.cos(np.pi * (np.arange(300) + 0.5) / 300)
     for k in range(INTERVALS):
-        exact = [erfcx_scaled(k * WIDTH + float(d)) for d in nodes]
-        g0 = erfcx_scaled(k * WIDTH)
-        c0hi = np.float32(float(g0))
-        c0lo = np.float32(float(g0 - mp.mpf(float(c0hi))))
+        mid = (k + 0.5) * WIDTH
+        exact = [q_exact(mid + float(d)) for d in nodes]
+        q0 = q_exact(mid)
+        c0hi = np.float32(float(q0))
+        c0lo = np.float32(float(q0 - mp.mpf(float(c0hi))))
         rest = np.array([float(e - mp.mpf(float(c0hi)) - mp.mpf(float(c0lo))) for e in exact])
-        basis = np.vstack([nodes ** i for i in range(1, DEGREE + 1)]).T
-        c = minimax(basis, rest, 1 / np.array([float(e) for e in exact]))
-        coef = [np.float32(x) for x in c]
+        # one coefficient at a time, lowest degree first: rounded to float,
+        # then the higher ones refitted to what its rounding left
+        weight = 1 / np.array([float(e) for e in exact])
+        coef = []
+        for i in range(1, DEGREE + 1):
+            basis = np.vstack([nodes ** j for j in range(i, DEGREE + 1)]).T
+            ci = np.float32(minimax(basis, rest, weight)[0])
+            coef.append(ci)
+            rest = rest - float(ci) * nodes ** i
         err = 0.0
         for d in np.linspace(lo, hi, 3000):
             dm = mp.mpf(float(d))
@@ -70,35 +80,19 @@ def fit_gelu():
             for x in reversed(coef):
                 p = p * dm + mp.mpf(float(x))
             p = mp.mpf(float(c0hi)) + mp.mpf(float(c0lo)) + p * dm
-            err = max(err, abs(float(p / erfcx_scaled(k * WIDTH + float(d)) - 1)))
+            err = max(err, abs(float(p / q_exact(mid + float(d)) - 1)))
         print("interval %2d: relative error %.3g" % (k, err), file=sys.stderr)
         worst = max(worst, err)
         rows.append({"c0hi": c0hi, "c0lo": c0lo, **{"c%d" % (i + 1): x for i, x in enumerate(coef)}})
-    print("G: max relative error %.3g" % worst, file=sys.stderr)
-    for name in ["c6", "c5", "c4", "c3", "c2", "c1", "c0lo", "c0hi"]:
+    print("Q: max relative error %.3g" % worst, file=sys.stderr)
+    names = ["c%d" % i for i in range(DEGREE, 0, -1)] + ["c0lo", "c0hi"]
+    for name in names:
         v = [hexf(r[name]) for r in rows]
-        print('    "    { ' + ", ".join(v[:8]) + ',\\n"')
-        print('    "      ' + ", ".join(v[8:]) + " },  /* %s */\\n\"" % name)
-
-
-def fit_expm1():
-    r = 0.35 * np.cos(np.pi * (np.arange(400) + 0.5) / 400)
-    rm = [mp.mpf(float(x)) for x in r]
-    target = np.array([float((mp.expm1(x) - x) / x ** 2) for x in rm])
-    weight = np.array([float(x ** 2 / mp.exp(x)) for x in rm])
-    c = minimax(np.vstack([r ** i for i in range(5)]).T, target, weight)
-    coef = [np.float32(x) for x in c]
-    err = 0.0
-    for x in np.linspace(-0.35, 0.35, 5001):
-        xm = mp.mpf(float(x))
-        p = mp.mpf(0)
-        for ci in reversed(coef):
-            p = p * xm + mp.mpf(float(ci))
-        err = max(err, abs(float((1 + xm + xm ** 2 * p) / mp.exp(xm) - 1)))
-    print("exp: max relative error of 1 + r + r^2 P(r): %.3g" % err, file=sys.stderr)
-    print("P, highest degree first:", ", ".join(hexf(x) for x in reversed(coef)))
-
+        for half in range(2):
+            w = v[16 * half:16 * half + 16]
+            print('    "    { ' + ", ".join(w[:8]) + ',\\n"')
+            print('    "      ' + ", ".join(w[8:]) + " },  /* %s, intervals %d-%d */\\n\"" %
+                  (name, 16 * half, 16 * half + 15))
 
 if __name__ == "__main__":
     fit_gelu()
-    fit_expm1()
