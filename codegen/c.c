@@ -296,6 +296,14 @@ static bool vectorizable(Emitter *e, const Expr *x, const IterVar *v)
 
 static bool pair_vector(Emitter *e, const Expr *x, const IterVar *v);
 
+/* Is S a store of an integer constant into an i32 buffer?  Its vector
+ * form sets 16 lanes at once (emit_vexpr's invariant case). */
+static bool i32_constant(const Stmt *s)
+{
+    int64_t v;
+    return s->buf->dtype == DT_I32 && sch_const_int(s->value, &v);
+}
+
 static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
 {
     if (!s)
@@ -307,9 +315,10 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
                 return false;
         return true;
     case S_STORE: {
-        /* an update of a loop over groups of k (f32 or i32), or an f32 store */
+        /* an update of a loop over groups of k (f32 or i32), an f32 store,
+           or an i32 constant (a u8 x i8 tile's accumulators set to 0) */
         bool update = e->pair_at && pair_store(e, s);
-        if ((!update && s->buf->dtype != DT_F32) || s->buf->rank == 0)
+        if ((!update && s->buf->dtype != DT_F32 && !i32_constant(s)) || s->buf->rank == 0)
             return false;
         for (int d = 0; d + 1 < s->buf->rank; d++)
             if (!invariant(s->index[d], v))
@@ -318,7 +327,8 @@ static bool vector_body(Emitter *e, const Stmt *s, const IterVar *v)
         Arena scratch = {0};
         bool unit = stride_of(&scratch, s->index[s->buf->rank - 1], v, &rest) == 1;
         arena_free(&scratch);
-        return unit && (update ? pair_vector(e, s->value, v) : vectorizable(e, s->value, v));
+        return unit && (update ? pair_vector(e, s->value, v)
+                               : i32_constant(s) || vectorizable(e, s->value, v));
     }
     default:
         return false;
@@ -396,6 +406,14 @@ static void emit_vexpr(Emitter *e, const Expr *x, const IterVar *v, Expr *vmin, 
     FILE *out = e->p.out;
     if (e->pair_at && x->kind == EX_OP && x->op == OP_ADD && pair_parts(e, x, NULL, NULL)) {
         emit_pair_dot(e, x, v, vmin, g);
+        return;
+    }
+    if (invariant(x, v) && x->dtype != DT_F32) {
+        /* an i32 store's constant (vector_body): 16 lanes of it, saturated
+           as the scalar store does */
+        fputs("((te_v16i32){ 0 } + te_sat_i32(", out);
+        cg_emit_expr(&e->p, x, 0);
+        fputs("))", out);
         return;
     }
     if (invariant(x, v)) {
