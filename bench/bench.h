@@ -78,6 +78,10 @@ double bench_rel_error(const float *z, const float *ref, size_t count);
 int bench_cmp_double(const void *a, const void *b);
 double bench_percentile(const double *sorted, int count, double q);
 Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time);
+/* N rows timed in turns (measure.c): BENCH_TURNS rounds, the order rotated */
+#define BENCH_TURNS 5
+void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads, double min_time,
+                         Timing *t);
 /* The first three fields of /proc/loadavg into BUF ("unknown" if unreadable). */
 void bench_read_load(char *buf, size_t size);
 /* The share of the machine's CPU time others used over one second (this

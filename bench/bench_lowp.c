@@ -28,9 +28,10 @@
  * row's output is checked: the bf16 rows against texc's fp32 run on the
  * same bf16-valued inputs (relative to max|z|, BENCH_TOLERANCE), the int8
  * ones against each other (both sum exactly; the epilogues differ by
- * rounding).  Timing is bench_measure's (measure.c): median of the timed
- * calls, with the threads OMP_NUM_THREADS gives (texc's pool and oneDNN's
- * OpenMP both follow it).
+ * rounding).  Timing is bench_measure_turns's (measure.c): the rows in
+ * turns, five rounds, the median of each row's timed calls, with the
+ * threads OMP_NUM_THREADS gives (texc's pool and oneDNN's OpenMP both
+ * follow it).
  *
  * Appends the shape's rows, for this thread count, to ROWS (Markdown
  * table rows: bench_lowp.sh writes the header) and the issue's targets at
@@ -308,11 +309,16 @@ int main(int argc, char **argv)
         [IU] = {"texc u8×i8", .err = bench_rel_error(d.zi, d.zd8, mn), .against = "onednn u8×s8"},
         [DS8] = {"onednn u8×s8", .err = bench_rel_error(d.zd8, d.zi, mn), .against = "texc u8×i8"},
     };
-    r[FP].t = bench_measure(run_fp, &d, threads, min_time);
-    r[BF].t = bench_measure(run_bf, &d, threads, min_time);
-    r[DBF].t = bench_measure(run_dnnl, &bf, threads, min_time);
-    r[IU].t = bench_measure(run_iu, &d, threads, min_time);
-    r[DS8].t = bench_measure(run_dnnl, &s8, threads, min_time);
+    {
+        /* in turns: the targets are ratios of these rows */
+        RunFn *const runs[] = { run_fp, run_bf, run_dnnl, run_iu, run_dnnl };
+        void *const ctxs[] = { &d, &d, &bf, &d, &s8 };
+        const int rows[] = { FP, BF, DBF, IU, DS8 };
+        Timing t[5];
+        bench_measure_turns(runs, ctxs, 5, threads, min_time, t);
+        for (int i = 0; i < 5; i++)
+            r[rows[i]].t = t[i];
+    }
     snprintf(r[FP].note, sizeof r[FP].note, "samples/matmul_gelu.te, its schedule; w prepacked");
     snprintf(r[BF].note, sizeof r[BF].note, "bench/lowp_bf16.te, default schedule; w prepacked");
     snprintf(r[IU].note, sizeof r[IU].note, "bench/lowp_u8i8.te, default schedule; w prepacked");

@@ -61,7 +61,7 @@ cpu=$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo 2>/dev/null | head -1)
     else
         echo "- OpenBLAS bf16: not run: the OpenBLAS the peer links has no cblas_sbgemm (configure checks that it links: Debian 12's 0.3.21, for one, declares it in cblas.h but is built without it)"
     fi
-    echo "- method: inputs uniform in [-1, 1) rounded to bf16 (u8 and i8: scaled from the same values), fixed seeds; warm caches; the median of separately timed calls (>= BENCH_MIN_TIME = $min_time s); GFLOP/s counts 2·M·N·K operations (GOP/s for u8×i8)"
+    echo "- method: inputs uniform in [-1, 1) rounded to bf16 (u8 and i8: scaled from the same values), fixed seeds; warm caches; the rows of texc and oneDNN timed in turns (five rounds, the order rotated each round, so that a drifting clock favours none), the median of each row's separately timed calls (>= BENCH_MIN_TIME = $min_time s in all); GFLOP/s counts 2·M·N·K operations (GOP/s for u8×i8)"
     echo "- check: bf16 rows against texc fp32 on the same bf16 values, u8×i8 against each other, max|z − ref| / max|ref| <= 1e-4; \"texc bf16 ÷ this\", \"texc u8×i8 ÷ this\": this row's median over texc's (> 1: texc faster)"
     echo
     echo "| M×K×N | thr | impl | median ms | GFLOP/s | texc bf16 ÷ this | texc u8×i8 ÷ this | max rel err | check | notes |"

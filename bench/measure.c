@@ -5,7 +5,11 @@
  * seconds and ten calls (three for calls over 1 s) have passed; the median,
  * the interquartile range, the best call, and the CPU time the process got
  * over the timed calls (so that a table can say when a row's threads did
- * not all run).  Inputs come from bench_fill_random (a fixed seed, so that
+ * not all run).  bench_measure_turns times several rows the same way but
+ * in turns: BENCH_TURNS rounds, each row's share of the calls in each
+ * round, the order rotated round by round, so that a clock drifting
+ * through the run (this machine's moves by 10%) favours no row: for the
+ * rows whose ratios a table judges.  Inputs come from bench_fill_random (a fixed seed, so that
  * every run sees the same data) and outputs are compared by bench_rel_error.
  */
 #define _GNU_SOURCE
@@ -285,6 +289,64 @@ Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time)
     return t;
 }
 
+/* Times N rows RUN[i](CTX[i]) in turns (the top of the file) into T[i]. */
+void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads, double min_time,
+                         Timing *t)
+{
+    enum { MAX_ROWS = 16 };
+    if (n > MAX_ROWS)
+        bench_die("bench_measure_turns: %d rows, at most %d", n, MAX_ROWS);
+    int cap[MAX_ROWS], count[MAX_ROWS];
+    double *samples[MAX_ROWS], total[MAX_ROWS], cpu[MAX_ROWS], wall[MAX_ROWS];
+    for (int i = 0; i < n; i++) {
+        double start = bench_now();
+        do
+            run[i](ctx[i]);
+        while (bench_now() - start < 0.05);
+        cap[i] = 256;
+        count[i] = 0;
+        total[i] = cpu[i] = wall[i] = 0;
+        samples[i] = bench_xmalloc(sizeof *samples[i] * (size_t)cap[i]);
+    }
+    for (int round = 0; round < BENCH_TURNS; round++)
+        for (int j = 0; j < n; j++) {
+            int i = (j + round) % n;
+            double cpu0 = bench_cpu_seconds(), wall0 = bench_now(), spent = 0;
+            int calls = 0;
+            /* this round's share: 1/BENCH_TURNS of min_time and of the calls */
+            for (;;) {
+                double t0 = bench_now();
+                run[i](ctx[i]);
+                double secs = bench_now() - t0;
+                if (count[i] == cap[i]) {
+                    cap[i] *= 2;
+                    samples[i] = realloc(samples[i], sizeof *samples[i] * (size_t)cap[i]);
+                    if (!samples[i])
+                        bench_die("out of memory");
+                }
+                samples[i][count[i]++] = secs;
+                spent += secs;
+                calls++;
+                int min_calls = samples[i][0] > 1.0 ? 1 : 2;
+                if (spent >= min_time / BENCH_TURNS && calls >= min_calls)
+                    break;
+            }
+            total[i] += spent;
+            cpu[i] += bench_cpu_seconds() - cpu0;
+            wall[i] += bench_now() - wall0;
+        }
+    for (int i = 0; i < n; i++) {
+        qsort(samples[i], (size_t)count[i], sizeof *samples[i], bench_cmp_double);
+        t[i] = (Timing){ bench_percentile(samples[i], count[i], 0.5),
+                         bench_percentile(samples[i], count[i], 0.25),
+                         bench_percentile(samples[i], count[i], 0.75),
+                         samples[i][0],
+                         count[i],
+                         cpu[i],
+                         cpu[i] / (wall[i] * threads) };
+        free(samples[i]);
+    }
+}
 
 #ifdef BENCH_HAVE_DNNL
 /* "blocked BA16a64b"-style description of a blocked layout. */
