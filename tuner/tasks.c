@@ -545,6 +545,10 @@ static void print_table(FILE *out, Task *tasks, int n)
     ms_text(d, sizeof d, total_default);
     ms_text(b, sizeof b, total_best);
     fprintf(out, "texc: the kernels' times added up: default %s, tuned %s\n", d, b);
+    /* (measured at different times: a drifting clock shows in the ratio) */
+    fprintf(out, "texc: (each task alone, on inputs of its own; its default timed once, in its "
+                 "first round, the candidates later: the comparison in the program below, in "
+                 "turns, is the one that decides)\n");
 }
 
 /* ------------------------------------------------------------------ */
