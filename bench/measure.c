@@ -9,8 +9,9 @@
  * in turns: BENCH_TURNS rounds, each row's share of the calls in each
  * round, the order rotated round by round, so that a clock drifting
  * through the run (this machine's moves by 10%) favours no row: for the
- * rows whose ratios a table judges.  Inputs come from bench_fill_random (a fixed seed, so that
- * every run sees the same data) and outputs are compared by bench_rel_error.
+ * rows whose ratios a table judges.  Inputs come from bench_fill_random
+ * (a fixed seed, so that every run sees the same data) and outputs are
+ * compared by bench_rel_error.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -297,7 +298,7 @@ void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads
     if (n > MAX_ROWS)
         bench_die("bench_measure_turns: %d rows, at most %d", n, MAX_ROWS);
     int cap[MAX_ROWS], count[MAX_ROWS];
-    double *samples[MAX_ROWS], total[MAX_ROWS], cpu[MAX_ROWS], wall[MAX_ROWS];
+    double *samples[MAX_ROWS], cpu[MAX_ROWS], wall[MAX_ROWS];
     for (int i = 0; i < n; i++) {
         double start = bench_now();
         do
@@ -305,7 +306,7 @@ void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads
         while (bench_now() - start < 0.05);
         cap[i] = 256;
         count[i] = 0;
-        total[i] = cpu[i] = wall[i] = 0;
+        cpu[i] = wall[i] = 0;
         samples[i] = bench_xmalloc(sizeof *samples[i] * (size_t)cap[i]);
     }
     for (int round = 0; round < BENCH_TURNS; round++)
@@ -331,7 +332,6 @@ void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads
                 if (spent >= min_time / BENCH_TURNS && calls >= min_calls)
                     break;
             }
-            total[i] += spent;
             cpu[i] += bench_cpu_seconds() - cpu0;
             wall[i] += bench_now() - wall0;
         }

@@ -200,8 +200,9 @@ static void emit_store(Emitter *e, const Stmt *s)
  * (te_vload_bf16, te_vload_f16: exact, so the numbers are the scalar
  * loop's).  When the trip count is not a constant (a tile at the edge of
  * a tensor), the vector code runs when it is the full count and a scalar
- * loop otherwise.  Anything else (other dtypes, gathers, comparisons,
- * other casts) is a scalar loop under
+ * loop otherwise.  An integer constant stored into an i32 buffer (a
+ * u8 x i8 tile's accumulators set to 0) is 16 lanes of it.  Anything else
+ * (other dtypes, gathers, comparisons, other casts) is a scalar loop under
  * `#pragma omp simd`.
  */
 
