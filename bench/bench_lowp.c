@@ -314,9 +314,10 @@ int main(int argc, char **argv)
         RunFn *const runs[] = { run_fp, run_bf, run_dnnl, run_iu, run_dnnl };
         void *const ctxs[] = { &d, &d, &bf, &d, &s8 };
         const int rows[] = { FP, BF, DBF, IU, DS8 };
-        Timing t[5];
-        bench_measure_turns(runs, ctxs, 5, threads, min_time, t);
-        for (int i = 0; i < 5; i++)
+        enum { TIMED = sizeof rows / sizeof rows[0] };
+        Timing t[TIMED];
+        bench_measure_turns(runs, ctxs, TIMED, threads, min_time, t);
+        for (int i = 0; i < TIMED; i++)
             r[rows[i]].t = t[i];
     }
     snprintf(r[FP].note, sizeof r[FP].note, "samples/matmul_gelu.te, its schedule; w prepacked");

@@ -251,43 +251,62 @@ static double bench_cpu_seconds(void)
            1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
 }
 
-/* Times RUN(CTX), which should keep THREADS threads busy. */
-Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time)
+/* Warm-up: caches, page faults, thread pools, lazy initialisation. */
+static void warm_up(RunFn *run, void *ctx)
 {
-    /* warm-up: caches, page faults, thread pools, lazy initialisation */
     double start = bench_now();
     do
         run(ctx);
     while (bench_now() - start < 0.05);
+}
 
-    int cap = 1024, count = 0;
-    double *samples = malloc(sizeof *samples * cap), total = 0.0;
-    if (!samples)
-        bench_die("out of memory");
-    double cpu0 = bench_cpu_seconds(), wall0 = bench_now();
+/* One row's timed calls, in seconds. */
+typedef struct Samples {
+    double *v;
+    int count, cap;
+} Samples;
+
+/* Times one call of RUN(CTX) into S; returns its seconds. */
+static double timed_call(Samples *s, RunFn *run, void *ctx)
+{
+    double t0 = bench_now();
+    run(ctx);
+    double secs = bench_now() - t0;
+    if (s->count == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 256;
+        s->v = realloc(s->v, sizeof *s->v * (size_t)s->cap);
+        if (!s->v)
+            bench_die("out of memory");
+    }
+    s->v[s->count++] = secs;
+    return secs;
+}
+
+/* The Timing of S (freed), which took CPU_SECS of process CPU time over
+ * WALL seconds on THREADS threads. */
+static Timing timing_of(Samples *s, double cpu_secs, double wall, int threads)
+{
+    qsort(s->v, (size_t)s->count, sizeof *s->v, bench_cmp_double);
+    Timing t = {bench_percentile(s->v, s->count, 0.5), bench_percentile(s->v, s->count, 0.25),
+                bench_percentile(s->v, s->count, 0.75), s->v[0], s->count, cpu_secs,
+                cpu_secs / (wall * threads)};
+    free(s->v);
+    return t;
+}
+
+/* Times RUN(CTX), which should keep THREADS threads busy. */
+Timing bench_measure(RunFn *run, void *ctx, int threads, double min_time)
+{
+    warm_up(run, ctx);
+    Samples s = {0};
+    double total = 0.0, cpu0 = bench_cpu_seconds(), wall0 = bench_now();
     for (;;) {
-        double t0 = bench_now();
-        run(ctx);
-        double secs = bench_now() - t0;
-        if (count == cap) {
-            cap *= 2;
-            samples = realloc(samples, sizeof *samples * cap);
-            if (!samples)
-                bench_die("out of memory");
-        }
-        samples[count++] = secs;
-        total += secs;
-        int min_reps = samples[0] > 1.0 ? 3 : 10;
-        if (total >= min_time && count >= min_reps)
+        total += timed_call(&s, run, ctx);
+        int min_reps = s.v[0] > 1.0 ? 3 : 10;
+        if (total >= min_time && s.count >= min_reps)
             break;
     }
-    double cpu_secs = bench_cpu_seconds() - cpu0;
-    double cpu_share = cpu_secs / ((bench_now() - wall0) * threads);
-    qsort(samples, count, sizeof *samples, bench_cmp_double);
-    Timing t = {bench_percentile(samples, count, 0.5), bench_percentile(samples, count, 0.25),
-                bench_percentile(samples, count, 0.75), samples[0], count, cpu_secs, cpu_share};
-    free(samples);
-    return t;
+    return timing_of(&s, bench_cpu_seconds() - cpu0, bench_now() - wall0, threads);
 }
 
 /* Times N rows RUN[i](CTX[i]) in turns (the top of the file) into T[i]. */
@@ -297,55 +316,26 @@ void bench_measure_turns(RunFn *const *run, void *const *ctx, int n, int threads
     enum { MAX_ROWS = 16 };
     if (n > MAX_ROWS)
         bench_die("bench_measure_turns: %d rows, at most %d", n, MAX_ROWS);
-    int cap[MAX_ROWS], count[MAX_ROWS];
-    double *samples[MAX_ROWS], cpu[MAX_ROWS], wall[MAX_ROWS];
-    for (int i = 0; i < n; i++) {
-        double start = bench_now();
-        do
-            run[i](ctx[i]);
-        while (bench_now() - start < 0.05);
-        cap[i] = 256;
-        count[i] = 0;
-        cpu[i] = wall[i] = 0;
-        samples[i] = bench_xmalloc(sizeof *samples[i] * (size_t)cap[i]);
-    }
+    Samples s[MAX_ROWS] = {{0}};
+    double cpu[MAX_ROWS] = {0}, wall[MAX_ROWS] = {0};
+    for (int i = 0; i < n; i++)
+        warm_up(run[i], ctx[i]);
     for (int round = 0; round < BENCH_TURNS; round++)
         for (int j = 0; j < n; j++) {
             int i = (j + round) % n;
             double cpu0 = bench_cpu_seconds(), wall0 = bench_now(), spent = 0;
-            int calls = 0;
             /* this round's share: 1/BENCH_TURNS of min_time and of the calls */
-            for (;;) {
-                double t0 = bench_now();
-                run[i](ctx[i]);
-                double secs = bench_now() - t0;
-                if (count[i] == cap[i]) {
-                    cap[i] *= 2;
-                    samples[i] = realloc(samples[i], sizeof *samples[i] * (size_t)cap[i]);
-                    if (!samples[i])
-                        bench_die("out of memory");
-                }
-                samples[i][count[i]++] = secs;
-                spent += secs;
-                calls++;
-                int min_calls = samples[i][0] > 1.0 ? 1 : 2;
+            for (int calls = 1;; calls++) {
+                spent += timed_call(&s[i], run[i], ctx[i]);
+                int min_calls = s[i].v[0] > 1.0 ? 1 : 2;
                 if (spent >= min_time / BENCH_TURNS && calls >= min_calls)
                     break;
             }
             cpu[i] += bench_cpu_seconds() - cpu0;
             wall[i] += bench_now() - wall0;
         }
-    for (int i = 0; i < n; i++) {
-        qsort(samples[i], (size_t)count[i], sizeof *samples[i], bench_cmp_double);
-        t[i] = (Timing){ bench_percentile(samples[i], count[i], 0.5),
-                         bench_percentile(samples[i], count[i], 0.25),
-                         bench_percentile(samples[i], count[i], 0.75),
-                         samples[i][0],
-                         count[i],
-                         cpu[i],
-                         cpu[i] / (wall[i] * threads) };
-        free(samples[i]);
-    }
+    for (int i = 0; i < n; i++)
+        t[i] = timing_of(&s[i], cpu[i], wall[i], threads);
 }
 
 #ifdef BENCH_HAVE_DNNL
