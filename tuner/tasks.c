@@ -578,11 +578,11 @@ static double median(double *v, int n)
 /* Times of the pair, round by round: run[i][r] under the default (i = 0)
  * and the tuned schedule (1), 0 where not measured; s[i] the medians of
  * each, ratio the median of run[0][r] / run[1][r] over the rounds that
- * have both (0: none). */
+ * have both (0: none), lo and hi the least and the most of those. */
 typedef struct PairTime {
     double run[2][PAIR_ROUNDS];
     double s[2];
-    double ratio;
+    double ratio, lo, hi;
 } PairTime;
 
 static void pair_summary(PairTime *p)
@@ -600,7 +600,9 @@ static void pair_summary(PairTime *p)
     for (int r = 0; r < PAIR_ROUNDS; r++)
         if (p->run[0][r] > 0 && p->run[1][r] > 0)
             v[n++] = p->run[0][r] / p->run[1][r];
-    p->ratio = median(v, n);
+    p->ratio = median(v, n); /* (sorts V) */
+    p->lo = n ? v[0] : 0;
+    p->hi = n ? v[n - 1] : 0;
 }
 
 /* A kernel of the program and its time per call in it, from the
@@ -699,16 +701,9 @@ static void say_end_to_end(const PairTime *pt, const char *const why[2])
     ms_text(t, sizeof t, pt->s[1]);
     fprintf(stderr, "texc: end to end: default %s, tuned %s", d, t);
     if (pt->ratio > 0) {
-        double lo = 0, hi = 0;
-        for (int r = 0; r < PAIR_ROUNDS; r++)
-            if (pt->run[0][r] > 0 && pt->run[1][r] > 0) {
-                double q = pt->run[0][r] / pt->run[1][r];
-                lo = lo == 0 || q < lo ? q : lo;
-                hi = q > hi ? q : hi;
-            }
         fprintf(stderr, ": %.2fx the default schedule (the medians of %d runs each, in turns; the "
                         "rounds' ratios %.2f to %.2f)\n",
-                pt->ratio, PAIR_ROUNDS, lo, hi);
+                pt->ratio, PAIR_ROUNDS, pt->lo, pt->hi);
     } else {
         fprintf(stderr, " (%s)\n", why[0] ? why[0] : why[1] ? why[1] : "not measured");
     }
