@@ -52,9 +52,9 @@ cuda_models() {
     . "${srcdir:-.}/tests/cudaemu/unit.sh" # cudaemu_unit
     san="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all"
     # the emulator's architecture, or the GPU's own (no --arch)
-    arch="--arch sm_80" where=emulated
-    [ -z "${CUDA_DEVICE:-}" ] || arch= where="on the GPU"
+    arch='' where="on the GPU"
     if [ -z "${CUDA_DEVICE:-}" ]; then
+        arch="--arch sm_80" where=emulated
         # shellcheck disable=SC2086
         $cxx -std=c++17 $san -I"${srcdir:-.}/tests/cudaemu" -I"${srcdir:-.}/runtime" \
             -c "${srcdir:-.}/tests/cudaemu/cudaemu.cc" -o "$tmp/emu.o" >"$tmp/out" 2>&1 ||
