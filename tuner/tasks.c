@@ -393,7 +393,7 @@ static bool kept(const char *name, const char *const *keep, int n)
  * a record.  *FOUND and *KERNELS count the kernels with a record used,
  * and all of them. */
 static const Schedule *best_tasks(Arena *a, Graph *g, const TuneOptions *o, const char *const *keep,
-                                  int nkeep, int *found, int *kernels)
+                                  int nkeep, int *found, int *kernels, PtrVec *with)
 {
     *found = *kernels = 0;
     /* no log, no records: the kernels are not cut out (a program of
@@ -425,6 +425,8 @@ static const Schedule *best_tasks(Arena *a, Graph *g, const TuneOptions *o, cons
             if (!got || !best)
                 continue;
             ++*found;
+            if (with)
+                vec_push(a, with, (void *)t->kernels[k]->name);
             add_renamed(a, s, best, t->kernels[k]);
         }
     }
@@ -451,7 +453,7 @@ const Schedule *tune_best_tasks(Arena *a, Graph *g, const TuneOptions *o, const 
         tune_record_date(prog, date, sizeof date);
     json_decref(prog);
     int found, kernels;
-    const Schedule *s = best_tasks(a, g, o, keep, nkeep, &found, &kernels);
+    const Schedule *s = best_tasks(a, g, o, keep, nkeep, &found, &kernels, NULL);
     if (!s && !recorded)
         return NULL;
     if (!s) {
@@ -726,7 +728,8 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
     TuneOptions ob = *o;
     ob.quiet = true;
     int found, kernels;
-    const Schedule *tuned = best_tasks(a, g, &ob, NULL, 0, &found, &kernels);
+    PtrVec won = { 0 }; /* the kernels with a record: the others run the default both ways */
+    const Schedule *tuned = best_tasks(a, g, &ob, NULL, 0, &found, &kernels, &won);
     if (!tuned) {
         if (!o->quiet)
             fprintf(stderr, "texc: no task has a valid record: the default schedule stays\n");
@@ -768,28 +771,36 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
     }
     if (choose) {
         for (int i = 0; i < nkt; i++) {
-            /* faster tuned: the median of the rounds' ratios above 1 */
-            bool slower = kt[i].t.ratio > 0 && kt[i].t.ratio <= 1;
+            /* faster tuned: the median of the rounds' ratios above 1; a
+               kernel without a record ran the default both ways, and its
+               ratio is noise */
+            bool none = !kept(kt[i].name, (const char *const *)won.items, won.len);
+            bool slower = none || (kt[i].t.ratio > 0 && kt[i].t.ratio <= 1);
             if (slower)
                 keep[nkeep++] = kt[i].name;
-            if (show || (slower && !o->quiet)) {
+            if (show || (slower && !none && !o->quiet)) {
                 char d[32], t[32];
                 ms_text(d, sizeof d, kt[i].t.s[0]);
                 ms_text(t, sizeof t, kt[i].t.s[1]);
                 fprintf(stderr,
                         "texc: in the program, %s takes %s a call by default, %s tuned (%.3fx): %s\n",
                         kt[i].name, d, t, kt[i].t.ratio,
-                        slower ? "it keeps the default" : "it takes the tuned schedule");
+                        none     ? "it keeps the default (no record: the default both ways)"
+                        : slower ? "it keeps the default"
+                                 : "it takes the tuned schedule");
             }
         }
         if (nkeep)
-            chosen = nkeep < nkt ? best_tasks(a, g, &ob, keep, nkeep, &found, &kernels) : NULL;
+            chosen = nkeep < nkt ? best_tasks(a, g, &ob, keep, nkeep, &found, &kernels, NULL) : NULL;
         /* what the profiles expect of the choice: the line after it is
            read against this */
+        /* each at the ratio that chose it (the median of the rounds'
+           ratios, above 1), not the difference of the two medians,
+           which can have the other sign */
         double saved = 0;
         for (int i = 0; i < nkt; i++)
             if (!kept(kt[i].name, keep, nkeep) && kt[i].t.ratio > 0)
-                saved += kt[i].t.s[0] - kt[i].t.s[1];
+                saved += kt[i].t.s[0] * (1 - 1 / kt[i].t.ratio);
         if (chosen && !o->quiet) {
             char sv[32], d[32];
             ms_text(sv, sizeof sv, saved);
