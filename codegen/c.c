@@ -1947,7 +1947,16 @@ static void emit_stmt(Emitter *e, const Stmt *s)
     case S_ALLOC:
         cg_line(&e->p, "{\n");
         e->p.indent++;
-        if (vector_shape(s->buf) || vector_shape_i32(s)) {
+        if (s->heap) {
+            /* too big for the stack (SCH_HEAP_TILE_MAX) */
+            const char *n = cg_tensor_name(&e->p, s->buf);
+            cg_line(&e->p, "%s (*restrict %s)", storage_type(s->buf->dtype), n);
+            emit_dims(e, s->buf, 1);
+            fprintf(e->p.out, " = te_alloc(sizeof(%s)", storage_type(s->buf->dtype));
+            for (int d = 0; d < s->buf->rank; d++)
+                fprintf(e->p.out, " * %lld", (long long)s->buf->shape[d]);
+            fputs("); /* on the heap: too big for a thread's stack */\n", e->p.out);
+        } else if (vector_shape(s->buf) || vector_shape_i32(s)) {
             vec_push(e->p.a, &e->vector_bufs, s->buf);
             /* vectors of 16, so that constant-indexed tiles live in
              * registers; NAME is the same storage seen as floats (or
@@ -1975,6 +1984,8 @@ static void emit_stmt(Emitter *e, const Stmt *s)
         e->allocs++;
         emit_stmt(e, s->body);
         e->allocs--;
+        if (s->heap)
+            cg_line(&e->p, "free(%s);\n", cg_tensor_name(&e->p, s->buf));
         e->p.indent--;
         cg_line(&e->p, "}\n");
         break;

@@ -484,6 +484,19 @@ static bool do_compute_inline(SchedState *st, SStage *s, const SchedStmt *stmt)
     return inline_within_bound(st, s, stmt);
 }
 
+/* Does a stage computed at C (so far) read S?  S may then be computed at
+ * a loop of C that holds it: a weight panel packed once per column block
+ * for the accumulator computed at each row block inside it. */
+static bool read_inside(SchedState *st, const SStage *c, const SStage *s)
+{
+    for (int i = 0; i < st->stages.len; i++) {
+        const SStage *o = st->stages.items[i];
+        if (o != s && o->attach == c && stage_reads(st, o, s->tensor))
+            return true;
+    }
+    return false;
+}
+
 /* Why compute_at of the stage the program calls WA at the one it calls
  * WC, both now T, cannot be: what the optimizer merged, and the way out. */
 static void merged_at_itself(SchedState *st, const SchedStmt *stmt, const Tensor *t,
@@ -531,7 +544,7 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
                    s->inlined ? sn : cn);
         return false;
     }
-    if (!stage_reads(st, c, s->tensor)) {
+    if (!stage_reads(st, c, s->tensor) && !read_inside(st, c, s)) {
         diag_error(src, stmt->args[0].span, "cannot compute %s at %s: '%s' does not read it",
                    sn, cn, c->name);
         return false;

@@ -574,9 +574,10 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
      * against the block's shared memory */
     bool local = constant && !t->is_output;
     int64_t bytes = dtype_bytes(t->dtype);
-    for (int d = 0; local && d < t->rank; d++)
-        local = !__builtin_mul_overflow(bytes, shape[d], &bytes) &&
-                (c->scope == SCOPE_SHARED || bytes <= (64 << 10)); /* stays on the stack */
+    bool huge = false;
+    for (int d = 0; constant && d < t->rank; d++)
+        huge = huge || __builtin_mul_overflow(bytes, shape[d], &bytes);
+    local = local && !huge && (c->scope == SCOPE_SHARED || bytes <= (64 << 10)); /* stays on the stack */
     if (c->scope == SCOPE_SHARED && !local) {
         Loop *at = s->loops.items[pos];
         diag_error(L->st->g->src, c->tensor->span,
@@ -586,7 +587,26 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
                    c->name, at->name, s->name, s->name, at->name);
         L->failed = true;
     }
-    if (local) {
+    /* a whole-tensor buffer inside a parallel loop would be written by
+     * several threads at once; inside a GPU-bound loop, by every thread,
+     * and a `local` copy would quietly be global memory */
+    const Loop *par = NULL, *bound = NULL;
+    for (const SStage *o = s, *in = NULL; o && !par; in = o, o = o->attach) {
+        int limit = in ? sch_loop_index(in->attach, in->attach_loop) : pos;
+        for (int i = 0; i <= limit && i < o->loops.len; i++) {
+            const Loop *l = o->loops.items[i];
+            if (l->kind == LOOP_PARALLEL)
+                par = l;
+            if (l->kind == LOOP_BOUND && !bound)
+                bound = l;
+        }
+    }
+    /* inside a parallel loop (on the CPU), a constant region too big for
+     * the stack is a buffer of its own on the heap, one an iteration: a
+     * weight panel packed once per column block, say */
+    bool heap = !local && par && !bound && constant && !t->is_output && !huge &&
+                c->scope == SCOPE_LOCAL && bytes <= SCH_HEAP_TILE_MAX;
+    if (local || heap) {
         overcompute_edges(L, c, ext, shape);
         Tensor *buf = arena_alloc(a, sizeof *buf);
         *buf = *t;
@@ -595,42 +615,23 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         buf->kind = TK_STAGE;
         buf->is_output = false;
         c->storage = buf;
+        c->heap = heap;
     } else {
         /* why the region cannot have a buffer of its own */
-        int64_t total = dtype_bytes(t->dtype);
-        bool huge = false;
-        for (int d = 0; constant && d < t->rank; d++)
-            huge = huge || __builtin_mul_overflow(total, shape[d], &total);
+        const char *limit = par ? arena_printf(a, "the %d MiB texc allocates for a thread's tile",
+                                               (int)(SCH_HEAP_TILE_MAX >> 20))
+                                : "the 64 KiB texc keeps on a thread's stack";
         const char *why =
             !constant ? "has no constant size"
             : t->is_output ? "is part of an output"
-            : huge ? "is more than 64 KiB, which texc keeps on a thread's stack at most"
-                   : arena_printf(a, "is %lld bytes, more than the 64 KiB texc keeps on a "
-                                     "thread's stack",
-                                  (long long)total);
-        /* a whole-tensor buffer inside a parallel loop would be written by
-         * several threads at once; inside a GPU-bound loop, by every
-         * thread, and a `local` copy would quietly be global memory */
-        const Loop *par = NULL, *bound = NULL;
-        const SStage *o = s;
-        int limit = pos;
-        while (o && !par) {
-            for (int i = 0; i <= limit && i < o->loops.len; i++) {
-                const Loop *l = o->loops.items[i];
-                if (l->kind == LOOP_PARALLEL)
-                    par = l;
-                if (l->kind == LOOP_BOUND && !bound)
-                    bound = l;
-            }
-            if (o->attach)
-                limit = sch_loop_index(o->attach, o->attach_loop);
-            o = o->attach;
-        }
+            : huge ? arena_printf(a, "is more than %s", limit)
+                   : arena_printf(a, "is %lld bytes, more than %s", (long long)bytes, limit);
         Loop *at = s->loops.items[pos];
         if (par) {
             diag_error(L->st->g->src, c->tensor->span,
-                       "cannot compute '%s' at '%s' of '%s': the region it needs there %s, so it would be a whole tensor that the parallel loop '%s' shares between threads; tile '%s' so that the region is a fixed tile of at most 64 KiB",
-                       c->name, at->name, s->name, why, par->name, s->name);
+                       "cannot compute '%s' at '%s' of '%s': the region it needs there %s, so it would be a whole tensor that the parallel loop '%s' shares between threads; tile '%s' so that the region is a fixed tile of at most %d MiB",
+                       c->name, at->name, s->name, why, par->name, s->name,
+                       (int)(SCH_HEAP_TILE_MAX >> 20));
             L->failed = true;
         } else if (bound && c->scope == SCOPE_LOCAL) {
             diag_error(L->st->g->src, c->tensor->span,
@@ -655,6 +656,7 @@ static Stmt *emit_child(Lower *L, SStage *c, Stmt *rest)
     Stmt *alloc = stmt_new(L, S_ALLOC);
     alloc->buf = c->storage;
     alloc->scope = c->scope == SCOPE_SHARED ? SCOPE_SHARED : SCOPE_LOCAL;
+    alloc->heap = c->heap;
     alloc->body = body;
     return alloc;
 }

@@ -307,6 +307,7 @@ struct SStage {
     /* set by lowering */
     Tensor *storage;     /* where its values are stored: tensor, or a
                             region-sized local buffer */
+    bool heap;           /* that buffer is on the heap (SCH_HEAP_TILE_MAX) */
     Expr *region_lo[TE_MAX_RANK]; /* storage index d = index d - region_lo[d] */
     const char *mma_why; /* the default schedule's reason for not
                             tensorizing a matmul-like reduction, for -v */
@@ -380,6 +381,12 @@ typedef struct SchedState {
                            uses no tensor cores */
 } SchedState;
 
+/* lower.c: the largest constant region of a stage computed inside a
+ * parallel loop (cpu) that gets a buffer of its own: up to 64 KiB on the
+ * thread's stack, above that on the heap, allocated where it is computed
+ * (a weight panel packed once per column block). */
+#define SCH_HEAP_TILE_MAX ((int64_t)16 << 20)
+
 #define SCH_STMT_KINDS(X)                                                 \
     X(S_FOR)   /* for loop->var in [min, min + extent): body            */ \
     X(S_SEQ)   /* stmts[0..n) in order                                  */ \
@@ -401,6 +408,7 @@ struct Stmt {
     int n;          /* S_SEQ */
     Tensor *buf;    /* S_STORE, S_ALLOC */
     BufScope scope; /* S_ALLOC */
+    bool heap;      /* S_ALLOC: buf on the heap, not the stack */
     Expr **index;   /* S_STORE */
     Expr *value;    /* S_STORE */
     Expr *cond;     /* S_IF */
@@ -543,6 +551,11 @@ typedef struct SchMicro {
                            tuner's points always have, so that their logged
                            schedules stay the same); false: only the two
                            tile loops, and only when they swap */
+    /* order 2: the weight read in place, copied once a column panel into
+       a buffer of its own that the row tiles inside read (NULL: none):
+       PANEL = PANEL_OF.cache_read(local, acc), computed at jo, its
+       innermost loop PANEL_J vectorized */
+    const char *panel_of, *panel, *panel_j;
 } SchMicro;
 /* The CPU loop nest of a matmul-like stage: a ti x tj register tile. */
 typedef struct SchLoopNest {

@@ -142,6 +142,8 @@ static const char *emit_fuse_axes(SchEmit *e, const char *const *axes, int n,
  *                                           which pins the loop it names)
  *   acc.compute_at(S, jo);                  (the inner tile loop, or f)
  *   acc.reorder(k.., i, j); acc.unroll(i); acc.vectorize(j);
+ *   pl = W.cache_read(local, acc); pl.compute_at(S, jo);   (panel_of W)
+ *   pl.vectorize(its innermost loop);
  *   S.vectorize(ji); S.parallel(the outermost loop, or f); */
 void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
 {
@@ -205,6 +207,18 @@ void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m)
         SchedStmt *p = sch_emit(e, "prefetch", 2);
         p->args[0] = sch_name_arg(l->rvar[l->nrvars - 1]);
         p->args[1] = int_arg(SCH_MICRO_PREFETCH);
+    }
+    if (m->panel_of) {
+        e->stage = m->panel_of;
+        SchedStmt *cr = sch_emit(e, "cache_read", 2);
+        cr->args[0] = sch_name_arg("local");
+        cr->args[1] = sch_name_arg(l->acc);
+        cr->result = m->panel;
+        e->stage = m->panel;
+        SchedStmt *pa = sch_emit(e, "compute_at", 2);
+        pa->args[0] = sch_name_arg(stage);
+        pa->args[1] = sch_name_arg(outer);
+        emit_loop(e, "vectorize", m->panel_j);
     }
     e->stage = stage;
     emit_loop(e, "vectorize", l->ji);

@@ -7,7 +7,7 @@
 # of the tests' own, i32_wrap.te the i32 boundaries, lowp.te the 8-bit and
 # 16-bit inputs, conv_rows.te a convolution's micro-kernel rows along f,
 # attention.te the chain flash computes in one kernel, gather.te indices
-# read from tensors)
+# read from tensors, panel.te a weight's column panels copied at jo)
 # and each of its two
 # size sets
 # (one the sample's tiles divide, one they do not), the schedules are:
@@ -154,6 +154,8 @@ prepare attention_big "B=1 H=2 S=256 T=256 D=16 E=16" "B=2 H=1 S=257 T=261 D=19 
 prepare lowp          "M=16 N=64 K=32"            "M=13 N=37 K=67"  "$scheds/lowp.te"
 prepare conv_rows     "N=2 C=4 H=32 W=32 F=16"    "N=1 C=3 H=9 W=37 F=13" "$scheds/conv_rows.te"
 prepare gather        "S=16 V=37 D=64 R=8"        "S=13 V=11 D=19 R=3" "$scheds/gather.te"
+prepare panel         "M=64 N=192 K=384"          "M=40 N=100 K=300" "$scheds/panel.te"
+prepare matmul_panel  "M=64 N=192 K=384"          "M=40 N=100 K=300" "$samples/matmul_gelu.te"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 
