@@ -923,8 +923,9 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
                                    o->name, c->attach_loop->name, c->attach->name)
                     : "";
             diag_error(st->g->src, c->attach_span,
-                       "cannot compute '%s' at '%s' of '%s': '%s' reads it too, and is not computed there%s",
-                       c->name, c->attach_loop->name, c->attach->name, o->name, hint);
+                       "cannot compute '%s' at '%s' of '%s': '%s' reads it%s, and is not computed there%s",
+                       c->name, c->attach_loop->name, c->attach->name, o->name,
+                       stage_loads(c->attach, c->tensor) ? " too" : "", hint);
             L.failed = true;
         }
     }
