@@ -585,6 +585,11 @@ static bool do_compute_at(SchedState *st, SStage *s, const SchedStmt *stmt, SSta
     return true;
 }
 
+const char *sch_copy_loop_name(Arena *a, const Tensor *t, int d)
+{
+    return t->vars ? t->vars[d]->name : arena_printf(a, "ax%d", d);
+}
+
 /* A new stage computing T (or S's computation) with fresh variables,
  * defined by the statement at SPAN (later errors about its buffer point
  * there). */
@@ -602,8 +607,7 @@ static SStage *new_copy_stage(SchedState *st, const char *name, Tensor *src_tens
     t->vars = arena_alloc(st->arena, sizeof *t->vars * (size_t)(t->rank + 1));
     Expr **idx = arena_alloc(st->arena, sizeof *idx * (size_t)(t->rank + 1));
     for (int d = 0; d < t->rank; d++) {
-        const char *vn = src_tensor->vars ? src_tensor->vars[d]->name
-                                          : arena_printf(st->arena, "ax%d", d);
+        const char *vn = sch_copy_loop_name(st->arena, src_tensor, d);
         t->vars[d] = sch_new_var_size(st, vn, t->shape[d], t->shape_size[d]);
         idx[d] = ex_var(st->arena, no_span, t->vars[d]);
     }

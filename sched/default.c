@@ -204,7 +204,7 @@ static void schedule_matmul_like(const SchedState *st, SchEmit *b, SStage *s, in
     if (w) {
         m.panel_of = w->name;
         m.panel = suffixed(b, s->name, "_panel");
-        m.panel_j = "ax1"; /* the copy's loops (apply.c's new_copy_stage) */
+        m.panel_j = sch_copy_loop_name(b->arena, w, 1);
     }
     sch_template_micro(b, &l, &m);
 }

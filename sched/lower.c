@@ -618,14 +618,14 @@ static void plan_child(Lower *L, SStage *s, int pos, SStage *c, Expr *value)
         c->heap = heap;
     } else {
         /* why the region cannot have a buffer of its own */
-        const char *limit = par ? arena_printf(a, "the %d MiB texc allocates for a thread's tile",
-                                               (int)(SCH_HEAP_TILE_MAX >> 20))
-                                : "the 64 KiB texc keeps on a thread's stack";
+        const char *most = par ? arena_printf(a, "the %d MiB texc allocates for a thread's tile",
+                                              (int)(SCH_HEAP_TILE_MAX >> 20))
+                               : "the 64 KiB texc keeps on a thread's stack";
         const char *why =
             !constant ? "has no constant size"
             : t->is_output ? "is part of an output"
-            : huge ? arena_printf(a, "is more than %s", limit)
-                   : arena_printf(a, "is %lld bytes, more than %s", (long long)bytes, limit);
+            : huge ? arena_printf(a, "is more than %s", most)
+                   : arena_printf(a, "is %lld bytes, more than %s", (long long)bytes, most);
         Loop *at = s->loops.items[pos];
         if (par) {
             diag_error(L->st->g->src, c->tensor->span,

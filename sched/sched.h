@@ -599,6 +599,9 @@ SchedStmt *sch_emit(SchEmit *e, const char *prim, int nargs);
  * changed yet. */
 void sch_stage_loops(Arena *a, const SStage *s, SchLoops *l);
 void sch_template_micro(SchEmit *e, const SchLoops *l, const SchMicro *m);
+/* apply.c: the name of loop D of a copy of T (cache_read, cache_write):
+ * T's variable's, or axD where T has none (an input). */
+const char *sch_copy_loop_name(Arena *a, const Tensor *t, int d);
 /* The micro-kernel's row axis for a matmul-like stage S: the index in
  * S's spatial variables of the one whose rows share the vectors loaded
  * along j (template.c); the second innermost for a matmul. */

@@ -792,11 +792,10 @@ static int whole_program(Arena *a, Graph *g, const TuneOptions *o, Task *tasks, 
         }
         if (nkeep)
             chosen = nkeep < nkt ? best_tasks(a, g, &ob, keep, nkeep, &found, &kernels, NULL) : NULL;
-        /* what the profiles expect of the choice: the line after it is
-           read against this */
-        /* each at the ratio that chose it (the median of the rounds'
-           ratios, above 1), not the difference of the two medians,
-           which can have the other sign */
+        /* what the profiles expect of the choice (the line after it is
+           read against this): each kernel at the ratio that chose it
+           (the median of the rounds' ratios, above 1), not the
+           difference of the two medians, which can have the other sign */
         double saved = 0;
         for (int i = 0; i < nkt; i++)
             if (!kept(kt[i].name, keep, nkeep) && kt[i].t.ratio > 0)
