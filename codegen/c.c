@@ -1371,11 +1371,43 @@ static void first_values(const Stmt *s, IterVar **vars, Expr **values, int *n, i
     }
 }
 
+/* Does S store into T? */
+static bool stmt_stores(const Stmt *s, const Tensor *t)
+{
+    if (!s)
+        return false;
+    switch (s->kind) {
+    case S_FOR:
+    case S_IF:
+    case S_ALLOC:
+        return stmt_stores(s->body, t);
+    case S_SEQ:
+        for (int i = 0; i < s->n; i++)
+            if (stmt_stores(s->stmts[i], t))
+                return true;
+        return false;
+    case S_STORE:
+        return s->buf == t;
+    case S_FLASH:
+        return false;
+    }
+    TE_UNREACHABLE();
+}
+
 static void emit_stream_prefetch(Emitter *e, const Stmt *s)
 {
     Loop *l = s->loop;
     PtrVec loads = {0};
     stream_loads(e, s->body, l->var, NULL, &loads);
+    /* not what the body stores before it reads it (a panel copied in
+       the loop, sched/fold.c): its lines are written, not fetched */
+    int kept = 0;
+    for (int i = 0; i < loads.len; i++) {
+        const StreamLoad *sl = loads.items[i];
+        if (!stmt_stores(s->body, sl->load->tensor))
+            loads.items[kept++] = loads.items[i];
+    }
+    loads.len = kept;
     if (!loads.len)
         return;
     enum { CAP = 64 };

@@ -977,7 +977,7 @@ bool sch_lower(SchedState *st, LoweredFunc *out)
     /* the edge tiles out of the full tiles' loops: last, on the whole
      * nest, since a min comes from a guard of one stage or from the
      * region of a stage computed at another's loop */
-    out->body = L.failed ? body : sch_peel(st, body);
+    out->body = L.failed ? body : sch_fold_copies(st, sch_peel(st, body));
     /* a cpu pipeline prefetches the tiles staged at the start of its
      * loop's body, buffers of their own (codegen/c.c); a stage there that
      * is a whole tensor ends them.  A hint: the code is right without it */

@@ -247,7 +247,14 @@ static Expr *rewrite(Peel *p, Expr *e, bool index)
     if (!changed)
         return e;
     Expr *c = te_rebuild(p->a, e, args);
-    return index && c->kind == EX_OP && c->dtype == DT_I32 ? sch_simplify(p->a, c) : c;
+    c = index && c->kind == EX_OP && c->dtype == DT_I32 ? sch_simplify(p->a, c) : c;
+    /* an edge again, its operand replaced: a region clipped to the
+       tensor's end, min(min(C, A - C*L), A - C*L) */
+    if (!p->value && same_edge(p, c)) {
+        p->replaced++;
+        return sch_int(p->a, p->to);
+    }
+    return c;
 }
 
 /* A copy of S rewritten by P (rewrite). */
@@ -295,6 +302,12 @@ static Stmt *rewrite_stmt(Peel *p, const Stmt *s)
     }
     }
     return c;
+}
+
+Stmt *sch_stmt_subst(Arena *a, const Stmt *s, IterVar *var, Expr *value)
+{
+    Peel p = { .a = a, .var = var, .value = value };
+    return rewrite_stmt(&p, s);
 }
 
 /* The statements in S, counting up to LIMIT + 1 at most. */

@@ -761,6 +761,14 @@ bool sch_lower(SchedState *st, LoweredFunc *out);
  * full tiles, the mins replaced by C, and the edge tile (see peel.c).
  * sch_lower calls it last; the CUDA target's BODY is returned as it is. */
 Stmt *sch_peel(SchedState *st, Stmt *body);
+/* peel.c: a copy of S with VAR replaced by VALUE, the indices simplified. */
+Stmt *sch_stmt_subst(Arena *a, const Stmt *s, IterVar *var, Expr *value);
+
+/* fold.c: BODY (lowered for ST's target, after sch_peel) with each copy
+ * of a panel that the next loop's first iteration reads row by row done
+ * in that iteration's reduction loop (see fold.c).  sch_lower calls it
+ * after sch_peel; the CUDA target's BODY is returned as it is. */
+Stmt *sch_fold_copies(SchedState *st, Stmt *body);
 
 /* layout.c — layout assignment and weight prepacking, for the tiles of
  * the schedule a build uses: assigns layouts for SCHED (NULL: the default

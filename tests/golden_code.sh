@@ -78,4 +78,9 @@ golden softmax_rtdim      samples/softmax.te           "-D N=37 --buckets M=1,2.
 # of the edge in the reduction loop
 golden matmul_gelu_rtdim  samples/matmul_gelu.te       "-D N=40 -D K=24 --buckets M=1..64" cpu \
     's/^dim M = 512,/dim M in 1..64 = 16,/'
+# a weight read in place (an input, not prepacked): each thread copies
+# the column panel it works on, in its first row tile's reduction loop
+# (sched/fold.c), and the other row tiles read the copy; the last panel
+# (36 of 64 columns) and the last row tile are edges
+golden panel              tests/e2e/panel.te           "-D M=20 -D N=100 -D K=128"        cpu
 done_testing
