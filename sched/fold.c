@@ -118,9 +118,8 @@ static bool stores_read_by(const Stmt *s, const Stmt *c)
     TE_UNREACHABLE();
 }
 
-/* The tensor S's body stores, when it is one tensor, each store at
- * [V, ..], and the body reads nothing of it; else NULL.  *P is NULL on the
- * first call. */
+/* Does S store one tensor only, each store at [V, ..] (V itself)?  *P
+ * is that tensor (NULL on the first call, and while S stores nothing). */
 static bool stores_at(const Stmt *s, const IterVar *v, Tensor **p)
 {
     if (!s)
@@ -189,7 +188,8 @@ static Stmt **reader_slot(Stmt **slot, const Tensor *p, bool *bad)
     case S_FOR:
         if (reads_only_at(s, p, NULL))
             return NULL;
-        if (s->loop->kind == LOOP_SERIAL && reads_only_at(s->body, p, s->loop->var))
+        if (s->loop->kind == LOOP_SERIAL && loads_at(s->min, p, NULL) &&
+            loads_at(s->extent, p, NULL) && reads_only_at(s->body, p, s->loop->var))
             return slot;
         *bad = true;
         return NULL;
