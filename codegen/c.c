@@ -1371,27 +1371,10 @@ static void first_values(const Stmt *s, IterVar **vars, Expr **values, int *n, i
     }
 }
 
-/* Does S store into T? */
-static bool stmt_stores(const Stmt *s, const Tensor *t)
+/* For sch_any_store: does STORE write the tensor T? */
+static bool stores_into(const Stmt *store, const void *t)
 {
-    if (!s)
-        return false;
-    switch (s->kind) {
-    case S_FOR:
-    case S_IF:
-    case S_ALLOC:
-        return stmt_stores(s->body, t);
-    case S_SEQ:
-        for (int i = 0; i < s->n; i++)
-            if (stmt_stores(s->stmts[i], t))
-                return true;
-        return false;
-    case S_STORE:
-        return s->buf == t;
-    case S_FLASH:
-        return false;
-    }
-    TE_UNREACHABLE();
+    return store->kind == S_STORE && store->buf == t;
 }
 
 static void emit_stream_prefetch(Emitter *e, const Stmt *s)
@@ -1404,7 +1387,7 @@ static void emit_stream_prefetch(Emitter *e, const Stmt *s)
     int kept = 0;
     for (int i = 0; i < loads.len; i++) {
         const StreamLoad *sl = loads.items[i];
-        if (!stmt_stores(s->body, sl->load->tensor))
+        if (!sch_any_store(s->body, stores_into, sl->load->tensor))
             loads.items[kept++] = loads.items[i];
     }
     loads.len = kept;

@@ -94,9 +94,7 @@ static bool reads_only_at(const Stmt *s, const Tensor *p, const IterVar *at)
     return stmt_reads_at(s, p, at, false);
 }
 
-/* Does S store any tensor that C reads?  (The copy's loads, done later
- * once folded, must see what they saw before it.) */
-static bool stores_read_by(const Stmt *s, const Stmt *c)
+bool sch_any_store(const Stmt *s, bool (*pred)(const Stmt *store, const void *ctx), const void *ctx)
 {
     if (!s)
         return false;
@@ -104,18 +102,25 @@ static bool stores_read_by(const Stmt *s, const Stmt *c)
     case S_FOR:
     case S_IF:
     case S_ALLOC:
-        return stores_read_by(s->body, c);
+        return sch_any_store(s->body, pred, ctx);
     case S_SEQ:
         for (int i = 0; i < s->n; i++)
-            if (stores_read_by(s->stmts[i], c))
+            if (sch_any_store(s->stmts[i], pred, ctx))
                 return true;
         return false;
     case S_STORE:
-        return !reads_only_at(c, s->buf, NULL);
     case S_FLASH:
-        return true;
+        return pred(s, ctx);
     }
     TE_UNREACHABLE();
+}
+
+/* For sch_any_store: does STORE write a tensor that the copy loop C reads
+ * (or, a fused attention, anything)?  The copy's loads, done later once
+ * folded, must see what they saw before. */
+static bool read_by_copy(const Stmt *store, const void *c)
+{
+    return store->kind == S_FLASH || !reads_only_at(c, store->buf, NULL);
 }
 
 /* Does S store one tensor only, each store at [V, ..] (V itself)?  *P
@@ -234,7 +239,7 @@ static Stmt *fold_pair(Arena *a, Stmt *c, Stmt *l)
     if (!slot || bad)
         return NULL;
     Stmt *r = *slot;
-    if (!const_bounds(r, &rmin, &rext) || rmin != cmin || rext != cext || stores_read_by(l->body, c))
+    if (!const_bounds(r, &rmin, &rext) || rmin != cmin || rext != cext || sch_any_store(l->body, read_by_copy, c))
         return NULL;
     /* R's iteration k: C's body at ax0 = k, then R's own */
     Stmt *seq = arena_alloc(a, sizeof *seq);
@@ -313,26 +318,20 @@ static Stmt *fold_stmt(Arena *a, Stmt *s)
     TE_UNREACHABLE();
 }
 
+static Stmt *fold_item(Stmt *s, void *arena)
+{
+    return fold_stmt(arena, s);
+}
+
 Stmt *sch_fold_copies(SchedState *st, Stmt *body)
 {
     if (st->target != TARGET_CPU || !body)
         return body;
     /* the kernel steps' chain, seq(seq(first, second), third) ..., stays as
        it is (codegen/workspace.c reads the steps off it): each step is
-       folded inside.  Walked with a stack, as deep as the steps are many */
-    Arena *a = st->arena;
+       folded inside */
     if (body->kind != S_SEQ)
-        return fold_stmt(a, body);
-    PtrVec stack = { 0 };
-    vec_push(a, &stack, body);
-    while (stack.len) {
-        Stmt *q = stack.items[--stack.len];
-        for (int i = 0; i < q->n; i++) {
-            if (q->stmts[i] && q->stmts[i]->kind == S_SEQ)
-                vec_push(a, &stack, q->stmts[i]);
-            else
-                q->stmts[i] = fold_stmt(a, q->stmts[i]);
-        }
-    }
+        return fold_stmt(st->arena, body);
+    sch_each_in_seq(st->arena, body, fold_item, st->arena);
     return body;
 }

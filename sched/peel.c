@@ -473,6 +473,33 @@ static Stmt *split_loop(Walk *w, Stmt *s, int depth)
     return seq2(a, peel_body(w, out, depth + 1), peel_body(w, rest, depth + 1));
 }
 
+void sch_each_in_seq(Arena *a, Stmt *s, Stmt *(*fn)(Stmt *item, void *ctx), void *ctx)
+{
+    PtrVec stack = { 0 };
+    vec_push(a, &stack, s);
+    while (stack.len) {
+        Stmt *q = stack.items[--stack.len];
+        for (int i = 0; i < q->n; i++) {
+            if (q->stmts[i] && q->stmts[i]->kind == S_SEQ)
+                vec_push(a, &stack, q->stmts[i]);
+            else
+                q->stmts[i] = fn(q->stmts[i], ctx);
+        }
+    }
+}
+
+/* peel_stmt at a walk's point, for sch_each_in_seq */
+typedef struct PeelAt {
+    Walk *w;
+    int depth;
+} PeelAt;
+
+static Stmt *peel_item(Stmt *s, void *ctx)
+{
+    PeelAt *at = ctx;
+    return peel_stmt(at->w, s, at->depth);
+}
+
 /* S with its loops split at their edges, DEPTH splits around it. */
 static Stmt *peel_stmt(Walk *w, Stmt *s, int depth)
 {
@@ -484,20 +511,8 @@ static Stmt *peel_stmt(Walk *w, Stmt *s, int depth)
         return split ? split : peel_body(w, s, depth);
     }
     case S_SEQ: {
-        /* a program of thousands of stages nests as many sequences
-           (lowering's seq2): walked with a stack of its own, since a
-           recursion as deep overflows the thread's stack (under ASan) */
-        PtrVec stack = { 0 };
-        vec_push(w->a, &stack, s);
-        while (stack.len) {
-            Stmt *q = stack.items[--stack.len];
-            for (int i = 0; i < q->n; i++) {
-                if (q->stmts[i] && q->stmts[i]->kind == S_SEQ)
-                    vec_push(w->a, &stack, q->stmts[i]);
-                else
-                    q->stmts[i] = peel_stmt(w, q->stmts[i], depth);
-            }
-        }
+        PeelAt at = { w, depth };
+        sch_each_in_seq(w->a, s, peel_item, &at);
         return s;
     }
     case S_IF:

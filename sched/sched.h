@@ -761,6 +761,12 @@ bool sch_lower(SchedState *st, LoweredFunc *out);
  * full tiles, the mins replaced by C, and the edge tile (see peel.c).
  * sch_lower calls it last; the CUDA target's BODY is returned as it is. */
 Stmt *sch_peel(SchedState *st, Stmt *body);
+/* peel.c: each statement of the nested sequence S (seq(seq(a, b), c) ...)
+ * that is not a sequence itself replaced by FN(it, CTX), in order.  A
+ * program of thousands of stages nests as many sequences (lowering's
+ * seq2): walked with a stack of its own, since a recursion as deep
+ * overflows the thread's stack (under ASan). */
+void sch_each_in_seq(Arena *a, Stmt *s, Stmt *(*fn)(Stmt *item, void *ctx), void *ctx);
 /* peel.c: a copy of S with VAR replaced by VALUE, the indices simplified. */
 Stmt *sch_stmt_subst(Arena *a, const Stmt *s, IterVar *var, Expr *value);
 
@@ -769,6 +775,9 @@ Stmt *sch_stmt_subst(Arena *a, const Stmt *s, IterVar *var, Expr *value);
  * in that iteration's reduction loop (see fold.c).  sch_lower calls it
  * after sch_peel; the CUDA target's BODY is returned as it is. */
 Stmt *sch_fold_copies(SchedState *st, Stmt *body);
+/* fold.c: does PRED(x, CTX) hold for a store x in S (an S_STORE, or an
+ * S_FLASH: a fused attention stores its output)? */
+bool sch_any_store(const Stmt *s, bool (*pred)(const Stmt *store, const void *ctx), const void *ctx);
 
 /* layout.c — layout assignment and weight prepacking, for the tiles of
  * the schedule a build uses: assigns layouts for SCHED (NULL: the default
