@@ -2451,9 +2451,10 @@ static void emit_header(Emitter *e, const CodegenOptions *o, const Funcs *f, FIL
                    " * kernel many times with the same weights calls it once and then\n"
                    " * %s (or %s with a workspace).  %s and %s %s */\n",
                 f->prepack_name, f->packed_name, f->packed_ws_name, o->name, f->ws_name,
-                o->plain ? "read\n * the weights where they are (packing them at every call would cost\n"
-                           " * more than it saves at these sizes: a build of their own, under the\n"
-                           " * default schedule)."
+                o->plain ? "read\n * the weights as given, not packed (packing all of them at every call\n"
+                           " * would cost more than it saves at these sizes: a build of their own,\n"
+                           " * under the default schedule, which may copy the column panel a thread\n"
+                           " * works on into a buffer of its own)."
                          : "pack\n * into buffers of their own on every call.");
         for (int i = 0; i < f->packed->len; i++) {
             const Tensor *t = f->packed->items[i];
@@ -3016,7 +3017,7 @@ bool cg_emit_c_variants(const CgVariant *variants, int nvariants, const CodegenO
     if (nvariants == 1) {
         cg_print_schedule_comment(c, st, o);
         if (o->plain) {
-            fprintf(c, " * %s and %s_ws, which read the weights where they are:\n", o->name, o->name);
+            fprintf(c, " * %s and %s_ws, which read the weights as given (not packed):\n", o->name, o->name);
             CodegenOptions po = *o;
             po.schedule_from = o->plain->from;
             cg_print_schedule_comment(c, o->plain->st, &po);
