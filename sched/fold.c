@@ -157,13 +157,13 @@ static bool const_bounds(const Stmt *s, int64_t *min, int64_t *extent)
     return sch_const_int(s->min, min) && sch_const_int(s->extent, extent);
 }
 
-/* The copy loop C's tensor, when C is one (the top of the file). */
+/* The copy loop C's tensor, when C is one (the top of the file; its
+ * bounds are fold_pair's to check). */
 static Tensor *copy_of(const Stmt *c)
 {
-    int64_t min, extent;
     Tensor *p = NULL;
-    if (c->kind != S_FOR || c->loop->kind != LOOP_SERIAL || !const_bounds(c, &min, &extent) ||
-        !stores_at(c->body, c->loop->var, &p) || !p || !stmt_reads_at(c->body, p, NULL, true))
+    if (c->kind != S_FOR || c->loop->kind != LOOP_SERIAL || !stores_at(c->body, c->loop->var, &p) ||
+        !p || !stmt_reads_at(c->body, p, NULL, true))
         return NULL;
     return p;
 }
@@ -193,8 +193,8 @@ static Stmt **reader_slot(Stmt **slot, const Tensor *p, bool *bad)
     case S_FOR:
         if (reads_only_at(s, p, NULL))
             return NULL;
-        if (s->loop->kind == LOOP_SERIAL && loads_at(s->min, p, NULL) &&
-            loads_at(s->extent, p, NULL) && reads_only_at(s->body, p, s->loop->var))
+        /* (its bounds: constants, fold_pair checks) */
+        if (s->loop->kind == LOOP_SERIAL && reads_only_at(s->body, p, s->loop->var))
             return slot;
         *bad = true;
         return NULL;
@@ -230,8 +230,9 @@ static Stmt *fold_pair(Arena *a, Stmt *c, Stmt *l)
 {
     Tensor *p = copy_of(c);
     int64_t cmin, cext, lmin, lext, rmin, rext;
-    if (!p || l->kind != S_FOR || l->loop->kind != LOOP_SERIAL || !const_bounds(l, &lmin, &lext) ||
-        lext < 1 || !loads_at(l->min, p, NULL) || !const_bounds(c, &cmin, &cext))
+    /* (constant bounds read nothing of P) */
+    if (!p || !const_bounds(c, &cmin, &cext) || l->kind != S_FOR || l->loop->kind != LOOP_SERIAL ||
+        !const_bounds(l, &lmin, &lext) || lext < 1)
         return NULL;
     bool bad = false;
     Stmt *body = l->body;
@@ -268,21 +269,19 @@ static Stmt *fold_pair(Arena *a, Stmt *c, Stmt *l)
     return out;
 }
 
-/* The statements of S in order, nested sequences flattened (with a stack
- * of its own: a program of thousands of stages nests as many). */
-static void flatten(Arena *a, Stmt *s, PtrVec *out)
+/* For sch_each_in_seq: each statement appended to the list, in order (a
+ * nested sequence flattened) */
+typedef struct Flat {
+    Arena *a;
+    PtrVec v;
+} Flat;
+
+static Stmt *flatten_item(Stmt *s, void *ctx)
 {
-    PtrVec stack = { 0 };
-    vec_push(a, &stack, s);
-    while (stack.len) {
-        Stmt *q = stack.items[--stack.len];
-        if (q && q->kind == S_SEQ) {
-            for (int i = q->n - 1; i >= 0; i--)
-                vec_push(a, &stack, q->stmts[i]);
-        } else if (q) {
-            vec_push(a, out, q);
-        }
-    }
+    Flat *f = ctx;
+    if (s)
+        vec_push(f->a, &f->v, s);
+    return s;
 }
 
 static Stmt *fold_stmt(Arena *a, Stmt *s)
@@ -291,8 +290,9 @@ static Stmt *fold_stmt(Arena *a, Stmt *s)
         return NULL;
     switch (s->kind) {
     case S_SEQ: {
-        PtrVec v = { 0 };
-        flatten(a, s, &v);
+        Flat flat = { a, { 0 } };
+        sch_each_in_seq(a, s, flatten_item, &flat);
+        PtrVec v = flat.v;
         for (int i = 0; i < v.len; i++)
             v.items[i] = fold_stmt(a, v.items[i]);
         /* the pairs, after their insides: R is then as it will be emitted */

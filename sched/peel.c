@@ -475,15 +475,17 @@ static Stmt *split_loop(Walk *w, Stmt *s, int depth)
 
 void sch_each_in_seq(Arena *a, Stmt *s, Stmt *(*fn)(Stmt *item, void *ctx), void *ctx)
 {
-    PtrVec stack = { 0 };
-    vec_push(a, &stack, s);
+    PtrVec stack = { 0 }; /* Stmt **: the slots still to visit, the next on top */
+    for (int i = s->n - 1; i >= 0; i--)
+        vec_push(a, &stack, &s->stmts[i]);
     while (stack.len) {
-        Stmt *q = stack.items[--stack.len];
-        for (int i = 0; i < q->n; i++) {
-            if (q->stmts[i] && q->stmts[i]->kind == S_SEQ)
-                vec_push(a, &stack, q->stmts[i]);
-            else
-                q->stmts[i] = fn(q->stmts[i], ctx);
+        Stmt **slot = stack.items[--stack.len];
+        Stmt *q = *slot;
+        if (q && q->kind == S_SEQ) {
+            for (int i = q->n - 1; i >= 0; i--)
+                vec_push(a, &stack, &q->stmts[i]);
+        } else {
+            *slot = fn(q, ctx);
         }
     }
 }

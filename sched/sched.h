@@ -762,7 +762,8 @@ bool sch_lower(SchedState *st, LoweredFunc *out);
  * sch_lower calls it last; the CUDA target's BODY is returned as it is. */
 Stmt *sch_peel(SchedState *st, Stmt *body);
 /* peel.c: each statement of the nested sequence S (seq(seq(a, b), c) ...)
- * that is not a sequence itself replaced by FN(it, CTX), in order.  A
+ * that is not a sequence itself replaced by FN(it, CTX), in execution
+ * order (a, b, c), the sequences kept as they are.  A
  * program of thousands of stages nests as many sequences (lowering's
  * seq2): walked with a stack of its own, since a recursion as deep
  * overflows the thread's stack (under ASan). */
