@@ -1766,6 +1766,17 @@ static int64_t round_up(int64_t x, int64_t m)
  * The output is the weighted sums over the sum, once every key is in.
  * The copies read Q, K and V through their own expressions (plain or
  * prepacked tensors), once a tile: a small part of the work. */
+/* " * te_splat(C)" or " / te_splat(C)": F's constant factor on the scores,
+ * nothing when there is none */
+static void emit_flash_scale(CgPrinter *p, const SchFlash *f)
+{
+    if (f->scale == 1 && !f->scale_div)
+        return;
+    fputs(f->scale_div ? " / te_splat(" : " * te_splat(", p->out);
+    cg_emit_expr(p, ex_const(p->a, (Span){ 0, 0 }, DT_F32, f->scale), 0);
+    fputc(')', p->out);
+}
+
 static void emit_flash(Emitter *e, const Stmt *s)
 {
     const SchFlash *f = s->flash;
@@ -1823,6 +1834,8 @@ static void emit_flash(Emitter *e, const Stmt *s)
     cg_line(p, "}\n");
     cg_line(p, "for (int64_t te_i0 = 0; te_i0 < %lld; te_i0 += %d) {\n", sq, BQ);
     p->indent++;
+    cg_line(p, "float te_al[%d];\n", BQ);
+    cg_line(p, "te_v16f te_dm = te_splat(0.0f), te_ps[%d];\n", BQ);
     /* the scores */
     cg_line(p, "/* the scores: %d rows by %d keys at a time, in registers */\n", BQ, 16 * nvk);
     cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += %d) {\n", bk, 16 * nvk);
@@ -1841,47 +1854,92 @@ static void emit_flash(Emitter *e, const Stmt *s)
     }
     p->indent--;
     cg_line(p, "}\n");
-    for (int r = 0; r < BQ; r++)
-        for (int v = 0; v < nvk; v++) {
-            cg_line(p, "te_vstore(&te_fs[%lld + te_c + %d], te_s%d_%d", r * bk, 16 * v, r, v);
-            if (f->scale != 1 || f->scale_div) {
-                fputs(f->scale_div ? " / te_splat(" : " * te_splat(", p->out);
-                cg_emit_expr(p, ex_const(p->a, (Span){ 0, 0 }, DT_F32, f->scale), 0);
-                fputc(')', p->out);
-            }
-            fputs(");\n", p->out);
-        }
-    p->indent--;
-    cg_line(p, "}\n");
-    if (sk % bk) {
-        cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) { /* past the last key */\n",
-                sk, bk);
+    if (16 * nvk == bk) {
+        /* a tile of one chunk: each row's maximum and exponentials from
+           the registers, and only the exponentials stored */
         for (int r = 0; r < BQ; r++)
-            cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
+            for (int v = 0; v < nvk && (f->scale != 1 || f->scale_div); v++) {
+                cg_line(p, "te_s%d_%d = te_s%d_%d", r, v, r, v);
+                emit_flash_scale(p, f);
+                fputs(";\n", p->out);
+            }
+        if (sk % bk) {
+            cg_line(p, "if (te_t0 + %lld > %lld) { /* past the last key: -inf */\n", bk, sk);
+            p->indent++;
+            for (int r = 0; r < BQ; r++)
+                for (int v = 0; v < nvk; v++)
+                    cg_line(p, "te_vstore(&te_fs[%lld], te_s%d_%d);\n", r * bk + 16 * v, r, v);
+            cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) {\n", sk, bk);
+            for (int r = 0; r < BQ; r++)
+                cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
+            cg_line(p, "}\n");
+            for (int r = 0; r < BQ; r++)
+                for (int v = 0; v < nvk; v++)
+                    cg_line(p, "te_s%d_%d = te_vload(&te_fs[%lld]);\n", r, v, r * bk + 16 * v);
+            p->indent--;
+            cg_line(p, "}\n");
+        }
+        cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
+        for (int r = 0; r < BQ; r++) {
+            cg_line(p, "const float te_mn%d = te_max_f32(te_fm[te_i0 + %d], te_hmaxa(", r, r);
+            for (int v = 1; v < nvk; v++)
+                fputs("te_vmaxa(", p->out);
+            fprintf(p->out, "te_s%d_0", r);
+            for (int v = 1; v < nvk; v++)
+                fprintf(p->out, ", te_s%d_%d)", r, v);
+            fputs("));\n", p->out);
+        }
+        for (int r = 0; r < BQ; r++) {
+            cg_line(p, "te_ps[%d] = te_splat(0.0f);\n", r);
+            for (int v = 0; v < nvk; v++) {
+                cg_line(p, "te_s%d_%d = te_vexp(te_s%d_%d - te_splat(te_mn%d));\n", r, v, r, v, r);
+                cg_line(p, "te_vstore(&te_fs[%lld], te_s%d_%d);\n", r * bk + 16 * v, r, v);
+                cg_line(p, "te_ps[%d] += te_s%d_%d;\n", r, r, v);
+            }
+        }
+        for (int r = 0; r < BQ; r++) {
+            cg_line(p, "te_dm[%d] = te_fm[te_i0 + %d] - te_mn%d;\n", r, r, r);
+            cg_line(p, "te_fm[te_i0 + %d] = te_mn%d;\n", r, r);
+        }
+        p->indent--;
+        cg_line(p, "}\n");
+    } else {
+        for (int r = 0; r < BQ; r++)
+            for (int v = 0; v < nvk; v++) {
+                cg_line(p, "te_vstore(&te_fs[%lld + te_c + %d], te_s%d_%d", r * bk, 16 * v, r, v);
+                emit_flash_scale(p, f);
+                fputs(");\n", p->out);
+            }
+        p->indent--;
+        cg_line(p, "}\n");
+        if (sk % bk) {
+            cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) { /* past the last key */\n",
+                    sk, bk);
+            for (int r = 0; r < BQ; r++)
+                cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
+            cg_line(p, "}\n");
+        }
+        /* the online softmax */
+        cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
+        cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
+        p->indent++;
+        cg_line(p, "float *te_row = &te_fs[te_r * %lld];\n", bk);
+        cg_line(p, "te_v16f te_mx = te_vload(te_row);\n");
+        cg_line(p, "for (int64_t te_c = 16; te_c < %lld; te_c += 16)\n", bk);
+        cg_line(p, "    te_mx = te_vmaxa(te_mx, te_vload(te_row + te_c));\n");
+        cg_line(p, "const float te_mo = te_fm[te_i0 + te_r];\n");
+        cg_line(p, "const float te_mn = te_max_f32(te_mo, te_hmaxa(te_mx));\n");
+        cg_line(p, "te_ps[te_r] = te_splat(0.0f);\n");
+        cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += 16) {\n", bk);
+        cg_line(p, "    const te_v16f te_p = te_vexp(te_vload(te_row + te_c) - te_splat(te_mn));\n");
+        cg_line(p, "    te_vstore(te_row + te_c, te_p);\n");
+        cg_line(p, "    te_ps[te_r] += te_p;\n");
+        cg_line(p, "}\n");
+        cg_line(p, "te_dm[te_r] = te_mo - te_mn;\n");
+        cg_line(p, "te_fm[te_i0 + te_r] = te_mn;\n");
+        p->indent--;
         cg_line(p, "}\n");
     }
-    /* the online softmax */
-    cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
-    cg_line(p, "float te_al[%d];\n", BQ);
-    cg_line(p, "te_v16f te_dm = te_splat(0.0f), te_ps[%d];\n", BQ);
-    cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
-    p->indent++;
-    cg_line(p, "float *te_row = &te_fs[te_r * %lld];\n", bk);
-    cg_line(p, "te_v16f te_mx = te_vload(te_row);\n");
-    cg_line(p, "for (int64_t te_c = 16; te_c < %lld; te_c += 16)\n", bk);
-    cg_line(p, "    te_mx = te_vmax(te_mx, te_vload(te_row + te_c));\n");
-    cg_line(p, "const float te_mo = te_fm[te_i0 + te_r];\n");
-    cg_line(p, "const float te_mn = te_max_f32(te_mo, te_hmax(te_mx));\n");
-    cg_line(p, "te_ps[te_r] = te_splat(0.0f);\n");
-    cg_line(p, "for (int64_t te_c = 0; te_c < %lld; te_c += 16) {\n", bk);
-    cg_line(p, "    const te_v16f te_p = te_vexp(te_vload(te_row + te_c) - te_splat(te_mn));\n");
-    cg_line(p, "    te_vstore(te_row + te_c, te_p);\n");
-    cg_line(p, "    te_ps[te_r] += te_p;\n");
-    cg_line(p, "}\n");
-    cg_line(p, "te_dm[te_r] = te_mo - te_mn;\n");
-    cg_line(p, "te_fm[te_i0 + te_r] = te_mn;\n");
-    p->indent--;
-    cg_line(p, "}\n");
     cg_line(p, "/* the rescale, exp(m_old - m_new), of the %d rows in one vector */\n", BQ);
     cg_line(p, "const te_v16f te_alv = te_vexp(te_dm);\n");
     cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
@@ -2186,6 +2244,11 @@ static const CgHelper c_after[] = {
     { "te_hprod", "TE_VFOLD(te_hprod, te_vmul)\n" },
     { "te_hmax", "TE_VFOLD(te_hmax, te_vmax)\n" },
     { "te_hmin", "TE_VFOLD(te_hmin, te_vmin)\n" },
+    { "te_vmaxa",
+      "/* flash's row maximum: a compare and a blend (vmaxps), which may drop a\n"
+      "   NaN: the row's exponentials and sums carry it to the output */\n"
+      "static inline te_v16f te_vmaxa(te_v16f a, te_v16f b) { return te_vsel(a > b, a, b); }\n" },
+    { "te_hmaxa", "TE_VFOLD(te_hmaxa, te_vmaxa)\n" },
     { "te_alloc",
       "static inline void *te_alloc(size_t bytes)\n"
       "{\n"
