@@ -524,8 +524,22 @@ static Range i32_range(const Expr *x, int depth)
         return (Range){ a.lo < b.lo ? a.lo : b.lo, a.hi > b.hi ? a.hi : b.hi };
     case OP_CAST:
         return x->args[0]->dtype == DT_BOOL ? (Range){ 0, 1 } : any_i32;
+    case OP_DIV:
+    case OP_MOD:
+        /* by a constant C > 0: C's truncating division is monotonic, and
+           a remainder has its dividend's sign and is smaller than C (an
+           unflattened index, q / 14 and q % 14, stays small) */
+        if (x->args[1]->kind == EX_CONST && x->args[1]->value > 0) {
+            int64_t c = (int64_t)x->args[1]->value;
+            a = i32_range(x->args[0], depth + 1);
+            if (x->op == OP_DIV)
+                return (Range){ a.lo / c, a.hi / c };
+            return (Range){ a.lo < 0 ? (a.lo > -(c - 1) ? a.lo : -(c - 1)) : 0,
+                            a.hi > 0 ? (a.hi < c - 1 ? a.hi : c - 1) : 0 };
+        }
+        return any_i32;
     default:
-        /* abs, / and % keep to i32 (INT32_MIN's wrap to INT32_MIN) */
+        /* abs keeps to i32 (INT32_MIN's wrap to INT32_MIN) */
         return any_i32;
     }
 }

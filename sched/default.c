@@ -275,6 +275,43 @@ static bool selects_for_reduction(const SchedState *st, const SStage *s)
     return false;
 }
 
+/* For te_expr_any: a division or remainder of the loop CTX by a constant
+ * C > 1 (sets Unflatten.factor to C, or to -1 at a second C) */
+typedef struct Unflatten {
+    const IterVar *v;
+    int64_t factor;
+} Unflatten;
+
+static bool divides_loop(const Expr *x, const void *ctx)
+{
+    Unflatten *u = (Unflatten *)ctx;
+    if (!te_is_index_division(x, NULL) || x->args[0]->kind != EX_VAR || x->args[0]->var != u->v)
+        return false;
+    int64_t c = (int64_t)x->args[1]->value;
+    u->factor = u->factor == 0 || u->factor == c ? c : -1;
+    return false; /* (every one seen) */
+}
+
+/* The C of an index that unflattens S's loop V (an im2col's output
+ * positions q / OW and q % OW), where every division of V in S's value
+ * is by that one C and C divides V's extent into two or more: splitting
+ * V by C makes them loops of their own.  0 when there is none. */
+static int64_t unflatten_factor(const SStage *s, const IterVar *v)
+{
+    Unflatten u = { v, 0 };
+    te_expr_any(s->value, divides_loop, &u);
+    if (u.factor <= 1 || v->extent <= u.factor || v->extent % u.factor)
+        return 0;
+    /* the split's loops, V's name and "o" or "i", must be fresh */
+    size_t n = strlen(v->name);
+    for (int i = 0; i < s->nsvars + s->nrvars; i++) {
+        const char *name = i < s->nsvars ? s->svars[i]->name : s->rvars[i - s->nsvars]->name;
+        if (strncmp(name, v->name, n) == 0 && (name[n] == 'o' || name[n] == 'i') && !name[n + 1])
+            return 0;
+    }
+    return u.factor;
+}
+
 /* Expression nodes in E once the stages INLINED (by Tensor.id) are
  * substituted into it, SIZE[id] being each one's own count; saturates
  * past the bound, which is all the caller asks about. */
@@ -573,7 +610,18 @@ Schedule *sch_default(SchedState *st, const Schedule *written)
             annotate(&b, s->name, "parallel", s->svars[1]->name);
             continue;
         }
-        if (!s->is_reduce)
+        int64_t unflat = s->is_reduce ? 0 : unflatten_factor(s, inner);
+        if (unflat) {
+            /* q / OW and q % OW over q = qo*OW + qi: qo and qi (lower.c's
+               simplify_divisions), and the vector runs along a row */
+            SchedStmt *sp = emit(&b, s->name, "split", 2);
+            sp->args[0] = sch_name_arg(inner->name);
+            sp->args[1] = (SchedArg){ .kind = SA_INT, .ival = unflat };
+            sp->outs[0] = suffixed(&b, inner->name, "o");
+            sp->outs[1] = suffixed(&b, inner->name, "i");
+            sp->nouts = 2;
+            annotate(&b, s->name, "vectorize", sp->outs[1]);
+        } else if (!s->is_reduce)
             annotate(&b, s->name, "vectorize", inner->name);
         else if (sch_vectorizes_reduction(st, s))
             annotate(&b, s->name, "vectorize", s->rvars[s->nrvars - 1]->name);

@@ -71,18 +71,27 @@ static bool has_divmod(const Expr *e)
     return false;
 }
 
-/* E with the indices of its loads that divide simplified against the
- * loops' ranges, now that they are known: a packed W_packed[j / 64, k,
- * j % 64] inside a loop over j in [jo*64, jo*64 + 64) reads
- * W_packed[jo, k, j - jo*64]. */
+static bool is_comparison(const Expr *e)
+{
+    return e->kind == EX_OP && (e->op == OP_LT || e->op == OP_LE || e->op == OP_GT ||
+                                e->op == OP_GE || e->op == OP_EQ || e->op == OP_NE);
+}
+
+/* E with the indices of its loads that divide, and the integer operands
+ * of its comparisons that do, simplified against the loops' ranges, now
+ * that they are known: a packed W_packed[j / 64, k, j % 64] inside a loop
+ * over j in [jo*64, jo*64 + 64) reads W_packed[jo, k, j - jo*64]; an
+ * im2col's bounds test q / 14 + kh >= 1, its positions q split into
+ * qo*14 + qi (qi < 14), is qo + kh >= 1. */
 static Expr *simplify_divisions(Lower *L, Expr *e)
 {
     if (!has_divmod(e))
         return e;
     Expr **args = arena_alloc(L->a, sizeof *args * (size_t)e->nargs);
     for (int i = 0; i < e->nargs; i++)
-        args[i] = e->kind == EX_LOAD ? sch_simplify(L->a, e->args[i])
-                                     : simplify_divisions(L, e->args[i]);
+        args[i] = e->kind == EX_LOAD || (is_comparison(e) && e->args[i]->dtype == DT_I32)
+                      ? sch_simplify(L->a, e->args[i])
+                      : simplify_divisions(L, e->args[i]);
     return te_rebuild(L->a, e, args);
 }
 

@@ -83,4 +83,8 @@ golden matmul_gelu_rtdim  samples/matmul_gelu.te       "-D N=40 -D K=24 --bucket
 # (sched/fold.c), and the other row tiles read the copy; the last panel
 # (36 of 64 columns) and the last row tile are edges
 golden panel              tests/e2e/panel.te           "-D M=20 -D N=100 -D K=128"        cpu
+# a convolution's columns over its flattened output positions q (the
+# ONNX importer's im2col): the default splits q by the row width, and
+# the bounds tests and the load read q / 7 and q % 7 as the two loops
+golden im2col             tests/e2e/im2col.te          "-D C=2 -D H=7 -D W=7 -D F=3"      cpu
 done_testing
