@@ -182,6 +182,18 @@ else
     not_ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept" "$tmp/out"
 fi
 
+# ... and a convolution of stride 2 whose window is wider (cnn's conv2,
+# 3x3, in two groups) reads its padded input through the columns side by
+# side (onnx/ops.c deinterleaved), consecutive along the output row
+if "$TEXC" "$d/cnn.onnx" --emit-te -o "$tmp/kc" >"$tmp/out" 2>&1 &&
+    grep -q '^conv2_Conv_cols\[_i0 in 2, _i1 in 8, _i2 in 10, _i3 in 2, _i4 in 5\] = conv2_Conv_pad\[_i0, _i1, _i2, _i4 \* 2 + _i3\];$' "$tmp/kc.te" &&
+    grep -q 'conv2_Conv_cols\[_i0, _i1 / 4 \* 4 + _k0, _i2 \* 2 + _k1, _k2 % 2, _i3 + _k2 / 2\]' "$tmp/kc.te"; then
+    ok "cnn.onnx: the 3x3 stride-2 convolution reads its columns side by side"
+else
+    { cat "$tmp/out"; grep '_cols' "$tmp/kc.te"; } >"$tmp/out2" 2>&1
+    not_ok "cnn.onnx: the 3x3 stride-2 convolution reads its columns side by side" "$tmp/out2"
+fi
+
 # ... while a view that divides its index and is read as a matmul's row
 # operand (the encoder's attention output, [H, S, DH] viewed as [S, D],
 # read once a row and k by the output projection) is still fused
