@@ -22,7 +22,9 @@
  *     vectors accumulated in a local tile (schedule_matmul_like, tile_j);
  *   - any other stage vectorizes its innermost loop when that loop is
  *     spatial, or a reduction axis of at least one vector (partial results
- *     in lanes, folded at the end: not under -fstrict-fp);
+ *     in lanes, folded at the end: not under -fstrict-fp); a spatial one
+ *     that the value unflattens (q / C, q % C: im2col's columns) is split
+ *     by C first, and the inner part vectorized (unflatten_factor);
  *   - the outermost spatial loop runs in parallel;
  *   - a row operation runs in one pass over each row (plan_rows): a
  *     stage read only at its readers' rows (a softmax's maximum, sum and
@@ -275,8 +277,10 @@ static bool selects_for_reduction(const SchedState *st, const SStage *s)
     return false;
 }
 
-/* For te_expr_any: a division or remainder of the loop CTX by a constant
- * C > 1 (sets Unflatten.factor to C, or to -1 at a second C) */
+/* For te_expr_any, CTX an Unflatten (written through: te_expr_any passes
+ * it as const): records a division or remainder of the loop V by a
+ * constant C > 1 in FACTOR, C, or -1 once a second C is seen; never
+ * stops the walk. */
 typedef struct Unflatten {
     const IterVar *v;
     int64_t factor;
