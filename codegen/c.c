@@ -1777,6 +1777,16 @@ static void emit_flash_scale(CgPrinter *p, const SchFlash *f)
     fputc(')', p->out);
 }
 
+/* The stored scores of ROWS rows at the keys past the last of SK (a
+ * tile of BK keys from te_t0): -inf, so that their exponentials are 0. */
+static void emit_flash_past_end(CgPrinter *p, long long sk, long long bk, int rows)
+{
+    cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) { /* past the last key */\n", sk, bk);
+    for (int r = 0; r < rows; r++)
+        cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
+    cg_line(p, "}\n");
+}
+
 static void emit_flash(Emitter *e, const Stmt *s)
 {
     const SchFlash *f = s->flash;
@@ -1869,10 +1879,7 @@ static void emit_flash(Emitter *e, const Stmt *s)
             for (int r = 0; r < BQ; r++)
                 for (int v = 0; v < nvk; v++)
                     cg_line(p, "te_vstore(&te_fs[%lld], te_s%d_%d);\n", r * bk + 16 * v, r, v);
-            cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) {\n", sk, bk);
-            for (int r = 0; r < BQ; r++)
-                cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
-            cg_line(p, "}\n");
+            emit_flash_past_end(p, sk, bk, BQ);
             for (int r = 0; r < BQ; r++)
                 for (int v = 0; v < nvk; v++)
                     cg_line(p, "te_s%d_%d = te_vload(&te_fs[%lld]);\n", r, v, r * bk + 16 * v);
@@ -1912,13 +1919,8 @@ static void emit_flash(Emitter *e, const Stmt *s)
             }
         p->indent--;
         cg_line(p, "}\n");
-        if (sk % bk) {
-            cg_line(p, "for (int64_t te_t = %lld - te_t0; te_t < %lld; te_t++) { /* past the last key */\n",
-                    sk, bk);
-            for (int r = 0; r < BQ; r++)
-                cg_line(p, "    te_fs[%lld + te_t] = -INFINITY;\n", r * bk);
-            cg_line(p, "}\n");
-        }
+        if (sk % bk)
+            emit_flash_past_end(p, sk, bk, BQ);
         /* the online softmax */
         cg_line(p, "/* each row's new maximum, its exponentials, its sums rescaled */\n");
         cg_line(p, "for (int te_r = 0; te_r < %d; te_r++) {\n", BQ);
