@@ -362,6 +362,23 @@ Expr *sch_simplify(Arena *a, Expr *e)
     }
 }
 
+bool sch_divisions_fit_i32(Expr *e)
+{
+    if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD)) {
+        Linear l = {0};
+        int64_t lo, hi;
+        bool hi_inf;
+        to_linear(e->args[0], 1, &l);
+        if (l.overflow || !linear_range(&l, &lo, &hi, &hi_inf) || hi_inf || lo < INT32_MIN ||
+            hi > INT32_MAX)
+            return false;
+    }
+    for (int i = 0; i < e->nargs; i++)
+        if (!sch_divisions_fit_i32(e->args[i]))
+            return false;
+    return true;
+}
+
 bool sch_provably_le(Expr *x, Expr *y)
 {
     int64_t d, lo, hi;
