@@ -176,7 +176,7 @@ for test in "bf16_matmul 2" "u8i8_matmul 4" "i8i8_matmul -" "f16_matmul -"; do
         if [ "$group" != - ]; then
             # the packing loop's store: lane l holds k % G = l % G
             check "$what: the weight is packed in groups of $group k" \
-                grep -Eq "_packed(_[0-9]+)?\[[a-z0-9_]+\]\[[a-z0-9_]+\]\[[a-z0-9_]+\] = .*l(_[0-9]+)? % $group\)" "$tmp/k.c"
+                grep -Eq "_packed(_[0-9]+)?\[[a-z0-9_]+\]\[[a-z0-9_]+\]\[[a-z0-9_]+\] = .*[^a-z0-9_]l(_[0-9]+)? % $group[^0-9]" "$tmp/k.c"
         fi
         if ! build split "$SAN -march=native"; then
             not_ok "$what: the kernel compiles" "$tmp/err.split"
