@@ -296,15 +296,21 @@ static bool divides_loop(const Expr *x, const void *ctx)
     return false; /* (every one seen) */
 }
 
+/* The least row an unflattening split makes (unflatten_factor): a
+ * narrower one (y[i] = x[i / 2]) would leave most of a vector's lanes
+ * idle, and keeps its division. */
+#define UNFLATTEN_MIN 4
+
 /* The C of an index that unflattens S's loop V (an im2col's output
  * positions q / OW and q % OW), where every division of V in S's value
- * is by that one C and C divides V's extent into two or more: splitting
- * V by C makes them loops of their own.  0 when there is none. */
+ * is by that one C, C is UNFLATTEN_MIN or more and divides V's extent
+ * into two or more: splitting V by C makes them loops of their own.  0
+ * when there is none. */
 static int64_t unflatten_factor(const SStage *s, const IterVar *v)
 {
     Unflatten u = { v, 0 };
     te_expr_any(s->value, divides_loop, &u);
-    if (u.factor <= 1 || v->extent <= u.factor || v->extent % u.factor)
+    if (u.factor < UNFLATTEN_MIN || v->extent <= u.factor || v->extent % u.factor)
         return 0;
     /* the split's loops, V's name and "o" or "i", must be fresh */
     size_t n = strlen(v->name);

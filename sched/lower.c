@@ -83,8 +83,9 @@ static bool is_comparison(const Expr *e)
  * over j in [jo*64, jo*64 + 64) reads W_packed[jo, k, j - jo*64]; an
  * im2col's bounds test q / 14 + kh >= 1, its positions q split into
  * qo*14 + qi (qi < 14), is qo + kh >= 1.  A comparison's operand only
- * where its dividends stay inside i32 (sch_divisions_fit_i32): an index
- * out of i32's range is out of its tensor, but a compared value wraps. */
+ * where what the fold assumes exact stays inside i32 (sch_folds_fit_i32):
+ * an index out of i32's range is out of its tensor, but a compared value
+ * wraps. */
 static Expr *simplify_divisions(Lower *L, Expr *e)
 {
     if (!has_divmod(e))
@@ -92,7 +93,7 @@ static Expr *simplify_divisions(Lower *L, Expr *e)
     Expr **args = arena_alloc(L->a, sizeof *args * (size_t)e->nargs);
     for (int i = 0; i < e->nargs; i++)
         args[i] = e->kind == EX_LOAD || (is_comparison(e) && e->args[i]->dtype == DT_I32 &&
-                                         sch_divisions_fit_i32(e->args[i]))
+                                         sch_folds_fit_i32(e->args[i]))
                       ? sch_simplify(L->a, e->args[i])
                       : simplify_divisions(L, e->args[i]);
     return te_rebuild(L->a, e, args);

@@ -752,12 +752,13 @@ Expr *sch_min(Arena *a, Expr *x, Expr *y);
 Expr *sch_max(Arena *a, Expr *x, Expr *y);
 /* whether X <= Y for every value of their loop variables (their ranges) */
 bool sch_provably_le(Expr *x, Expr *y);
-/* whether every division and remainder in E divides a sum of loop
- * variables (and constants) whose range, over the variables' own, lies
- * inside i32: there the wrapping i32 dividend is the exact one, and
- * sch_simplify's folding of the division keeps E's value (a load's index
- * never leaves its tensor; a comparison's operand may) */
-bool sch_divisions_fit_i32(Expr *e);
+/* whether every operand that sch_simplify folds by more than the ring's
+ * arithmetic (a division's or remainder's dividend, a min's or max's
+ * operands) in E is a sum of loop variables (and constants) whose range,
+ * over the variables' own, lies inside i32: there the wrapping i32 value
+ * is the exact one, and the fold keeps E's value (a load's index never
+ * leaves its tensor; a comparison's operand may) */
+bool sch_folds_fit_i32(Expr *e);
 
 /* lower.c: the loop nest of every stage, with bounds and guards. */
 bool sch_lower(SchedState *st, LoweredFunc *out);

@@ -362,19 +362,26 @@ Expr *sch_simplify(Arena *a, Expr *e)
     }
 }
 
-bool sch_divisions_fit_i32(Expr *e)
+/* Is E, a sum of loop variables and constants, inside i32 over their ranges? */
+static bool linear_fits_i32(Expr *e)
 {
-    if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD)) {
-        Linear l = {0};
-        int64_t lo, hi;
-        bool hi_inf;
-        to_linear(e->args[0], 1, &l);
-        if (l.overflow || !linear_range(&l, &lo, &hi, &hi_inf) || hi_inf || lo < INT32_MIN ||
-            hi > INT32_MAX)
-            return false;
-    }
+    Linear l = {0};
+    int64_t lo, hi;
+    bool hi_inf;
+    to_linear(e, 1, &l);
+    return !l.overflow && linear_range(&l, &lo, &hi, &hi_inf) && !hi_inf && lo >= INT32_MIN &&
+           hi <= INT32_MAX;
+}
+
+bool sch_folds_fit_i32(Expr *e)
+{
+    if (e->kind == EX_OP && (e->op == OP_DIV || e->op == OP_MOD) && !linear_fits_i32(e->args[0]))
+        return false;
+    if (e->kind == EX_OP && (e->op == OP_MIN || e->op == OP_MAX) &&
+        (!linear_fits_i32(e->args[0]) || !linear_fits_i32(e->args[1])))
+        return false;
     for (int i = 0; i < e->nargs; i++)
-        if (!sch_divisions_fit_i32(e->args[i]))
+        if (!sch_folds_fit_i32(e->args[i]))
             return false;
     return true;
 }
