@@ -1757,15 +1757,6 @@ static int64_t round_up(int64_t x, int64_t m)
     return (x + m - 1) / m * m;
 }
 
-/* S_FLASH: the output's rows at one batch point (SchFlash's chain).  The
- * queries first, then for each tile of BK keys: the tile of K transposed
- * and of V copied (zeros past the last key), and for each block of 6
- * query rows the scores in 6 x 4 vector registers, each row's new
- * maximum, the exponentials, the rescale of its running sum and of its
- * weighted sums, and the tile's weighted sums added in 6 x 4 registers.
- * The output is the weighted sums over the sum, once every key is in.
- * The copies read Q, K and V through their own expressions (plain or
- * prepacked tensors), once a tile: a small part of the work. */
 /* " * te_splat(C)" or " / te_splat(C)": F's constant factor on the scores,
  * nothing when there is none */
 static void emit_flash_scale(CgPrinter *p, const SchFlash *f)
@@ -1787,6 +1778,17 @@ static void emit_flash_past_end(CgPrinter *p, long long sk, long long bk, int ro
     cg_line(p, "}\n");
 }
 
+/* S_FLASH: the output's rows at one batch point (SchFlash's chain).  The
+ * queries first, then for each tile of BK keys: the tile of K transposed
+ * and of V copied (zeros past the last key), and for each block of 6
+ * query rows the scores in 6 x 4 vector registers, each row's new
+ * maximum, the exponentials (both from those registers when the tile is
+ * one chunk of 64 keys or fewer; from the stored scores above that), the
+ * rescale of its running sum and of its weighted sums, and the tile's
+ * weighted sums added in 6 x 4 registers.
+ * The output is the weighted sums over the sum, once every key is in.
+ * The copies read Q, K and V through their own expressions (plain or
+ * prepacked tensors), once a tile: a small part of the work. */
 static void emit_flash(Emitter *e, const Stmt *s)
 {
     const SchFlash *f = s->flash;
