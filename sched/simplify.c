@@ -187,64 +187,149 @@ static bool const_difference(Expr *x, Expr *y, int64_t *out)
     return true;
 }
 
-/* The range of X - Y over every value its variables can take: an IterVar
+/* A range lo .. hi, either end possibly infinite. */
+typedef struct Range {
+    int64_t lo, hi;
+    bool lo_inf, hi_inf;
+} Range;
+
+static bool expr_range(const Expr *e, Range *r, int depth);
+
+/* The range of L's value over every value its atoms can take.  A variable
  * with an extent ranges over lo .. lo+extent-1; one without (a loop over a
  * region, from a symbolic start) over 0 .. infinity, since every loop
- * variable indexes a tensor and is never negative.  *LO_INF / *HI_INF say
- * a bound is infinite.  False if some atom is not a variable. */
+ * variable indexes a tensor and is never negative.  Any other atom (a
+ * division, remainder, min or max the linear form cannot look into)
+ * ranges as expr_range finds, each atom on its own: f / 16 and f % 16 are
+ * bounded apart, which is wider than their sum's range, never narrower.
+ * False if an atom's range is unknown or a product overflows. */
+static bool linear_bounds(const Linear *l, Range *out, int depth)
+{
+    Range s = { l->constant, l->constant, false, false };
+    for (int i = 0; i < l->n; i++) {
+        int64_t k = l->coef[i];
+        if (k == 0)
+            continue;
+        Range a;
+        if (!expr_range(l->atom[i], &a, depth + 1))
+            return false;
+        int64_t p = 0, q = 0;
+        bool p_inf = a.lo_inf, q_inf = a.hi_inf; /* k * lo, k * hi */
+        if ((!p_inf && __builtin_mul_overflow(k, a.lo, &p)) ||
+            (!q_inf && __builtin_mul_overflow(k, a.hi, &q)))
+            return false;
+        if (k < 0) { /* k * lo is the top */
+            int64_t t = p;
+            bool t_inf = p_inf;
+            p = q, p_inf = q_inf;
+            q = t, q_inf = t_inf;
+        }
+        s.lo_inf = s.lo_inf || p_inf;
+        s.hi_inf = s.hi_inf || q_inf;
+        if ((!p_inf && __builtin_add_overflow(s.lo, p, &s.lo)) ||
+            (!q_inf && __builtin_add_overflow(s.hi, q, &s.hi)))
+            return false;
+    }
+    *out = s;
+    return true;
+}
+
+/* The range of the i32 expression E over its variables' ranges.  A
+ * quotient by a positive constant C is monotonic in its dividend (C's
+ * truncating division too); a remainder of a dividend never negative lies
+ * in 0 .. C-1, or between the ends' remainders where both ends share a
+ * quotient. */
+static bool expr_range(const Expr *e, Range *r, int depth)
+{
+    if (depth > 16)
+        return false;
+    if (e->kind == EX_CONST) {
+        *r = (Range){ (int64_t)e->value, (int64_t)e->value, false, false };
+        return true;
+    }
+    if (e->kind == EX_VAR) {
+        const IterVar *v = e->var;
+        if (v->extent <= 0)
+            *r = (Range){ 0, 0, false, true };
+        else
+            *r = (Range){ v->lo, v->lo + v->extent - 1, false, false };
+        return true;
+    }
+    if (e->kind != EX_OP || e->dtype != DT_I32)
+        return false;
+    int64_t c;
+    Range x, y;
+    switch (e->op) {
+    case OP_ADD:
+    case OP_SUB:
+    case OP_NEG:
+    case OP_MUL: {
+        Linear l = {0};
+        to_linear((Expr *)e, 1, &l);
+        if (l.overflow || (l.n == 1 && l.coef[0] == 1 && l.constant == 0 && l.atom[0] == e))
+            return false; /* a product of two non-constants: an atom of its own */
+        return linear_bounds(&l, r, depth);
+    }
+    case OP_DIV:
+    case OP_MOD:
+        if (!sch_const_int(e->args[1], &c) || c <= 0 || !expr_range(e->args[0], &x, depth + 1) ||
+            x.lo_inf)
+            return false;
+        if (e->op == OP_DIV) {
+            *r = (Range){ x.lo / c, x.hi_inf ? 0 : x.hi / c, false, x.hi_inf };
+            return true;
+        }
+        if (x.lo < 0)
+            return false;
+        if (!x.hi_inf && x.lo / c == x.hi / c)
+            *r = (Range){ x.lo % c, x.hi % c, false, false };
+        else
+            *r = (Range){ 0, c - 1, false, false };
+        return true;
+    case OP_MIN:
+    case OP_MAX:
+        if (!expr_range(e->args[0], &x, depth + 1) || !expr_range(e->args[1], &y, depth + 1))
+            return false;
+        if (e->op == OP_MIN) {
+            r->lo_inf = x.lo_inf || y.lo_inf;
+            r->lo = x.lo_inf ? y.lo : y.lo_inf ? x.lo : x.lo < y.lo ? x.lo : y.lo;
+            r->hi_inf = x.hi_inf && y.hi_inf;
+            r->hi = x.hi_inf ? y.hi : y.hi_inf ? x.hi : x.hi < y.hi ? x.hi : y.hi;
+        } else {
+            r->lo_inf = x.lo_inf && y.lo_inf;
+            r->lo = x.lo_inf ? y.lo : y.lo_inf ? x.lo : x.lo > y.lo ? x.lo : y.lo;
+            r->hi_inf = x.hi_inf || y.hi_inf;
+            r->hi = x.hi_inf ? y.hi : y.hi_inf ? x.hi : x.hi > y.hi ? x.hi : y.hi;
+        }
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* The range of X - Y over every value its variables can take
+ * (linear_bounds).  *LO_INF / *HI_INF say a bound is infinite. */
 static bool difference_range(Expr *x, Expr *y, int64_t *lo, int64_t *hi, bool *lo_inf,
                              bool *hi_inf)
 {
     Linear l = {0};
     to_linear(x, 1, &l);
     to_linear(y, -1, &l);
-    if (l.overflow)
+    Range r;
+    if (l.overflow || !linear_bounds(&l, &r, 0))
         return false;
-    *lo = *hi = l.constant;
-    *lo_inf = *hi_inf = false;
-    for (int i = 0; i < l.n; i++) {
-        if (l.coef[i] == 0)
-            continue;
-        if (l.atom[i]->kind != EX_VAR)
-            return false;
-        const IterVar *v = l.atom[i]->var;
-        if (v->extent <= 0) {
-            if (l.coef[i] > 0)
-                *hi_inf = true;
-            else
-                *lo_inf = true;
-            continue;
-        }
-        int64_t a = l.coef[i] * v->lo, b = l.coef[i] * (v->lo + v->extent - 1);
-        *lo += a < b ? a : b;
-        *hi += a < b ? b : a;
-    }
+    *lo = r.lo, *hi = r.hi, *lo_inf = r.lo_inf, *hi_inf = r.hi_inf;
     return true;
 }
 
-/* The range of L's value over its variables' ranges (as in
- * difference_range); false if an atom is not a variable or a bound is
- * infinite where it matters (*HI_INF says the top is). */
+/* The range of L's value (as in linear_bounds); false if it is unknown or
+ * its bottom infinite (*HI_INF says the top is). */
 static bool linear_range(const Linear *l, int64_t *lo, int64_t *hi, bool *hi_inf)
 {
-    *lo = *hi = l->constant;
-    *hi_inf = false;
-    for (int i = 0; i < l->n; i++) {
-        if (l->coef[i] == 0)
-            continue;
-        if (l->atom[i]->kind != EX_VAR)
-            return false;
-        const IterVar *v = l->atom[i]->var;
-        if (v->extent <= 0) { /* 0 .. infinity */
-            if (l->coef[i] < 0)
-                return false;
-            *hi_inf = true;
-            continue;
-        }
-        int64_t p = l->coef[i] * v->lo, q = l->coef[i] * (v->lo + v->extent - 1);
-        *lo += p < q ? p : q;
-        *hi += p < q ? q : p;
-    }
+    Range r;
+    if (!linear_bounds(l, &r, 0) || r.lo_inf)
+        return false;
+    *lo = r.lo, *hi = r.hi, *hi_inf = r.hi_inf;
     return true;
 }
 
