@@ -11,6 +11,13 @@
  *      - it selects and the reader reduces: a padded image read by a
  *        convolution would run its bounds checks once per multiply-add,
  *        and keep the reduction from vectorizing; or
+ *      - it selects and the reader has more elements than it: im2col's
+ *        columns (col[.., kh, kw, q] = pad[.., q / OW + kh, q % OW + kw])
+ *        would run the padding's bounds checks, and what the padding
+ *        reads through them (the layer before's bias and ReLU), once per
+ *        window position, KH x KW times an element, as conditional loads
+ *        that GCC does not vectorize; kept, the padding runs them once an
+ *        element and the columns are plain copies; or
  *      - it divides an index and the reader reduces over it along the
  *        reader's innermost axis: im2col's columns (col[.., q] =
  *        x[.., q / OW, q % OW], read by conv[n, f, q]) would run the
@@ -196,6 +203,20 @@ double te_fuse_reuse(const Expr *e, bool in_reduce, const Tensor *p, IterVar *co
 bool te_fuse_recompute_pays(double reuse, double cost)
 {
     return (reuse - 1) * cost <= TE_FUSE_MEMORY_COST;
+}
+
+/* T's elements. */
+static double elements(const Tensor *t)
+{
+    double n = 1;
+    for (int d = 0; d < t->rank; d++)
+        n *= (double)t->shape[d];
+    return n;
+}
+
+bool te_fuse_keeps_select(const Tensor *p, const Tensor *r)
+{
+    return elements(r) > elements(p);
 }
 
 /* Records E's loads as edges of stage S (LAST[t->id]: S's edge for t);
@@ -443,6 +464,12 @@ static void consider(Fuse *f, Tensor *p)
         if (f->selects[p->id] && f->reduces[r->id]) {
             f->why[p->id] = arena_printf(a, "it selects and %s reduces over it: the bounds checks "
                                          "would run once per multiply-add", r->name);
+            return;
+        }
+        if (f->selects[p->id] && te_fuse_keeps_select(p, r)) {
+            f->why[p->id] = arena_printf(a, "it selects and %s has %.0f times its elements: the "
+                                         "bounds checks would run in each of them, as conditional "
+                                         "loads", r->name, elements(r) / elements(p));
             return;
         }
         if (f->divides[p->id] && f->reduces[r->id] && read_along_inner(f, p, r)) {

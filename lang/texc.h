@@ -724,6 +724,11 @@ double te_fuse_reuse(const Expr *e, bool in_reduce, const Tensor *p, IterVar *co
 /* Does recomputing a stage of COST operations REUSE times an element cost
  * no more than keeping it (TE_FUSE_MEMORY_COST)? */
 bool te_fuse_recompute_pays(double reuse, double cost);
+/* A stage that selects (a padding) and reader R, which has more elements
+ * than it (im2col's columns, each element read once per window
+ * position): is the stage kept, so that its bounds checks run once an
+ * element and not as R's conditional loads?  (pass_fuse.c rule 1) */
+bool te_fuse_keeps_select(const Tensor *p, const Tensor *r);
 
 const char *te_pass_name(PassId p);
 const char *te_pass_description(PassId p);

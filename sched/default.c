@@ -257,7 +257,10 @@ static bool load_along(const Expr *e, const void *ctx)
  * computed once, not inlined (lang/pass_fuse.c's rules): inlined, its
  * select and bounds checks, or its divisions, would run in the
  * reduction's innermost loop, once per multiply-add, and keep that loop
- * from vectorizing. */
+ * from vectorizing.  So is one that selects and that a stage with more
+ * elements reads (te_fuse_keeps_select: im2col's columns of a padding,
+ * which would run its bounds checks once per window position, as
+ * conditional loads). */
 static bool selects_for_reduction(const SchedState *st, const SStage *s)
 {
     bool selects = expr_has(s->value, NULL);
@@ -266,6 +269,9 @@ static bool selects_for_reduction(const SchedState *st, const SStage *s)
         return false; /* (cuda kernels keep their inlining) */
     for (int i = 0; i < st->stages.len; i++) {
         const SStage *r = st->stages.items[i];
+        if (selects && !r->inlined && expr_has(r->value, s->tensor) &&
+            te_fuse_keeps_select(s->tensor, r->tensor))
+            return true; /* im2col's columns of a padding */
         if (!r->is_reduce)
             continue;
         if (selects && expr_has(r->value, s->tensor))

@@ -182,6 +182,18 @@ else
     not_ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept" "$tmp/out"
 fi
 
+# ... and the padding before each, with the layer before's ReLU, stays a
+# kernel of its own (te_fuse_keeps_select): the columns read each of its
+# elements once per window position, and would run its bounds checks,
+# and the ReLU, in each of them
+if "$TEXC" "$d/resblock.onnx" --dump=kernels -o "$tmp/kr" >"$tmp/out" 2>&1 &&
+    grep -A2 '^kernel conv2_Conv_pad: fuses Relu, conv1_Conv' "$tmp/out" |
+    grep -q 'not fused: it selects and conv2_Conv_col has 5 times its elements'; then
+    ok "resblock.onnx: the paddings kept, the columns plain copies"
+else
+    not_ok "resblock.onnx: the paddings kept, the columns plain copies" "$tmp/out"
+fi
+
 # ... and a convolution of stride 2 whose window is wider (cnn's conv2,
 # 3x3, in two groups) reads its padded input through the columns side by
 # side (onnx/ops.c deinterleaved), consecutive along the output row
