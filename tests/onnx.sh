@@ -125,7 +125,7 @@ if [ -n "${ONNX_CUDA_ONLY:-}" ]; then
 fi
 
 # 1. --eval: the reference evaluator on PyTorch's models
-for m in mlp tiny encoder14 encoder17 cnn resblock ops ops11 semantics embed gathers; do
+for m in mlp tiny encoder14 encoder17 cnn resblock rows ops ops11 semantics embed gathers; do
     # shellcheck disable=SC2046 # inputs splits on purpose
     if "$TEXC" "$d/$m.onnx" --eval $(inputs $m) -o "$tmp/ev_$m" >"$tmp/out" 2>&1 &&
         same_outputs $m "$tmp/ev_$m" >>"$tmp/out" 2>&1; then
@@ -137,7 +137,7 @@ done
 
 # 2. compiled: NAME.h + NAME.c and the weights as NAME.weights, built
 # with the sanitizers and run by texc's harness on PyTorch's inputs
-for m in mlp cnn resblock encoder17 embed gathers; do
+for m in mlp cnn resblock rows encoder17 embed gathers; do
     k=$tmp/k_$m
     args=
     run() {
@@ -180,6 +180,17 @@ if [ "$(grep -c '^[A-Za-z_0-9]*_col\[' "$tmp/k_resblock.te")" -eq 4 ] &&
 else
     { grep '_col\[' "$tmp/k_resblock.te"; "$TEXC" "$d/resblock.onnx" --dump=kernels -o "$tmp/kr" 2>&1; } >"$tmp/out"
     not_ok "resblock.onnx: its 7-wide convolutions as im2col matmuls, the columns kept" "$tmp/out"
+fi
+
+# 2b. rows at least a vector long that vectors do not divide (rows.onnx:
+# 20 and 18 wide, stride 1): the four convolutions over the padded rows
+# laid end to end, each read back at oh * WP + ow
+if [ "$(grep -c '^[a-z]*_[a-zC]*_*rows\[' "$tmp/k_rows.te")" -eq 4 ] &&
+    grep -q '^b_Conv_conv\[_i0 in 2, _i1 in 16, _i2 in 476\] = sum(_k0 in 16, _k1 in 3, _k2 in 3) b_Conv_rows\[_i0, _k0, _i2 + _k1 \* 48 + _k2 \* 2\]' "$tmp/k_rows.te" &&
+    grep -q '^y\[_i0 in 2, _i1 in 4, _i2 in 18, _i3 in 18\] = y_conv\[_i0, _i1, _i2 \* 20 + _i3\]' "$tmp/k_rows.te"; then
+    ok "rows.onnx: its convolutions over the padded rows end to end"
+else
+    not_ok "rows.onnx: its convolutions over the padded rows end to end" "$tmp/k_rows.te"
 fi
 
 # ... and the padding before each, with the layer before's ReLU, stays a
