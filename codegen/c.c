@@ -58,6 +58,9 @@ typedef struct Emitter {
     PtrMap hoisted;    /* a vectorized loop's invariant scalars computed
                           before it (hoist_invariants): Expr * -> i */
     PtrVec hoisted_names; /* char *: their variables */
+    PtrVec simd_loads; /* Expr *: an omp simd loop's invariant loads under
+                          a select, read before it (hoist_guarded_loads) */
+    PtrVec simd_names; /* char *: their variables */
     PtrMap param_at;   /* fn_params->t[i] -> i */
     PtrMap temp_at;    /* fn_temps->temps.items[i] -> i */
     PtrVec outer;      /* IterVar *: the loop variables declared around */
@@ -135,7 +138,15 @@ static void emit_index(Emitter *e, const Tensor *t, Expr *const *idx)
 /* cfamily.c's element hook: a load reads the element through the view */
 static void load_element(CgPrinter *p, const Tensor *t, Expr *const *idx)
 {
-    emit_index((Emitter *)p, t, idx);
+    Emitter *e = (Emitter *)p;
+    for (int i = 0; i < e->simd_loads.len; i++) {
+        const Expr *x = e->simd_loads.items[i];
+        if (x->tensor == t && x->args == idx) {
+            fputs(e->simd_names.items[i], p->out);
+            return;
+        }
+    }
+    emit_index(e, t, idx);
 }
 
 /* ------------------------------------------------------------------ */
@@ -957,16 +968,79 @@ static void emit_loop_over(Emitter *e, const Stmt *s, const char *min, const cha
     cg_line(&e->p, "}\n");
 }
 
+/* Is every index of the load X inside its tensor over the loops' ranges? */
+static bool load_in_bounds(Emitter *e, const Expr *x)
+{
+    const Tensor *t = x->tensor;
+    for (int d = 0; d < t->rank; d++)
+        if (t->shape[d] <= 0 || !sch_provably_le(sch_int(e->p.a, 0), x->args[d]) ||
+            !sch_provably_le(x->args[d], sch_int(e->p.a, t->shape[d] - 1)))
+            return false;
+    return true;
+}
+
+/* In X, under a select's branch (GUARDED), the f32 loads free of V and
+ * inside their tensors (a padding's bias, b[c] in select(.., relu(conv[..]
+ * + b[c]), 0) along the row), each read into a variable before the loop.
+ * GCC 12 if-converts a guarded load into a masked load, and does not
+ * vectorize one whose address is invariant ("no vectype for stmt:
+ * .MASK_LOAD"): the padding of ResNet's layers ran as scalar code. */
+static void hoist_guarded(Emitter *e, const Expr *x, const IterVar *v, const Stmt *body, bool guarded,
+                          int start)
+{
+    if (x->kind == EX_LOAD && guarded && x->tensor->dtype == DT_F32 && x->tensor->rank > 0 &&
+        invariant(x, v) && !loads_stored(x, body) && load_in_bounds(e, x)) {
+        for (int i = 0; i < e->simd_loads.len; i++)
+            if (e->simd_loads.items[i] == x)
+                return;
+        const char *name = cg_claim(&e->p, "ld");
+        if (e->simd_loads.len == start) { /* the first: a block for them */
+            cg_line(&e->p, "{\n");
+            e->p.indent++;
+        }
+        cg_line(&e->p, "const float %s = ", name);
+        cg_emit_expr(&e->p, x, 0);
+        fputs("; /* read before the loop: a guarded load of it would not vectorize */\n",
+              e->p.out);
+        vec_push(e->p.a, &e->simd_loads, (void *)x);
+        vec_push(e->p.a, &e->simd_names, (void *)name);
+        return;
+    }
+    guarded |= x->kind == EX_OP && x->op == OP_SELECT;
+    for (int i = 0; i < x->nargs; i++)
+        hoist_guarded(e, x->args[i], v, body, guarded && !(x->kind == EX_OP && x->op == OP_SELECT && i == 0), start);
+}
+
+static void hoist_guarded_loads(Emitter *e, const Stmt *s, const IterVar *v, const Stmt *body,
+                                int start)
+{
+    if (s->kind == S_SEQ)
+        for (int i = 0; i < s->n; i++)
+            hoist_guarded_loads(e, s->stmts[i], v, body, start);
+    else if (s->kind == S_STORE)
+        hoist_guarded(e, s->value, v, body, false, start);
+}
+
 static void emit_scalar_loop(Emitter *e, const Stmt *s)
 {
     const Loop *l = s->loop;
     if (l->kind == LOOP_PARALLEL && emit_parallel(e, s))
         return;
+    bool simd = l->kind == LOOP_VECTORIZED && !l->reduce;
+    int start = e->simd_loads.len;
+    if (simd)
+        hoist_guarded_loads(e, s->body, l->var, s->body, start);
+    int hoisted = e->simd_loads.len - start;
     if (l->kind == LOOP_PARALLEL && !e->in_lifted)
         cg_line(&e->p, "#pragma omp parallel for schedule(static)\n");
-    else if (l->kind == LOOP_VECTORIZED && !l->reduce)
+    else if (simd)
         cg_line(&e->p, "#pragma omp simd\n"); /* (a reduction's would race on its result) */
     emit_loop_over(e, s, NULL, NULL);
+    if (hoisted) {
+        e->p.indent--;
+        cg_line(&e->p, "}\n");
+    }
+    e->simd_loads.len = e->simd_names.len = start;
 }
 
 static void emit_view(Emitter *e, const Tensor *t, bool ro, const char *from);

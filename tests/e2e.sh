@@ -8,7 +8,8 @@
 # 16-bit inputs, conv_rows.te a convolution's micro-kernel rows along f,
 # attention.te the chain flash computes in one kernel, gather.te indices
 # read from tensors, panel.te a weight's column panels copied at jo,
-# im2col.te a convolution's columns over flattened positions)
+# im2col.te a convolution's columns over flattened positions, guarded.te
+# loads under a select read before a vectorized loop or not)
 # and each of its two
 # size sets
 # (one the sample's tiles divide, one they do not), the schedules are:
@@ -158,6 +159,7 @@ prepare gather        "S=16 V=37 D=64 R=8"        "S=13 V=11 D=19 R=3" "$scheds/
 prepare panel         "M=64 N=192 K=384"          "M=40 N=100 K=300" "$scheds/panel.te"
 prepare matmul_panel  "M=64 N=192 K=384"          "M=40 N=100 K=300" "$samples/matmul_gelu.te"
 prepare im2col        "N=1 C=4 H=14 W=14 F=8"     "N=2 C=3 H=7 W=5 F=5" "$scheds/im2col.te"
+prepare guarded       "N=5 W=32"                  "N=3 W=37"        "$scheds/guarded.te"
 
 xargs -P "$jobs" -n 1 sh "$0" --prep <"$preps"
 
