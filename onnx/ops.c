@@ -1935,6 +1935,34 @@ static OxValue *padded(OxImporter *im, OxValue *x, const Window *w, OxValue *out
  * convolution a matmul over the flattened output positions. */
 #define IM2COL_BELOW 16
 
+/* The product of a 2-D convolution of one group over Q output positions
+ * q, each reading SRC at SX (over n = _i0, q = _i2 and the window's
+ * _k0 in C, _k1, _k2), into conv[n, f, q]; OUT[n, f, oh, ow] reads it at
+ * q = oh * PITCH + ow (+ B[f]). */
+static bool conv_positions(OxImporter *im, OxValue *wt, OxValue *b, OxValue *src, const char *const *sx,
+                           const Window *w, const int64_t *dims, int64_t Q, int64_t pitch, OxValue *out)
+{
+    OxValue mm = { .kind = OXV_STAGE, .dtype = src->dtype, .odtype = src->odtype, .rank = 3,
+                   .dims = { dims[0], dims[1], Q } };
+    mm.onnx = mm.te = ox_aux_name(im, out, "conv");
+    const char *const *mi = ox_index_vars(im, 3, "i");
+    const char *sw[4] = { mi[1], "_k0", "_k1", "_k2" };
+    ox_aux_stage(im, mm.te, mm.rank, mm.dims,
+                 arena_printf(ARENA, "sum(_k0 in %lld, _k1 in %lld, _k2 in %lld) %s * %s",
+                              (long long)wt->dims[1], (long long)w->k[0], (long long)w->k[1],
+                              ox_read(im, src, sx), ox_read(im, wt, sw)));
+    const char *const *idx = ox_index_vars(im, 4, "i");
+    const char *sm[3] = { idx[0], idx[1],
+                          arena_printf(ARENA, "%s * %lld + %s", idx[2], (long long)pitch, idx[3]) };
+    const char *value = ox_read(im, &mm, sm);
+    if (b) {
+        const char *c1[1] = { idx[1] };
+        value = arena_printf(ARENA, "%s + %s", value, ox_read(im, b, c1));
+    }
+    ox_stage(im, out, value);
+    return true;
+}
+
 /* OUT = conv(X, W) (+ B) over X padded to P, a 2-D convolution of one
  * group, as a matmul over OUT's flattened positions (im2col):
  *   col[n, c, kh, kw, q] = P[n, c, q / OW * SH + kh * DH, q % OW * SW + kw * DW]
@@ -1961,24 +1989,9 @@ static bool conv_im2col(OxImporter *im, OxValue *wt, OxValue *b, OxValue *p, con
                     .dims = { dims[0], C, w->k[0], w->k[1], P } };
     col.onnx = col.te = ox_aux_name(im, out, "col");
     ox_aux_stage(im, col.te, col.rank, col.dims, ox_read(im, p, src));
-    OxValue mm = { .kind = OXV_STAGE, .dtype = p->dtype, .odtype = p->odtype, .rank = 3,
-                   .dims = { dims[0], dims[1], P } };
-    mm.onnx = mm.te = ox_aux_name(im, out, "conv");
     const char *const *mi = ox_index_vars(im, 3, "i");
-    const char *sc[5] = { mi[0], "_k0", "_k1", "_k2", mi[2] }, *sw[4] = { mi[1], "_k0", "_k1", "_k2" };
-    ox_aux_stage(im, mm.te, mm.rank, mm.dims,
-                 arena_printf(ARENA, "sum(_k0 in %lld, _k1 in %lld, _k2 in %lld) %s * %s", (long long)C,
-                              (long long)w->k[0], (long long)w->k[1], ox_read(im, &col, sc),
-                              ox_read(im, wt, sw)));
-    const char *const *idx = ox_index_vars(im, 4, "i");
-    const char *sm[3] = { idx[0], idx[1], arena_printf(ARENA, "%s * %lld + %s", idx[2], (long long)OW, idx[3]) };
-    const char *value = ox_read(im, &mm, sm);
-    if (b) {
-        const char *c1[1] = { idx[1] };
-        value = arena_printf(ARENA, "%s + %s", value, ox_read(im, b, c1));
-    }
-    ox_stage(im, out, value);
-    return true;
+    const char *sc[5] = { mi[0], "_k0", "_k1", "_k2", mi[2] };
+    return conv_positions(im, wt, b, &col, sc, w, dims, P, OW, out);
 }
 
 /* OUT = conv(X, W) (+ B) of stride 1 over X padded to P (HP x WP), one
@@ -2007,27 +2020,11 @@ static bool conv_flat_rows(OxImporter *im, OxValue *wt, OxValue *b, OxValue *p, 
                      .dims = { p->dims[0], C, HP * WP } };
     flat.onnx = flat.te = ox_aux_name(im, out, "rows");
     ox_aux_stage(im, flat.te, flat.rank, flat.dims, ox_read(im, p, src));
-    OxValue mm = { .kind = OXV_STAGE, .dtype = p->dtype, .odtype = p->odtype, .rank = 3,
-                   .dims = { dims[0], dims[1], Q } };
-    mm.onnx = mm.te = ox_aux_name(im, out, "conv");
     const char *const *mi = ox_index_vars(im, 3, "i");
     const char *kw = w->d[1] == 1 ? "_k2" : arena_printf(ARENA, "_k2 * %lld", (long long)w->d[1]);
     const char *sf[3] = { mi[0], "_k0",
                           arena_printf(ARENA, "%s + _k1 * %lld + %s", mi[2], (long long)(w->d[0] * WP), kw) };
-    const char *sw[4] = { mi[1], "_k0", "_k1", "_k2" };
-    ox_aux_stage(im, mm.te, mm.rank, mm.dims,
-                 arena_printf(ARENA, "sum(_k0 in %lld, _k1 in %lld, _k2 in %lld) %s * %s", (long long)C,
-                              (long long)w->k[0], (long long)w->k[1], ox_read(im, &flat, sf),
-                              ox_read(im, wt, sw)));
-    const char *const *idx = ox_index_vars(im, 4, "i");
-    const char *sm[3] = { idx[0], idx[1], arena_printf(ARENA, "%s * %lld + %s", idx[2], (long long)WP, idx[3]) };
-    const char *value = ox_read(im, &mm, sm);
-    if (b) {
-        const char *c1[1] = { idx[1] };
-        value = arena_printf(ARENA, "%s + %s", value, ox_read(im, b, c1));
-    }
-    ox_stage(im, out, value);
-    return true;
+    return conv_positions(im, wt, b, &flat, sf, w, dims, Q, WP, out);
 }
 
 /* Is conv_flat_rows the form for a 2-D convolution of one group over P
