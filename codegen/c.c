@@ -985,8 +985,8 @@ static bool load_in_bounds(Emitter *e, const Expr *x)
  * GCC 12 if-converts a guarded load into a masked load, and does not
  * vectorize one whose address is invariant ("no vectype for stmt:
  * .MASK_LOAD"): the padding of ResNet's layers ran as scalar code. */
-static void hoist_guarded(Emitter *e, const Expr *x, const IterVar *v, const Stmt *body, bool guarded,
-                          int start)
+static void hoist_guarded(Emitter *e, const Expr *x, const IterVar *v, const Stmt *body,
+                          bool guarded, int start)
 {
     if (x->kind == EX_LOAD && guarded && x->tensor->dtype == DT_F32 && x->tensor->rank > 0 &&
         invariant(x, v) && !loads_stored(x, body) && load_in_bounds(e, x)) {
@@ -1006,9 +1006,9 @@ static void hoist_guarded(Emitter *e, const Expr *x, const IterVar *v, const Stm
         vec_push(e->p.a, &e->simd_names, (void *)name);
         return;
     }
-    guarded |= x->kind == EX_OP && x->op == OP_SELECT;
-    for (int i = 0; i < x->nargs; i++)
-        hoist_guarded(e, x->args[i], v, body, guarded && !(x->kind == EX_OP && x->op == OP_SELECT && i == 0), start);
+    bool select = x->kind == EX_OP && x->op == OP_SELECT;
+    for (int i = 0; i < x->nargs; i++) /* a select's branches, not its condition */
+        hoist_guarded(e, x->args[i], v, body, (guarded || select) && !(select && i == 0), start);
 }
 
 static void hoist_guarded_loads(Emitter *e, const Stmt *s, const IterVar *v, const Stmt *body,
