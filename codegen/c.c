@@ -968,12 +968,17 @@ static void emit_loop_over(Emitter *e, const Stmt *s, const char *min, const cha
     cg_line(&e->p, "}\n");
 }
 
-/* Is every index of the load X inside its tensor over the loops' ranges? */
+/* Is every index of the load X inside its tensor over the loops' ranges?
+ * Not where a dim's size is a run-time dim's (its shape entry is the
+ * largest it takes, not the size a call has), nor where an index's i32
+ * arithmetic could wrap (the ranges are those of the true values:
+ * min(i * 2^30, 5) is 0 .. 5, wrapped it is not). */
 static bool load_in_bounds(Emitter *e, const Expr *x)
 {
     const Tensor *t = x->tensor;
     for (int d = 0; d < t->rank; d++)
-        if (t->shape[d] <= 0 || !sch_provably_le(sch_int(e->p.a, 0), x->args[d]) ||
+        if (t->shape_size[d] || t->shape[d] <= 0 || !sch_folds_fit_i32(x->args[d]) ||
+            !sch_provably_le(sch_int(e->p.a, 0), x->args[d]) ||
             !sch_provably_le(x->args[d], sch_int(e->p.a, t->shape[d] - 1)))
             return false;
     return true;

@@ -77,4 +77,23 @@ run_case conv2d conv2d 's/^dim N = 2,/dim N in 1..16 = 2,/' own \
     "N=1-16" -D C=4 -D H=10 -D W=9 -D F=8
 run_case batch_matmul batch_matmul 's/^dim B = 8,/dim B in 1..300 = 8,/' own \
     "B=1-300" -D M=5 -D N=33 -D K=7
+
+# a load under a select, free of the vectorized loop, from a tensor whose
+# size is a run-time dim: its index is inside the largest size (i < 50 <=
+# 100), not inside the one a call has (M = 1, N = 50), so the C backend
+# leaves it guarded (codegen/c.c load_in_bounds) and does not read b[i]
+# before the row's loop
+cat >"$tmp/guarded_rt.te" <<'EOF_TE'
+dim M in 1..100 = 8, N in 1..50 = 8;
+input b : f32[M];
+input x : f32[N, 64];
+y[i in N, j in 64] = select(i < 1, x[i, j] + b[i], 0.0);
+output y;
+EOF_TE
+if (cd "$tmp" && "$TEXC" guarded_rt.te -o guarded_rt) >"$tmp/log" 2>&1 &&
+    ! grep -q 'read before the loop' "$tmp/guarded_rt.c" && grep -q 'b\[i[_0-9]*\] : 0.0f' "$tmp/guarded_rt.c"; then
+    ok "a guarded load from a run-time-sized tensor stays guarded"
+else
+    not_ok "a guarded load from a run-time-sized tensor stays guarded" "$tmp/log"
+fi
 done_testing
