@@ -205,18 +205,9 @@ bool te_fuse_recompute_pays(double reuse, double cost)
     return (reuse - 1) * cost <= TE_FUSE_MEMORY_COST;
 }
 
-/* T's elements. */
-static double elements(const Tensor *t)
-{
-    double n = 1;
-    for (int d = 0; d < t->rank; d++)
-        n *= (double)t->shape[d];
-    return n;
-}
-
 bool te_fuse_keeps_select(const Tensor *p, const Tensor *r)
 {
-    return elements(r) > elements(p);
+    return tensor_elems(r) > tensor_elems(p);
 }
 
 /* Records E's loads as edges of stage S (LAST[t->id]: S's edge for t);
@@ -469,7 +460,7 @@ static void consider(Fuse *f, Tensor *p)
         if (f->selects[p->id] && te_fuse_keeps_select(p, r)) {
             f->why[p->id] = arena_printf(a, "it selects and %s has %.0f times its elements: the "
                                          "bounds checks would run in each of them, as conditional "
-                                         "loads", r->name, elements(r) / elements(p));
+                                         "loads", r->name, (double)tensor_elems(r) / (double)tensor_elems(p));
             return;
         }
         if (f->divides[p->id] && f->reduces[r->id] && read_along_inner(f, p, r)) {

@@ -2028,10 +2028,11 @@ static bool conv_flat_rows(OxImporter *im, OxValue *wt, OxValue *b, OxValue *p, 
 }
 
 /* Is conv_flat_rows the form for a 2-D convolution of one group over P
- * (X padded) by W: stride 1, output rows at least a vector long that vectors do not
- * divide, and P exactly the windows' extent (no ceil_mode rows)?  Not
- * where the image's size is a run-time dim (a probe, symdims.c): its
- * width would be the flat index's stride, a size used as a value. */
+ * (X padded) by W: stride 1, output rows at least a vector long that
+ * vectors do not divide, and P exactly the windows' extent (no ceil_mode
+ * rows)?  Not where the image's size is a run-time dim (a probe,
+ * symdims.c): its width would be the flat index's stride, a size used as
+ * a value. */
 static bool flat_rows_fit(const OxImporter *im, const OxValue *x, const OxValue *p, const Window *w)
 {
     return w->ns == 2 && !ox_is_probe(im, x->dims[2]) && !ox_is_probe(im, x->dims[3]) &&
