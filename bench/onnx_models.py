@@ -59,7 +59,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from torch_block import OPENMP_BLAS, measure  # noqa: E402  (the same timing rules)
+from torch_block import blas_builds, measure  # noqa: E402  (the same timing rules)
 
 TOLERANCE = 1e-4
 CONTENDED = 0.9   # bench.h's BENCH_CONTENDED: below this CPU share a run did not have its cores
@@ -220,9 +220,7 @@ def worker(args):
 
 
 def configurations():
-    blas = [('pthread-blas', None)]
-    if os.path.exists(os.path.join(OPENMP_BLAS, 'libblas.so.3')):
-        blas.append(('openmp-blas', OPENMP_BLAS))
+    blas, _ = blas_builds()
     return [(f'{b}-{p.lower()}', p, libdir) for b, libdir in blas for p in ('PASSIVE', 'ACTIVE')]
 
 
@@ -374,9 +372,11 @@ def report(args):
     for r in rows:
         out.append('| ' + ' | '.join(str(v).replace('|', '\\|') for v in r) + ' |')
     out.append('')
+    missing = blas_builds()[1]
     out.append('Models: ' + '; '.join(f'`{n}`: {MODELS[n][1]}' for n in args.models) + '.  '
                'PyTorch configurations tried: ' + ', '.join(c for c, _, _ in configurations()) +
-               ', each with OPENBLAS_CORETYPE=SkylakeX and torch.set_num_threads(threads).\n')
+               ', each with OPENBLAS_CORETYPE=SkylakeX and torch.set_num_threads(threads)' +
+               (f'; {missing}' if missing else '') + '.\n')
     with open(os.path.join(args.dir, 'skipped.txt')) as f:
         skipped = f.read().split('\n')
     out += [line + '.\n' for line in skipped if line]

@@ -52,6 +52,17 @@ ARGS = [('x', ('S', D)), ('ln1_g', (D,)), ('ln1_b', (D,)), ('wq', (D, D)), ('wk'
 OPENMP_BLAS = '/usr/lib/x86_64-linux-gnu/openblas-openmp'
 
 
+def blas_builds():
+    """The OpenBLAS builds PyTorch is tried with, (name, LD_LIBRARY_PATH dir
+    or None), and a note where OpenBLAS's OpenMP build is missing (its
+    configurations are then not tried, and the report says so)."""
+    if os.path.exists(os.path.join(OPENMP_BLAS, 'libblas.so.3')):
+        return [('pthread-blas', None), ('openmp-blas', OPENMP_BLAS)], ''
+    return [('pthread-blas', None)], ("OpenBLAS's OpenMP build is not installed (Debian: "
+                                      "libopenblas0-openmp): PyTorch's configurations with it "
+                                      "were not tried")
+
+
 def load_inputs(torch, path, s):
     """The arrays of DIR/in_S.f32 as f32 tensors, by name."""
     import numpy
@@ -173,13 +184,12 @@ def main():
             a = load_inputs(torch, os.path.join(args.dir, f'in_{s}.f32'), s)
             y = make_block(torch, a, torch.float64)(a['x'].double())
             y.numpy().astype('float32').tofile(os.path.join(args.dir, f'ref64_{s}.f32'))
-    blas = [('pthread-blas', None)]
-    if os.path.exists(os.path.join(OPENMP_BLAS, 'libblas.so.3')):
-        blas.append(('openmp-blas', OPENMP_BLAS))
+    blas, missing = blas_builds()
     print(f'about PyTorch {torch.__version__} ({torch.__config__.parallel_info().splitlines()[-1].strip()}, '
           f'{torch.backends.mkldnn.is_available() and "oneDNN available" or "no oneDNN"}); '
           f'the configurations tried: ' +
-          ', '.join(f'{b}-{p.lower()}' for b, _ in blas for p in ('PASSIVE', 'ACTIVE')), flush=True)
+          ', '.join(f'{b}-{p.lower()}' for b, _ in blas for p in ('PASSIVE', 'ACTIVE')) +
+          (f' ({missing})' if missing else ''), flush=True)
     for threads in args.threads.split():
         for name, libdir in blas:
             for policy in ('PASSIVE', 'ACTIVE'):
